@@ -1,0 +1,194 @@
+//! Typed errors of the format crate. Every variant names the offending value and the rule of
+//! FORMAT.md (or of the container) that it breaks, so a caller can tell a user exactly what is
+//! wrong with a file without reading the code.
+
+use thiserror::Error;
+
+/// Everything that can go wrong when building, validating, converting or loading a matrix.
+#[derive(Debug, Error, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// `rows × cols` (or a derived size) does not fit in `usize`/`u32` where it must.
+    #[error("shape {rows}×{cols} is too large: {what}")]
+    ShapeTooLarge {
+        /// Rows of the matrix.
+        rows: usize,
+        /// Columns of the matrix.
+        cols: usize,
+        /// Which size overflowed.
+        what: &'static str,
+    },
+    /// A dense input has the wrong number of elements.
+    #[error("dense data has {found} elements, but {rows}×{cols} needs {expected}")]
+    DenseLength {
+        /// Rows of the matrix.
+        rows: usize,
+        /// Columns of the matrix.
+        cols: usize,
+        /// rows × cols.
+        expected: usize,
+        /// Elements given.
+        found: usize,
+    },
+    /// Rule 1: `row_ptr.len() == rows + 1`.
+    #[error("rule 1 (row_ptr length): row_ptr has {found} entries, {rows} rows need {expected}")]
+    RowPtrLength {
+        /// Rows of the matrix.
+        rows: usize,
+        /// rows + 1.
+        expected: usize,
+        /// Entries given.
+        found: usize,
+    },
+    /// Rule 1: `row_ptr[0] == 0`.
+    #[error("rule 1 (row_ptr start): row_ptr[0] is {found}, must be 0")]
+    RowPtrStart {
+        /// The value found in row_ptr[0].
+        found: u32,
+    },
+    /// Rule 1: row_ptr is non-decreasing.
+    #[error("rule 1 (row_ptr non-decreasing): row {row} starts at {start} but ends at {end}")]
+    RowPtrDecreasing {
+        /// The row whose end precedes its start.
+        row: usize,
+        /// row_ptr[row].
+        start: u32,
+        /// row_ptr[row + 1].
+        end: u32,
+    },
+    /// The padded length P = ⌈N/8⌉·8 does not fit in u32.
+    #[error("rule 2 (size): {entries} entries pad to {padded}, more than u32::MAX")]
+    TooManyEntries {
+        /// N.
+        entries: u64,
+        /// P.
+        padded: u64,
+    },
+    /// Rule 2: `values.len() == P`.
+    #[error(
+        "rule 2 (values length): values has {found} entries, {entries} entries pad to {expected}"
+    )]
+    ValuesLength {
+        /// N = row_ptr[rows].
+        entries: usize,
+        /// P.
+        expected: usize,
+        /// Length given.
+        found: usize,
+    },
+    /// Rule 2: `codes.len() == P / 2`.
+    #[error("rule 2 (codes length): codes has {found} bytes, {entries} entries need {expected}")]
+    CodesLength {
+        /// N = row_ptr[rows].
+        entries: usize,
+        /// P / 2.
+        expected: usize,
+        /// Length given.
+        found: usize,
+    },
+    /// Rule 3: tail padding values are +0.0.
+    #[error("rule 3 (tail padding): value {index} is 0x{bits:04x}, tail padding must be +0.0")]
+    TailValueNotZero {
+        /// Entry index in N..P.
+        index: usize,
+        /// The value's bits.
+        bits: u16,
+    },
+    /// Rule 3: tail padding codes are 0.
+    #[error("rule 3 (tail padding): code {index} is {code}, tail padding must be 0")]
+    TailCodeNotZero {
+        /// Entry index in N..P.
+        index: usize,
+        /// The code found.
+        code: u8,
+    },
+    /// Rule 4: the last entry of every row lies in a column < cols.
+    #[error(
+        "rule 4 (column range): row {row} reaches column {column}, the matrix has {cols} columns"
+    )]
+    ColumnOutOfRange {
+        /// The row.
+        row: usize,
+        /// The column its last entry decodes to.
+        column: u64,
+        /// Columns of the matrix.
+        cols: usize,
+    },
+    /// CSR: columns strictly increase within a row.
+    #[error("CSR rule (increasing columns): row {row}, entry {index}: column {column} does not exceed the previous column {previous}")]
+    CsrColumnsNotIncreasing {
+        /// The row.
+        row: usize,
+        /// Entry index in the arrays.
+        index: usize,
+        /// The previous column of the row.
+        previous: u32,
+        /// The column found.
+        column: u32,
+    },
+    /// CSR: every column is < cols.
+    #[error(
+        "CSR rule (column range): row {row}, entry {index}: column {column} is not below {cols}"
+    )]
+    CsrColumnOutOfRange {
+        /// The row.
+        row: usize,
+        /// Entry index in the arrays.
+        index: usize,
+        /// The column found.
+        column: u32,
+        /// Columns of the matrix.
+        cols: usize,
+    },
+    /// CSR: `col_idx.len() == values.len() == row_ptr[rows]`.
+    #[error("CSR rule (array lengths): row_ptr ends at {entries}, but col_idx has {col_idx} and values {values}")]
+    CsrLength {
+        /// row_ptr[rows].
+        entries: usize,
+        /// col_idx.len().
+        col_idx: usize,
+        /// values.len().
+        values: usize,
+    },
+    /// COO: the same coordinate appears twice.
+    #[error("COO: coordinate ({row}, {col}) appears more than once")]
+    DuplicateCoordinate {
+        /// Row of the duplicate.
+        row: u32,
+        /// Column of the duplicate.
+        col: u32,
+    },
+    /// COO: a coordinate lies outside the shape.
+    #[error("COO: coordinate ({row}, {col}) lies outside the {rows}×{cols} matrix")]
+    CoordinateOutOfRange {
+        /// Row given.
+        row: u32,
+        /// Column given.
+        col: u32,
+        /// Rows of the matrix.
+        rows: usize,
+        /// Columns of the matrix.
+        cols: usize,
+    },
+    /// A vector has the wrong length for a product.
+    #[error("vector length {found} does not match the matrix: expected {expected} ({what})")]
+    VectorLength {
+        /// Which vector.
+        what: &'static str,
+        /// Required length.
+        expected: usize,
+        /// Given length.
+        found: usize,
+    },
+    /// A safetensors file could not be read or written, or holds something unexpected.
+    #[error("{context}: {message}")]
+    Container {
+        /// File and tensor the problem is in.
+        context: String,
+        /// What is wrong.
+        message: String,
+    },
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = FormatError> = std::result::Result<T, E>;

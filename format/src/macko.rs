@@ -1,0 +1,265 @@
+//! The MACKO-16-4 matrix: validated arrays, entry decoding, canonical form and storage.
+//! See FORMAT.md: `row_ptr` (u32, rows + 1), `values` (binary16, P) and `codes` (4-bit gap codes,
+//! two per byte, P / 2), with P = ⌈N/8⌉·8 and N = row_ptr[rows].
+
+use half::f16;
+
+use crate::csr::{effective, CsrMatrix};
+use crate::dense::{element_count, is_zero, DenseMatrix};
+use crate::error::{FormatError, Result};
+
+/// Entries per aligned group: one 16-byte load of values, one 32-bit load of codes.
+pub const GROUP: usize = 8;
+
+/// Largest gap one code can express.
+pub const MAX_CODE: u8 = 15;
+
+/// Format name and version written into containers.
+pub const FORMAT_NAME: &str = "MACKO-16-4";
+/// Version of the array layout (bumped on any incompatible change).
+pub const FORMAT_VERSION: u32 = 1;
+
+/// A validated MACKO-16-4 matrix. Every instance satisfies rules 1–4 of FORMAT.md, so any backend
+/// can multiply it without further checks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MackoMatrix {
+    rows: usize,
+    cols: usize,
+    row_ptr: Vec<u32>,
+    values: Vec<f16>,
+    codes: Vec<u8>,
+}
+
+/// Padded length P = ⌈N/8⌉·8, refused when it does not fit u32.
+pub fn padded_len(entries: u64) -> Result<usize> {
+    let padded = entries.div_ceil(GROUP as u64) * GROUP as u64;
+    if padded > u32::MAX as u64 {
+        return Err(FormatError::TooManyEntries { entries, padded });
+    }
+    Ok(padded as usize)
+}
+
+/// Rule 1 for MACKO and CSR alike; returns N = row_ptr[rows].
+pub(crate) fn check_row_ptr(rows: usize, row_ptr: &[u32]) -> Result<usize> {
+    let expected = rows.checked_add(1).ok_or(FormatError::ShapeTooLarge {
+        rows,
+        cols: 0,
+        what: "rows + 1 overflows usize",
+    })?;
+    if row_ptr.len() != expected {
+        return Err(FormatError::RowPtrLength {
+            rows,
+            expected,
+            found: row_ptr.len(),
+        });
+    }
+    if row_ptr[0] != 0 {
+        return Err(FormatError::RowPtrStart { found: row_ptr[0] });
+    }
+    if let Some(row) = row_ptr.windows(2).position(|w| w[1] < w[0]) {
+        return Err(FormatError::RowPtrDecreasing {
+            row,
+            start: row_ptr[row],
+            end: row_ptr[row + 1],
+        });
+    }
+    Ok(row_ptr[rows] as usize)
+}
+
+/// Code of entry `i` (low nibble for even i).
+#[inline(always)]
+pub fn code_at(codes: &[u8], i: usize) -> u8 {
+    (codes[i / 2] >> ((i & 1) * 4)) & 0x0f
+}
+
+impl MackoMatrix {
+    /// Builds a matrix from untrusted arrays, checking rules 1–4 of FORMAT.md. The error names
+    /// the rule and the row or index that breaks it. Runs in O(rows + P), allocates nothing.
+    pub fn from_parts(
+        rows: usize,
+        cols: usize,
+        row_ptr: Vec<u32>,
+        values: Vec<f16>,
+        codes: Vec<u8>,
+    ) -> Result<Self> {
+        let entries = check_row_ptr(rows, &row_ptr)?;
+        let padded = padded_len(entries as u64)?;
+        if values.len() != padded {
+            return Err(FormatError::ValuesLength {
+                entries,
+                expected: padded,
+                found: values.len(),
+            });
+        }
+        if codes.len() != padded / 2 {
+            return Err(FormatError::CodesLength {
+                entries,
+                expected: padded / 2,
+                found: codes.len(),
+            });
+        }
+        for index in entries..padded {
+            let bits = values[index].to_bits();
+            if bits != 0 {
+                return Err(FormatError::TailValueNotZero { index, bits });
+            }
+            let code = code_at(&codes, index);
+            if code != 0 {
+                return Err(FormatError::TailCodeNotZero { index, code });
+            }
+        }
+        for row in 0..rows {
+            let (start, end) = (row_ptr[row] as usize, row_ptr[row + 1] as usize);
+            if start == end {
+                continue;
+            }
+            // u64: at most 2^32 entries of code ≤ 15 each, far below 2^64.
+            let gaps: u64 = (start..end).map(|i| code_at(&codes, i) as u64).sum();
+            let column = (end - start - 1) as u64 + gaps;
+            if column >= cols as u64 {
+                return Err(FormatError::ColumnOutOfRange { row, column, cols });
+            }
+        }
+        Ok(Self {
+            rows,
+            cols,
+            row_ptr,
+            values,
+            codes,
+        })
+    }
+
+    /// Assembles arrays the encoders of this crate produced (valid by construction).
+    pub(crate) fn from_trusted(
+        rows: usize,
+        cols: usize,
+        row_ptr: Vec<u32>,
+        values: Vec<f16>,
+        codes: Vec<u8>,
+    ) -> Self {
+        let m = Self {
+            rows,
+            cols,
+            row_ptr,
+            values,
+            codes,
+        };
+        debug_assert!(m.clone().revalidate().is_ok());
+        m
+    }
+
+    #[cfg(debug_assertions)]
+    fn revalidate(self) -> Result<Self> {
+        Self::from_parts(self.rows, self.cols, self.row_ptr, self.values, self.codes)
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// Row pointers: row r owns entries `row_ptr[r]..row_ptr[r + 1]`.
+    pub fn row_ptr(&self) -> &[u32] {
+        &self.row_ptr
+    }
+    /// Entry values, padded with +0.0 to P.
+    pub fn values(&self) -> &[f16] {
+        &self.values
+    }
+    /// Gap codes, two per byte (low nibble first), P / 2 bytes.
+    pub fn codes(&self) -> &[u8] {
+        &self.codes
+    }
+    /// N: stored entries, padding entries included, tail padding excluded.
+    pub fn entries(&self) -> usize {
+        self.row_ptr[self.rows] as usize
+    }
+    /// P: the length of `values` (N rounded up to a multiple of 8).
+    pub fn padded_entries(&self) -> usize {
+        self.values.len()
+    }
+    /// Index range of row `r`'s entries.
+    pub fn row_range(&self, r: usize) -> std::ops::Range<usize> {
+        self.row_ptr[r] as usize..self.row_ptr[r + 1] as usize
+    }
+    /// Consumes the matrix, returning `(row_ptr, values, codes)`.
+    pub fn into_parts(self) -> (Vec<u32>, Vec<f16>, Vec<u8>) {
+        (self.row_ptr, self.values, self.codes)
+    }
+
+    /// The entries of row `r` as `(column, value)`, padding entries included.
+    pub fn row_entries(&self, r: usize) -> impl Iterator<Item = (usize, f16)> + '_ {
+        let mut next_column = 0usize;
+        self.row_range(r).map(move |i| {
+            let column = next_column + code_at(&self.codes, i) as usize;
+            next_column = column + 1;
+            (column, self.values[i])
+        })
+    }
+
+    /// Storage in bytes: 2.5·P + 4·(rows + 1).
+    pub fn bytes(&self) -> u64 {
+        2 * self.values.len() as u64 + self.codes.len() as u64 + 4 * self.row_ptr.len() as u64
+    }
+
+    /// Bytes over the dense binary16 size (`2·rows·cols`); 0 for an empty shape.
+    pub fn effective_density(&self) -> f64 {
+        effective(self.bytes(), self.rows, self.cols)
+    }
+
+    /// Whether the arrays are the canonical encoding of their dense matrix: every zero-valued
+    /// entry has code 15 (is a padding entry) and no row ends with a zero. Only canonical
+    /// matrices round-trip through dense bit for bit.
+    pub fn is_canonical(&self) -> bool {
+        (0..self.rows).all(|r| {
+            let range = self.row_range(r);
+            if range.is_empty() {
+                return true;
+            }
+            let last_nonzero = !is_zero(self.values[range.end - 1]);
+            let zeros_are_padding = range
+                .clone()
+                .all(|i| !is_zero(self.values[i]) || code_at(&self.codes, i) == MAX_CODE);
+            // A canonical padding entry is +0.0 (−0.0 is not preserved).
+            let zeros_positive = range
+                .clone()
+                .all(|i| !is_zero(self.values[i]) || self.values[i].to_bits() == 0);
+            last_nonzero && zeros_are_padding && zeros_positive
+        })
+    }
+
+    /// The dense matrix these arrays describe (padding entries write their +0.0).
+    pub fn to_dense(&self) -> Result<DenseMatrix> {
+        let mut out = vec![f16::ZERO; element_count(self.rows, self.cols)?];
+        for r in 0..self.rows {
+            let row = &mut out[r * self.cols..(r + 1) * self.cols];
+            for (c, v) in self.row_entries(r) {
+                row[c] = v;
+            }
+        }
+        DenseMatrix::new(self.rows, self.cols, out)
+    }
+
+    /// CSR of the non-zero entries (padding entries, and any other zero-valued entry, dropped).
+    pub fn to_csr(&self) -> Result<CsrMatrix> {
+        let mut row_ptr = Vec::with_capacity(self.rows + 1);
+        let mut col_idx = Vec::new();
+        let mut values = Vec::new();
+        row_ptr.push(0u32);
+        for r in 0..self.rows {
+            for (c, v) in self.row_entries(r) {
+                if !is_zero(v) {
+                    col_idx.push(c as u32);
+                    values.push(v);
+                }
+            }
+            row_ptr.push(col_idx.len() as u32);
+        }
+        Ok(CsrMatrix::from_trusted(
+            self.rows, self.cols, row_ptr, col_idx, values,
+        ))
+    }
+}

@@ -1,0 +1,172 @@
+//! The f64 reference product y = A·x that every backend is tested against, and the tolerance
+//! a backend's f32-accumulated result must meet.
+//!
+//! Semantics (FORMAT.md, "Multiplication semantics"): in the sparse formats (MACKO and CSR) an
+//! entry whose value is ±0 — padding entries, tail padding — contributes nothing, even where x
+//! holds NaN or ±∞. Dense follows IEEE arithmetic, as every dense GEMV (cuBLAS included) does:
+//! a stored zero times ∞ is NaN.
+
+use half::f16;
+
+use crate::csr::CsrMatrix;
+use crate::dense::{is_zero, DenseMatrix};
+use crate::error::{FormatError, Result};
+use crate::macko::MackoMatrix;
+
+/// The precision a backend returns y in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutputPrecision {
+    /// binary16, rounded once from the f32 accumulator.
+    F16,
+    /// binary32, the accumulator itself.
+    F32,
+}
+
+/// Reference result of one product: per row, the exact-ish value, the sum of the magnitudes of
+/// its terms and the number of terms (what the tolerance is derived from).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reference {
+    /// Σ aᵢ·x[cᵢ] in f64.
+    pub y: Vec<f64>,
+    /// Σ |aᵢ·x[cᵢ]| in f64.
+    pub abs_sum: Vec<f64>,
+    /// Number of terms added in the row.
+    pub terms: Vec<usize>,
+}
+
+/// Unit roundoff of binary32 (2⁻²⁴).
+const U32: f64 = 1.0 / (1u64 << 24) as f64;
+/// Unit roundoff of binary16 (2⁻¹¹).
+const U16: f64 = 1.0 / (1u64 << 11) as f64;
+/// Half the smallest binary16 subnormal (2⁻²⁵): the absolute rounding error near zero.
+const HALF_MIN_SUBNORMAL_HALF: f64 = 1.0 / (1u64 << 25) as f64;
+/// Values at or above this round to ±∞ in binary16.
+const F16_OVERFLOW: f64 = 65520.0;
+
+impl Reference {
+    fn with_rows(rows: usize) -> Self {
+        Self {
+            y: vec![0.0; rows],
+            abs_sum: vec![0.0; rows],
+            terms: vec![0; rows],
+        }
+    }
+
+    /// The largest error allowed in row `r` for a backend that accumulates in f32 and returns
+    /// `out` (see [`tolerance`]).
+    pub fn tolerance(&self, r: usize, out: OutputPrecision) -> f64 {
+        tolerance(self.y[r], self.abs_sum[r], self.terms[r], out)
+    }
+
+    /// Whether `got` is an acceptable value for row `r` (see [`agrees`]).
+    pub fn agrees(&self, r: usize, got: f64, out: OutputPrecision) -> bool {
+        agrees(got, self.y[r], self.abs_sum[r], self.terms[r], out)
+    }
+
+    /// The first row whose `got` value is not acceptable, as `(row, got, expected, tolerance)`.
+    pub fn first_disagreement(
+        &self,
+        got: &[f64],
+        out: OutputPrecision,
+    ) -> Option<(usize, f64, f64, f64)> {
+        (0..self.y.len())
+            .find(|&r| !self.agrees(r, got[r], out))
+            .map(|r| (r, got[r], self.y[r], self.tolerance(r, out)))
+    }
+}
+
+/// Error bound of an f32-accumulated product, from the arithmetic rather than a guess.
+///
+/// Each term aᵢ·x[cᵢ] of two binary16 numbers is exact in binary32 (11 + 11 significant bits ≤
+/// 24, exponents in range), so only the additions round. Summing n terms in any order (serial,
+/// tree, warp shuffles) errs by at most (n − 1)·u·Σ|terms| to first order, u = 2⁻²⁴; we allow
+/// n·u·Σ|terms|, which also covers the second-order term for any n < 2²³. An f16 output then
+/// rounds once more: 2⁻¹¹ relative plus 2⁻²⁵ absolute (subnormals). The f64 reference's own
+/// error (≈ n·2⁻⁵³·Σ) is three orders below and covered by the same slack.
+pub fn tolerance(reference: f64, abs_sum: f64, terms: usize, out: OutputPrecision) -> f64 {
+    let accumulate = terms as f64 * U32 * abs_sum;
+    match out {
+        OutputPrecision::F32 => accumulate * (1.0 + U32) + U32 * reference.abs(),
+        OutputPrecision::F16 => {
+            accumulate * (1.0 + U16) + U16 * reference.abs() + HALF_MIN_SUBNORMAL_HALF
+        }
+    }
+}
+
+/// Whether a backend's `got` is acceptable for a reference value: NaN exactly where the
+/// reference is NaN, the same infinity where it is infinite, else within [`tolerance`] (for f16
+/// output, ±∞ is also accepted where the bound reaches the binary16 overflow threshold).
+pub fn agrees(got: f64, reference: f64, abs_sum: f64, terms: usize, out: OutputPrecision) -> bool {
+    if reference.is_nan() || got.is_nan() {
+        return reference.is_nan() && got.is_nan();
+    }
+    if reference.is_infinite() {
+        return got == reference;
+    }
+    let tol = tolerance(reference, abs_sum, terms, out);
+    if got.is_infinite() {
+        return out == OutputPrecision::F16
+            && got.signum() == reference.signum()
+            && reference.abs() + tol >= F16_OVERFLOW;
+    }
+    (got - reference).abs() <= tol
+}
+
+fn check_x(cols: usize, x: &[f16]) -> Result<()> {
+    if x.len() != cols {
+        return Err(FormatError::VectorLength {
+            what: "x must have one element per column",
+            expected: cols,
+            found: x.len(),
+        });
+    }
+    Ok(())
+}
+
+/// Adds one term to row `r`.
+#[inline]
+fn accumulate(out: &mut Reference, r: usize, a: f16, x: f16) {
+    let term = a.to_f64() * x.to_f64();
+    out.y[r] += term;
+    out.abs_sum[r] += term.abs();
+    out.terms[r] += 1;
+}
+
+/// Reference y = A·x for a MACKO matrix; zero-valued entries (padding) contribute nothing.
+pub fn spmv_macko(a: &MackoMatrix, x: &[f16]) -> Result<Reference> {
+    check_x(a.cols(), x)?;
+    let mut out = Reference::with_rows(a.rows());
+    for r in 0..a.rows() {
+        for (c, v) in a.row_entries(r).filter(|(_, v)| !is_zero(*v)) {
+            accumulate(&mut out, r, v, x[c]);
+        }
+    }
+    Ok(out)
+}
+
+/// Reference y = A·x for a CSR matrix; zero-valued entries contribute nothing.
+pub fn spmv_csr(a: &CsrMatrix, x: &[f16]) -> Result<Reference> {
+    check_x(a.cols(), x)?;
+    let mut out = Reference::with_rows(a.rows());
+    for r in 0..a.rows() {
+        for i in a.row_range(r) {
+            let v = a.values()[i];
+            if !is_zero(v) {
+                accumulate(&mut out, r, v, x[a.col_idx()[i] as usize]);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Reference y = A·x for a dense matrix, with IEEE semantics (0·∞ = NaN) like any dense GEMV.
+pub fn spmv_dense(a: &DenseMatrix, x: &[f16]) -> Result<Reference> {
+    check_x(a.cols(), x)?;
+    let mut out = Reference::with_rows(a.rows());
+    for r in 0..a.rows() {
+        for (c, &v) in a.row(r).iter().enumerate() {
+            accumulate(&mut out, r, v, x[c]);
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,314 @@
+//! The backend trait and what every backend shares. One module per backend: `cpu` (always),
+//! `wgpu` (feature `wgpu`), `cuda` (feature `cuda`). A backend receives only validated matrices
+//! from `macko-format` and shapes already checked by [`crate::Device`]; it owns its storage,
+//! which callers see only as opaque handles.
+
+use std::any::Any;
+use std::fmt;
+use std::str::FromStr;
+
+use half::f16;
+use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix, OutputPrecision};
+
+use crate::error::{Error, Result};
+
+pub mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
+#[cfg(feature = "wgpu")]
+pub mod wgpu;
+
+/// The backends macko knows, in the order [`crate::Device::auto`] tries them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum BackendKind {
+    /// CUDA C kernels compiled at run time by NVRTC, through cudarc (NVIDIA GPUs).
+    Cuda,
+    /// WGSL compute shaders through wgpu (Vulkan, Metal, DX12: any vendor).
+    Wgpu,
+    /// Multi-threaded Rust on the host; always available.
+    Cpu,
+}
+
+impl BackendKind {
+    /// Every backend, in the order `Device::auto` tries them.
+    pub const ALL: [BackendKind; 3] = [BackendKind::Cuda, BackendKind::Wgpu, BackendKind::Cpu];
+
+    /// The name used by `MACKO_BACKEND` and the CLI.
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Cpu => "cpu",
+            BackendKind::Wgpu => "wgpu",
+            BackendKind::Cuda => "cuda",
+        }
+    }
+}
+
+impl fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for BackendKind {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "cpu" => Ok(BackendKind::Cpu),
+            "wgpu" => Ok(BackendKind::Wgpu),
+            "cuda" => Ok(BackendKind::Cuda),
+            _ => Err(Error::UnknownBackend { name: s.into() }),
+        }
+    }
+}
+
+/// A host matrix in any of the library's formats, as handed to [`crate::Device::upload`].
+#[derive(Debug, Clone, Copy)]
+pub enum MatrixRef<'a> {
+    /// MACKO-16-4.
+    Macko(&'a MackoMatrix),
+    /// CSR, u32 indices, f16 values.
+    Csr(&'a CsrMatrix),
+    /// Dense row-major f16.
+    Dense(&'a DenseMatrix),
+}
+
+/// Which format a device matrix is stored in (which kernel multiplies it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MatrixFormat {
+    /// MACKO-16-4.
+    Macko,
+    /// CSR.
+    Csr,
+    /// Dense.
+    Dense,
+}
+
+impl MatrixFormat {
+    /// Short lower-case name ("macko", "csr", "dense").
+    pub fn name(self) -> &'static str {
+        match self {
+            MatrixFormat::Macko => "macko",
+            MatrixFormat::Csr => "csr",
+            MatrixFormat::Dense => "dense",
+        }
+    }
+}
+
+impl MatrixRef<'_> {
+    /// `(rows, cols)`.
+    pub fn shape(&self) -> (usize, usize) {
+        match self {
+            MatrixRef::Macko(m) => (m.rows(), m.cols()),
+            MatrixRef::Csr(m) => (m.rows(), m.cols()),
+            MatrixRef::Dense(m) => (m.rows(), m.cols()),
+        }
+    }
+    /// The format.
+    pub fn format(&self) -> MatrixFormat {
+        match self {
+            MatrixRef::Macko(_) => MatrixFormat::Macko,
+            MatrixRef::Csr(_) => MatrixFormat::Csr,
+            MatrixRef::Dense(_) => MatrixFormat::Dense,
+        }
+    }
+    /// Bytes the format stores (what a product must read, x and y aside).
+    pub fn bytes(&self) -> u64 {
+        match self {
+            MatrixRef::Macko(m) => m.bytes(),
+            MatrixRef::Csr(m) => m.bytes(),
+            MatrixRef::Dense(m) => m.bytes(),
+        }
+    }
+}
+
+impl<'a> From<&'a MackoMatrix> for MatrixRef<'a> {
+    fn from(m: &'a MackoMatrix) -> Self {
+        MatrixRef::Macko(m)
+    }
+}
+impl<'a> From<&'a CsrMatrix> for MatrixRef<'a> {
+    fn from(m: &'a CsrMatrix) -> Self {
+        MatrixRef::Csr(m)
+    }
+}
+impl<'a> From<&'a DenseMatrix> for MatrixRef<'a> {
+    fn from(m: &'a DenseMatrix) -> Self {
+        MatrixRef::Dense(m)
+    }
+}
+
+/// Element type of a device vector: inputs are f16, outputs f16 or f32.
+pub type Precision = OutputPrecision;
+
+/// A vector brought back to the host.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HostVector {
+    /// binary16 elements.
+    F16(Vec<f16>),
+    /// binary32 elements.
+    F32(Vec<f32>),
+}
+
+impl HostVector {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match self {
+            HostVector::F16(v) => v.len(),
+            HostVector::F32(v) => v.len(),
+        }
+    }
+    /// Whether it has no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// The elements widened to f64 (exact).
+    pub fn to_f64(&self) -> Vec<f64> {
+        match self {
+            HostVector::F16(v) => v.iter().map(|x| x.to_f64()).collect(),
+            HostVector::F32(v) => v.iter().map(|&x| x as f64).collect(),
+        }
+    }
+    /// The elements as f32 (exact for both types).
+    pub fn to_f32(&self) -> Vec<f32> {
+        match self {
+            HostVector::F16(v) => v.iter().map(|x| x.to_f32()).collect(),
+            HostVector::F32(v) => v.clone(),
+        }
+    }
+    /// The precision of the elements.
+    pub fn precision(&self) -> Precision {
+        match self {
+            HostVector::F16(_) => Precision::F16,
+            HostVector::F32(_) => Precision::F32,
+        }
+    }
+}
+
+/// What a device reports about itself, for `macko info` and [`crate::Device::describe`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceInfo {
+    /// The backend.
+    pub backend: BackendKind,
+    /// Human-readable device name ("NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)").
+    pub name: String,
+    /// Key properties as `(name, value)` pairs, in display order.
+    pub properties: Vec<(String, String)>,
+}
+
+/// Backend-owned storage behind a [`crate::DeviceMatrix`] or [`crate::DeviceVector`]. Only the
+/// backend that made it knows its concrete type.
+pub type Storage = Box<dyn Any + Send + Sync>;
+
+/// One implementation of the products on one device. Methods receive storage this backend made
+/// (the [`crate::Device`] checks the device id of every handle first) and shapes that fit.
+pub trait Backend: Send + Sync {
+    /// Name, backend and key properties.
+    fn info(&self) -> DeviceInfo;
+    /// Copies a validated host matrix to the device.
+    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<Storage>;
+    /// Copies an f16 vector to the device.
+    fn upload_vector(&self, x: &[f16]) -> Result<Storage>;
+    /// Allocates a zero-filled vector of `len` elements.
+    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<Storage>;
+    /// Enqueues y = A·x. May return before the product is done; later calls on the same device
+    /// see its result (products run in order).
+    fn spmv(&self, a: &Storage, x: &Storage, y: &mut Storage) -> Result<()>;
+    /// Waits until every enqueued product is done.
+    fn synchronize(&self) -> Result<()>;
+    /// Waits for pending work, then copies a vector back.
+    fn download(&self, v: &Storage) -> Result<HostVector>;
+
+    /// How [`Backend::time_spmv`] measures: "cuda events", "wgpu timestamp queries", or
+    /// "wall clock" (the default, and the only choice where the device has no timer).
+    fn timer(&self) -> &'static str {
+        "wall clock"
+    }
+
+    /// Runs `warmup` untimed products, then `iters` timed ones, cycling through the matrices of
+    /// `a` (copies of one matrix, so that inputs larger than the cache are rotated). Returns the
+    /// seconds of each timed product. The default times on the host clock around a
+    /// synchronisation; GPU backends override it with device timers.
+    fn time_spmv(
+        &self,
+        a: &[&Storage],
+        x: &Storage,
+        y: &mut Storage,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        let mut times = Vec::with_capacity(iters);
+        for i in 0..warmup + iters {
+            let m = a[i % a.len().max(1)];
+            let start = std::time::Instant::now();
+            self.spmv(m, x, y)?;
+            self.synchronize()?;
+            if i >= warmup {
+                times.push(start.elapsed().as_secs_f64());
+            }
+        }
+        Ok(times)
+    }
+
+    /// The device's ceiling: seconds per pass of a streaming-read kernel over `bytes` bytes
+    /// (reduced so nothing is optimised away), `iters` timed passes after `warmup`. `None` where
+    /// the backend has no such kernel.
+    fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
+        let _ = (bytes, warmup, iters);
+        Ok(None)
+    }
+
+    /// Uploads `m` for a vendor library's product instead of macko's own kernel (benchmarks
+    /// only). Unavailable by default.
+    fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<Storage> {
+        let _ = m;
+        Err(Error::Unavailable {
+            backend: self.info().backend,
+            reason: format!("{} is not a baseline of this backend", vendor.name()),
+        })
+    }
+}
+
+/// A vendor library's product, measured beside macko's kernels as the baseline users would
+/// otherwise pick.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum VendorBaseline {
+    /// Dense f16 GEMV through cuBLAS (`cublasGemmEx`, f16 in, f32 compute).
+    CublasDense,
+    /// CSR SpMV through cuSPARSE (`cusparseSpMV`, f16 values, 32-bit indices, f32 compute).
+    CusparseCsr,
+}
+
+impl VendorBaseline {
+    /// Short name ("cublas", "cusparse").
+    pub fn name(self) -> &'static str {
+        match self {
+            VendorBaseline::CublasDense => "cublas",
+            VendorBaseline::CusparseCsr => "cusparse",
+        }
+    }
+}
+
+/// Casts storage to the concrete type a backend made; a mismatch is a bug in macko, reported as
+/// an error rather than a panic.
+pub(crate) fn downcast<'a, T: 'static>(
+    s: &'a Storage,
+    backend: BackendKind,
+    what: &str,
+) -> Result<&'a T> {
+    s.downcast_ref::<T>().ok_or_else(|| Error::Backend {
+        backend,
+        message: format!("internal: {what} is not storage of this backend"),
+    })
+}
+
+/// Mutable version of [`downcast`].
+pub(crate) fn downcast_mut<'a, T: 'static>(
+    s: &'a mut Storage,
+    backend: BackendKind,
+    what: &str,
+) -> Result<&'a mut T> {
+    s.downcast_mut::<T>().ok_or_else(|| Error::Backend {
+        backend,
+        message: format!("internal: {what} is not storage of this backend"),
+    })
+}

@@ -1,0 +1,402 @@
+//! `Device`: run-time choice of a backend, and the opaque handles of matrices and vectors that
+//! live on it. Every check that does not depend on the backend (handle ownership, shapes,
+//! element types) happens here, once, so backends only compute.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use half::f16;
+
+use crate::backend::{
+    self, Backend, BackendKind, DeviceInfo, HostVector, MatrixFormat, MatrixRef, Precision,
+    Storage, VendorBaseline,
+};
+use crate::error::{Error, Result};
+
+/// Environment variable that forces a backend (`cpu`, `wgpu` or `cuda`).
+pub const ENV_BACKEND: &str = "MACKO_BACKEND";
+/// Environment variable that, set to `0`, turns off the wgpu subgroup kernels.
+pub const ENV_WGPU_SUBGROUPS: &str = "MACKO_WGPU_SUBGROUPS";
+
+/// How to open a device. `Default` is what [`Device::auto`] uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceOptions {
+    /// Open this backend, or the first that works when `None`.
+    pub backend: Option<BackendKind>,
+    /// wgpu: accept a software adapter (lavapipe, llvmpipe, WARP). Off for `auto`, where the
+    /// CPU backend is the better choice; on when wgpu is asked for by name.
+    pub allow_software_adapter: bool,
+    /// wgpu: use subgroup operations where the adapter has them (`MACKO_WGPU_SUBGROUPS=0`
+    /// turns them off, so the workgroup-memory kernels can be tested anywhere).
+    pub wgpu_subgroups: bool,
+    /// wgpu: an artificial cap on the bytes of one buffer binding, below the adapter's own, so
+    /// tests can exercise the splitting of big matrices into row blocks with small ones.
+    pub max_binding_bytes: Option<u64>,
+    /// CUDA: ordinal of the GPU to use.
+    pub cuda_ordinal: usize,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        Self {
+            backend: None,
+            allow_software_adapter: false,
+            wgpu_subgroups: true,
+            max_binding_bytes: None,
+            cuda_ordinal: 0,
+        }
+    }
+}
+
+impl DeviceOptions {
+    /// Options for one backend, asked for by name: software adapters allowed.
+    pub fn for_backend(kind: BackendKind) -> Self {
+        Self {
+            backend: Some(kind),
+            allow_software_adapter: true,
+            ..Self::default()
+        }
+    }
+
+    /// Options from the environment: `MACKO_BACKEND` and `MACKO_WGPU_SUBGROUPS`.
+    pub fn from_env() -> Result<Self> {
+        let mut opts = match std::env::var(ENV_BACKEND) {
+            Ok(name) if !name.trim().is_empty() => Self::for_backend(name.parse()?),
+            _ => Self::default(),
+        };
+        if let Ok(v) = std::env::var(ENV_WGPU_SUBGROUPS) {
+            opts.wgpu_subgroups = !matches!(v.trim(), "0" | "false" | "off" | "no");
+        }
+        Ok(opts)
+    }
+}
+
+/// Whether one backend can be used here, and if not, why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BackendStatus {
+    /// The backend.
+    pub backend: BackendKind,
+    /// The device it would use, or what is missing.
+    pub device: std::result::Result<DeviceInfo, String>,
+}
+
+static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A device that multiplies matrices by vectors: a CUDA GPU, a wgpu adapter or the CPU.
+///
+/// ```
+/// use macko::{Device, MackoMatrix, Precision};
+/// use half::f16;
+///
+/// let dev = Device::auto()?;
+/// let w: Vec<f16> = (0..64 * 48).map(|i| f16::from_f32(if i % 2 == 0 { 0.5 } else { 0.0 })).collect();
+/// let a = dev.upload(&MackoMatrix::from_dense_f16(64, 48, &w)?)?;
+/// let x = dev.upload_vector(&vec![f16::ONE; 48])?;
+/// let mut y = dev.zeros(64, Precision::F32)?;
+/// dev.spmv(&a, &x, &mut y)?;
+/// assert_eq!(dev.download(&y)?.to_f32(), vec![12.0; 64]);
+/// # Ok::<(), macko::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Device {
+    backend: Arc<dyn Backend>,
+    info: DeviceInfo,
+    id: u64,
+}
+
+impl std::fmt::Debug for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Device")
+            .field("id", &self.id)
+            .field("info", &self.info)
+            .finish()
+    }
+}
+
+/// A matrix on a device. Made by [`Device::upload`]; usable only with that device.
+pub struct DeviceMatrix {
+    device: u64,
+    rows: usize,
+    cols: usize,
+    format: MatrixFormat,
+    bytes: u64,
+    storage: Storage,
+}
+
+impl DeviceMatrix {
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.rows
+    }
+    /// Number of columns.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+    /// The format it is stored in.
+    pub fn format(&self) -> MatrixFormat {
+        self.format
+    }
+    /// Bytes of the stored arrays (what one product reads, vectors aside).
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+/// A vector on a device. Inputs are f16; outputs are f16 or f32.
+pub struct DeviceVector {
+    device: u64,
+    len: usize,
+    precision: Precision,
+    storage: Storage,
+}
+
+impl DeviceVector {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether it has no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Element type.
+    pub fn precision(&self) -> Precision {
+        self.precision
+    }
+}
+
+fn precision_name(p: Precision) -> &'static str {
+    match p {
+        Precision::F16 => "f16",
+        Precision::F32 => "f32",
+    }
+}
+
+/// Opens one backend, or says why it cannot be opened.
+fn open_backend(kind: BackendKind, opts: &DeviceOptions) -> Result<Arc<dyn Backend>> {
+    match kind {
+        BackendKind::Cpu => Ok(Arc::new(backend::cpu::CpuBackend::new())),
+        #[cfg(feature = "wgpu")]
+        BackendKind::Wgpu => backend::wgpu::open(opts),
+        #[cfg(feature = "cuda")]
+        BackendKind::Cuda => backend::cuda::open(opts),
+        #[allow(unreachable_patterns)]
+        other => {
+            let _ = opts;
+            Err(Error::Unavailable {
+                backend: other,
+                reason: format!("not compiled in (cargo feature `{other}` is off)"),
+            })
+        }
+    }
+}
+
+impl Device {
+    /// The best device here: a CUDA GPU, else a hardware wgpu adapter, else the CPU. Never
+    /// fails for want of a GPU; use [`Device::available`] to see why one was passed over.
+    pub fn auto() -> Result<Self> {
+        Self::with_options(&DeviceOptions::default())
+    }
+
+    /// The device `MACKO_BACKEND` names (an error saying why, if it is unavailable), else
+    /// [`Device::auto`]. `MACKO_WGPU_SUBGROUPS=0` turns off wgpu's subgroup kernels.
+    pub fn from_env() -> Result<Self> {
+        Self::with_options(&DeviceOptions::from_env()?)
+    }
+
+    /// A device of one backend, asked for by name (software wgpu adapters allowed).
+    pub fn new(kind: BackendKind) -> Result<Self> {
+        Self::with_options(&DeviceOptions::for_backend(kind))
+    }
+
+    /// A device chosen by `opts`.
+    pub fn with_options(opts: &DeviceOptions) -> Result<Self> {
+        let backend = match opts.backend {
+            Some(kind) => open_backend(kind, opts)?,
+            None => BackendKind::ALL
+                .iter()
+                .find_map(|&kind| open_backend(kind, opts).ok())
+                .ok_or(Error::Unavailable {
+                    backend: BackendKind::Cpu,
+                    reason: "no backend could be opened".into(),
+                })?,
+        };
+        let info = backend.info();
+        Ok(Self {
+            backend,
+            info,
+            id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    /// Every backend, with the device it would use or the reason it is unavailable.
+    /// Software wgpu adapters are listed too (they are usable when asked for by name).
+    pub fn available() -> Vec<BackendStatus> {
+        BackendKind::ALL
+            .iter()
+            .map(|&kind| BackendStatus {
+                backend: kind,
+                device: open_backend(kind, &DeviceOptions::for_backend(kind))
+                    .map(|b| b.info())
+                    .map_err(|e| match e {
+                        Error::Unavailable { reason, .. } => reason,
+                        other => other.to_string(),
+                    }),
+            })
+            .collect()
+    }
+
+    /// The backend of this device.
+    pub fn kind(&self) -> BackendKind {
+        self.info.backend
+    }
+
+    /// Name and properties.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// One line: "cuda: NVIDIA H100 80GB HBM3 (sm_90)".
+    pub fn describe(&self) -> String {
+        format!("{}: {}", self.info.backend, self.info.name)
+    }
+
+    fn check_owner(&self, what: &'static str, handle_device: u64) -> Result<()> {
+        if handle_device != self.id {
+            return Err(Error::WrongDevice {
+                what,
+                handle_device,
+                device: self.id,
+            });
+        }
+        Ok(())
+    }
+
+    /// Copies a matrix (MACKO, CSR or dense) to the device.
+    pub fn upload<'a>(&self, m: impl Into<MatrixRef<'a>>) -> Result<DeviceMatrix> {
+        let m = m.into();
+        let (rows, cols) = m.shape();
+        Ok(DeviceMatrix {
+            device: self.id,
+            rows,
+            cols,
+            format: m.format(),
+            bytes: m.bytes(),
+            storage: self.backend.upload_matrix(m)?,
+        })
+    }
+
+    /// Copies an f16 vector (an x) to the device.
+    pub fn upload_vector(&self, x: &[f16]) -> Result<DeviceVector> {
+        Ok(DeviceVector {
+            device: self.id,
+            len: x.len(),
+            precision: Precision::F16,
+            storage: self.backend.upload_vector(x)?,
+        })
+    }
+
+    /// A zero-filled vector (a y) of `len` elements of the given precision.
+    pub fn zeros(&self, len: usize, precision: Precision) -> Result<DeviceVector> {
+        Ok(DeviceVector {
+            device: self.id,
+            len,
+            precision,
+            storage: self.backend.alloc_vector(len, precision)?,
+        })
+    }
+
+    /// Enqueues y = A·x (accumulated in f32, stored in y's precision). Returns once the product
+    /// is queued: many can be queued before one [`Device::synchronize`] or download.
+    pub fn spmv(&self, a: &DeviceMatrix, x: &DeviceVector, y: &mut DeviceVector) -> Result<()> {
+        self.check_owner("matrix", a.device)?;
+        self.check_owner("x", x.device)?;
+        self.check_owner("y", y.device)?;
+        if x.len != a.cols {
+            return Err(Error::ShapeMismatch {
+                what: "x length (matrix columns)",
+                expected: a.cols,
+                found: x.len,
+            });
+        }
+        if y.len != a.rows {
+            return Err(Error::ShapeMismatch {
+                what: "y length (matrix rows)",
+                expected: a.rows,
+                found: y.len,
+            });
+        }
+        if x.precision != Precision::F16 {
+            return Err(Error::WrongElementType {
+                what: "x",
+                expected: "f16",
+                found: precision_name(x.precision),
+            });
+        }
+        self.backend.spmv(&a.storage, &x.storage, &mut y.storage)
+    }
+
+    /// Waits until every queued product is done.
+    pub fn synchronize(&self) -> Result<()> {
+        self.backend.synchronize()
+    }
+
+    /// Waits for queued work, then copies a vector back to the host.
+    pub fn download(&self, v: &DeviceVector) -> Result<HostVector> {
+        self.check_owner("vector", v.device)?;
+        self.backend.download(&v.storage)
+    }
+
+    /// Uploads a matrix for a vendor library's product (cuBLAS, cuSPARSE), for benchmarks.
+    pub fn upload_vendor<'a>(
+        &self,
+        m: impl Into<MatrixRef<'a>>,
+        vendor: VendorBaseline,
+    ) -> Result<DeviceMatrix> {
+        let m = m.into();
+        let (rows, cols) = m.shape();
+        Ok(DeviceMatrix {
+            device: self.id,
+            rows,
+            cols,
+            format: m.format(),
+            bytes: m.bytes(),
+            storage: self.backend.upload_vendor(m, vendor)?,
+        })
+    }
+
+    /// Times products y = A·x with the device's own timer (see [`Backend::time_spmv`]),
+    /// cycling through `a` (copies of one matrix). Returns seconds per product.
+    pub fn time_spmv(
+        &self,
+        a: &[&DeviceMatrix],
+        x: &DeviceVector,
+        y: &mut DeviceVector,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        let Some(first) = a.first() else {
+            return Ok(Vec::new());
+        };
+        for m in a {
+            if (m.rows, m.cols) != (first.rows, first.cols) {
+                return Err(Error::ShapeMismatch {
+                    what: "rotated copies must share one shape (rows)",
+                    expected: first.rows,
+                    found: m.rows,
+                });
+            }
+            self.check_owner("matrix", m.device)?;
+        }
+        // Checks x and y against the shape once, through the ordinary path.
+        self.spmv(first, x, y)?;
+        let storages: Vec<&Storage> = a.iter().map(|m| &m.storage).collect();
+        self.backend
+            .time_spmv(&storages, &x.storage, &mut y.storage, warmup, iters)
+    }
+
+    /// The backend itself, for benchmarks and backend-specific extensions.
+    pub fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
+    }
+}

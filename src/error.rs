@@ -1,0 +1,91 @@
+//! Errors of the `macko` crate: the format's own errors, plus everything a device can refuse.
+
+use thiserror::Error;
+
+use crate::backend::BackendKind;
+
+/// Everything that can go wrong when choosing a device or running a product on it.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A matrix or vector broke a rule of the format (see [`macko_format::FormatError`]).
+    #[error(transparent)]
+    Format(#[from] macko_format::FormatError),
+    /// The backend asked for cannot be used here; `reason` says what is missing.
+    #[error("backend {backend} is unavailable: {reason}")]
+    Unavailable {
+        /// The backend asked for.
+        backend: BackendKind,
+        /// What is missing (no driver, no adapter, feature not compiled in, …).
+        reason: String,
+    },
+    /// `MACKO_BACKEND` (or a parsed name) names no backend.
+    #[error("unknown backend {name:?}: expected one of cpu, wgpu, cuda")]
+    UnknownBackend {
+        /// The name given.
+        name: String,
+    },
+    /// A handle made by one device was passed to another.
+    #[error("{what} belongs to device #{handle_device}, not to this device #{device}")]
+    WrongDevice {
+        /// Which handle.
+        what: &'static str,
+        /// The device that made the handle.
+        handle_device: u64,
+        /// The device it was passed to.
+        device: u64,
+    },
+    /// Shapes of a product do not fit together.
+    #[error("shape mismatch: {what}: expected {expected}, found {found}")]
+    ShapeMismatch {
+        /// Which operand.
+        what: &'static str,
+        /// Length the matrix requires.
+        expected: usize,
+        /// Length given.
+        found: usize,
+    },
+    /// A vector of the wrong element type was used (x must be f16; y is f16 or f32).
+    #[error("{what}: expected a vector of {expected}, found {found}")]
+    WrongElementType {
+        /// Which operand.
+        what: &'static str,
+        /// Element type required.
+        expected: &'static str,
+        /// Element type given.
+        found: &'static str,
+    },
+    /// The device could not hold the data.
+    #[error("{backend}: out of device memory allocating {bytes} bytes for {what}")]
+    OutOfMemory {
+        /// Backend that refused.
+        backend: BackendKind,
+        /// Size asked for.
+        bytes: u64,
+        /// What it was for.
+        what: String,
+    },
+    /// An array is too large for a limit of the device that cannot be worked around.
+    #[error("{backend}: {what} needs {needed} bytes, but the device allows at most {limit}")]
+    TooLarge {
+        /// Backend that refused.
+        backend: BackendKind,
+        /// What is too large.
+        what: String,
+        /// Bytes needed.
+        needed: u64,
+        /// The device's limit.
+        limit: u64,
+    },
+    /// The backend's API reported an error (driver, compiler, validation); the message is its own.
+    #[error("{backend}: {message}")]
+    Backend {
+        /// Backend that failed.
+        backend: BackendKind,
+        /// What it said.
+        message: String,
+    },
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

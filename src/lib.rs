@@ -1,0 +1,51 @@
+//! # macko
+//!
+//! Sparse matrix–vector products for pruned neural-network weights, in the MACKO-16-4 format,
+//! on whatever hardware is present: CUDA GPUs (kernels compiled at run time by NVRTC), any GPU
+//! wgpu reaches (Vulkan, Metal, DX12), or the CPU. The format itself lives in
+//! [`macko_format`], re-exported here.
+//!
+//! ```
+//! use macko::{Device, MackoMatrix, Precision, reference};
+//! use half::f16;
+//!
+//! let (rows, cols) = (256, 512);
+//! // A 50%-pruned matrix: every other weight is zero.
+//! let w: Vec<f16> = (0..rows * cols)
+//!     .map(|i| if i % 2 == 0 { f16::from_f32(((i % 7) as f32 - 3.0) / 8.0) } else { f16::ZERO })
+//!     .collect();
+//! let a = MackoMatrix::from_dense_f16(rows, cols, &w)?;
+//! let x: Vec<f16> = (0..cols).map(|i| f16::from_f32((i % 5) as f32 / 4.0)).collect();
+//!
+//! let dev = Device::auto()?;                 // CUDA, else a GPU through wgpu, else the CPU
+//! let a_dev = dev.upload(&a)?;
+//! let x_dev = dev.upload_vector(&x)?;
+//! let mut y_dev = dev.zeros(rows, Precision::F16)?;
+//! dev.spmv(&a_dev, &x_dev, &mut y_dev)?;     // y = A·x
+//! let y = dev.download(&y_dev)?.to_f64();
+//!
+//! let r = reference::spmv_macko(&a, &x)?;    // the f64 reference
+//! assert!((0..rows).all(|i| r.agrees(i, y[i], Precision::F16)));
+//! # Ok::<(), macko::Error>(())
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod backend;
+mod device;
+mod error;
+
+pub use backend::{
+    Backend, BackendKind, DeviceInfo, HostVector, MatrixFormat, MatrixRef, Precision,
+    VendorBaseline,
+};
+pub use device::{
+    BackendStatus, Device, DeviceMatrix, DeviceOptions, DeviceVector, ENV_BACKEND,
+    ENV_WGPU_SUBGROUPS,
+};
+pub use error::{Error, Result};
+pub use half;
+pub use macko_format::{
+    self as format, reference, storage, CsrMatrix, DenseMatrix, FormatError, MackoMatrix,
+    OutputPrecision,
+};
