@@ -221,7 +221,14 @@ impl CsrMatrix {
                 col: w[0].1,
             });
         }
-        let mut row_ptr = vec![0u32; rows + 1];
+        // `rows + 1` checked: a caller may pass any `rows` (usize::MAX would wrap to an empty
+        // row_ptr and then index out of bounds).
+        let row_ptr_len = rows.checked_add(1).ok_or(FormatError::ShapeTooLarge {
+            rows,
+            cols,
+            what: "rows + 1 overflows usize",
+        })?;
+        let mut row_ptr = vec![0u32; row_ptr_len];
         for &(r, _, _) in &sorted {
             row_ptr[r as usize + 1] += 1;
         }

@@ -43,7 +43,7 @@ pub enum FormatError {
     /// Rule 1: `row_ptr[0] == 0`.
     #[error("rule 1 (row_ptr start): row_ptr[0] is {found}, must be 0")]
     RowPtrStart {
-        /// The value found in row_ptr[0].
+        /// The value found in `row_ptr[0]`.
         found: u32,
     },
     /// Rule 1: row_ptr is non-decreasing.
@@ -51,7 +51,7 @@ pub enum FormatError {
     RowPtrDecreasing {
         /// The row whose end precedes its start.
         row: usize,
-        /// row_ptr[row].
+        /// `row_ptr[row]`.
         start: u32,
         /// row_ptr[row + 1].
         end: u32,
@@ -69,7 +69,7 @@ pub enum FormatError {
         "rule 2 (values length): values has {found} entries, {entries} entries pad to {expected}"
     )]
     ValuesLength {
-        /// N = row_ptr[rows].
+        /// N = `row_ptr[rows]`.
         entries: usize,
         /// P.
         expected: usize,
@@ -79,7 +79,7 @@ pub enum FormatError {
     /// Rule 2: `codes.len() == P / 2`.
     #[error("rule 2 (codes length): codes has {found} bytes, {entries} entries need {expected}")]
     CodesLength {
-        /// N = row_ptr[rows].
+        /// N = `row_ptr[rows]`.
         entries: usize,
         /// P / 2.
         expected: usize,
@@ -143,7 +143,7 @@ pub enum FormatError {
     /// CSR: `col_idx.len() == values.len() == row_ptr[rows]`.
     #[error("CSR rule (array lengths): row_ptr ends at {entries}, but col_idx has {col_idx} and values {values}")]
     CsrLength {
-        /// row_ptr[rows].
+        /// `row_ptr[rows]`.
         entries: usize,
         /// col_idx.len().
         col_idx: usize,
@@ -179,6 +179,60 @@ pub enum FormatError {
         expected: usize,
         /// Given length.
         found: usize,
+    },
+    /// A file could not be read or written. Holds the path and the I/O error's kind and text
+    /// (not the `std::io::Error` itself, so that this enum stays `Clone` and `PartialEq`).
+    #[error("{path}: {message}")]
+    Io {
+        /// The file.
+        path: String,
+        /// What kind of I/O error it was (`NotFound`, `PermissionDenied`, …).
+        kind: std::io::ErrorKind,
+        /// The operating system's description.
+        message: String,
+    },
+    /// A container holds no tensor (or matrix) of the requested name.
+    #[error(
+        "{context}: no {what} named `{name}`; the file holds {total} {what}(s){}",
+        if available.is_empty() { String::new() } else { format!(", e.g. {}", available.join(", ")) }
+    )]
+    NotFound {
+        /// The file.
+        context: String,
+        /// `"tensor"` or `"matrix"`.
+        what: &'static str,
+        /// The name asked for.
+        name: String,
+        /// A few names that do exist (sorted, at most 8), to spot a typo or a prefix.
+        available: Vec<String>,
+        /// How many names of that kind the file holds.
+        total: usize,
+    },
+    /// A value that is finite in the source tensor (bf16 or f32) rounds to ±∞ in binary16: the
+    /// weights would silently change meaning, so the conversion refuses them.
+    #[error(
+        "{context}: element ({row}, {col}) is {value}, which does not fit binary16 \
+         (largest finite magnitude 65504)"
+    )]
+    F16Overflow {
+        /// File and tensor.
+        context: String,
+        /// Row of the element.
+        row: usize,
+        /// Column of the element.
+        col: usize,
+        /// The value in the source tensor.
+        value: f64,
+    },
+    /// A matrix stored in a container breaks a rule of the format; `source` is the error that
+    /// validating its arrays (`from_parts`) returned.
+    #[error("{context}: {source}")]
+    InContainer {
+        /// File and matrix (with its tensors).
+        context: String,
+        /// The rule that the stored arrays break.
+        #[source]
+        source: Box<FormatError>,
     },
     /// A safetensors file could not be read or written, or holds something unexpected.
     #[error("{context}: {message}")]

@@ -30,6 +30,7 @@
 
 #![deny(missing_docs)]
 
+pub mod container;
 mod csr;
 mod dense;
 mod encode;
@@ -38,6 +39,7 @@ mod macko;
 pub mod reference;
 pub mod storage;
 
+pub use container::{AnyMatrix, MatrixFile, MatrixKind, MatrixRef};
 pub use csr::CsrMatrix;
 pub use dense::{is_zero, DenseMatrix};
 pub use error::{FormatError, Result};

@@ -98,8 +98,8 @@ impl MackoMatrix {
                 found: codes.len(),
             });
         }
-        for index in entries..padded {
-            let bits = values[index].to_bits();
+        for (index, value) in values.iter().enumerate().skip(entries) {
+            let bits = value.to_bits();
             if bits != 0 {
                 return Err(FormatError::TailValueNotZero { index, bits });
             }
@@ -144,13 +144,15 @@ impl MackoMatrix {
             values,
             codes,
         };
-        debug_assert!(m.clone().revalidate().is_ok());
+        debug_assert!(Self::from_parts(
+            m.rows,
+            m.cols,
+            m.row_ptr.clone(),
+            m.values.clone(),
+            m.codes.clone()
+        )
+        .is_ok());
         m
-    }
-
-    #[cfg(debug_assertions)]
-    fn revalidate(self) -> Result<Self> {
-        Self::from_parts(self.rows, self.cols, self.row_ptr, self.values, self.codes)
     }
 
     /// Number of rows.

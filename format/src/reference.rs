@@ -26,9 +26,9 @@ pub enum OutputPrecision {
 /// its terms and the number of terms (what the tolerance is derived from).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reference {
-    /// Σ aᵢ·x[cᵢ] in f64.
+    /// Σ aᵢ·x\[cᵢ\] in f64.
     pub y: Vec<f64>,
-    /// Σ |aᵢ·x[cᵢ]| in f64.
+    /// Σ |aᵢ·x\[cᵢ\]| in f64.
     pub abs_sum: Vec<f64>,
     /// Number of terms added in the row.
     pub terms: Vec<usize>,
@@ -77,7 +77,7 @@ impl Reference {
 
 /// Error bound of an f32-accumulated product, from the arithmetic rather than a guess.
 ///
-/// Each term aᵢ·x[cᵢ] of two binary16 numbers is exact in binary32 (11 + 11 significant bits ≤
+/// Each term aᵢ·x\[cᵢ\] of two binary16 numbers is exact in binary32 (11 + 11 significant bits ≤
 /// 24, exponents in range), so only the additions round. Summing n terms in any order (serial,
 /// tree, warp shuffles) errs by at most (n − 1)·u·Σ|terms| to first order, u = 2⁻²⁴; we allow
 /// n·u·Σ|terms|, which also covers the second-order term for any n < 2²³. An f16 output then
