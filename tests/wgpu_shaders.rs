@@ -1,0 +1,122 @@
+//! Every WGSL shader in shaders/ parses and validates with naga, with exactly the capabilities
+//! the wgpu backend relies on: the subgroup kernels (`*_sg.wgsl`) with SUBGROUP, everything else
+//! with none (so the workgroup path and the streaming read run on adapters without subgroups),
+//! and both values of the `Y_F16` pipeline constant resolved. Runs without a GPU, so a broken
+//! shader fails CI on any machine.
+#![cfg(feature = "wgpu")]
+
+use std::path::{Path, PathBuf};
+
+use wgpu::naga;
+use wgpu::naga::valid::{Capabilities, ValidationFlags, Validator};
+
+/// The file every kernel is prepended with (see src/backend/wgpu/pipelines.rs).
+const COMMON: &str = "common.wgsl";
+
+fn shader_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders")
+}
+
+/// The kernel files (every .wgsl but the common prelude), sorted.
+fn kernels() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(shader_dir())
+        .expect("shaders/ is readable")
+        .map(|e| e.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wgsl"))
+        .filter(|p| p.file_name().is_some_and(|n| n != COMMON))
+        .collect();
+    files.sort();
+    files
+}
+
+/// What every kernel may use: `unpack2x16float` and `pack2x16float` (wgpu grants this where the
+/// adapter has `DownlevelFlags::SHADER_F16_IN_F32`, which the backend requires), plus subgroup
+/// operations for the `_sg` kernels only.
+fn capabilities_for(name: &str) -> Capabilities {
+    if name.ends_with("_sg.wgsl") {
+        BASE | Capabilities::SUBGROUP
+    } else {
+        BASE
+    }
+}
+
+const BASE: Capabilities = Capabilities::SHADER_FLOAT16_IN_FLOAT32;
+
+/// Parses and validates `source`, then resolves the pipeline constant `Y_F16` both ways, as
+/// the backend does when it builds the f16-output and f32-output pipelines.
+fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
+    let module = naga::front::wgsl::parse_str(source)
+        .map_err(|e| format!("{name}: parse error:\n{}", e.emit_to_string(source)))?;
+    let info = Validator::new(ValidationFlags::all(), caps)
+        .validate(&module)
+        .map_err(|e| format!("{name}: invalid:\n{}", e.emit_to_string(source)))?;
+    let uses_y_f16 = module
+        .overrides
+        .iter()
+        .any(|(_, o)| o.name.as_deref() == Some("Y_F16"));
+    if uses_y_f16 {
+        for value in [0.0, 1.0] {
+            let mut constants = naga::back::PipelineConstants::default();
+            constants.insert("Y_F16".to_string(), value);
+            naga::back::pipeline_constants::process_overrides(
+                &module,
+                &info,
+                Some((naga::ShaderStage::Compute, "main")),
+                &constants,
+            )
+            .map_err(|e| format!("{name}: Y_F16 = {value}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn every_kernel_validates_with_the_capabilities_the_backend_enables() {
+    let common = std::fs::read_to_string(shader_dir().join(COMMON)).expect("common.wgsl");
+    let files = kernels();
+    assert!(
+        files.len() >= 7,
+        "expected the 7 kernels, found {}",
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for path in &files {
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("?")
+            .to_string();
+        let source = format!(
+            "{common}\n{}",
+            std::fs::read_to_string(path).expect("kernel readable")
+        );
+        if let Err(e) = check(&name, &source, capabilities_for(&name)) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn subgroup_kernels_are_refused_without_the_subgroup_capability() {
+    // Guards the test above: were the capability not checked, the workgroup kernels could use
+    // subgroup operations unnoticed.
+    let common = std::fs::read_to_string(shader_dir().join(COMMON)).expect("common.wgsl");
+    for path in kernels()
+        .iter()
+        .filter(|p| p.to_string_lossy().ends_with("_sg.wgsl"))
+    {
+        let source = format!("{common}\n{}", std::fs::read_to_string(path).unwrap());
+        assert!(
+            check("sg", &source, BASE).is_err(),
+            "{} validated without SUBGROUP",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn the_common_prelude_validates_on_its_own() {
+    let common = std::fs::read_to_string(shader_dir().join(COMMON)).expect("common.wgsl");
+    check(COMMON, &common, BASE).unwrap();
+}
