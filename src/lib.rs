@@ -34,6 +34,7 @@
 pub mod backend;
 mod device;
 mod error;
+pub mod synthetic;
 
 pub use backend::{
     Backend, BackendKind, DeviceInfo, HostVector, MatrixFormat, MatrixRef, Precision,

@@ -1,0 +1,126 @@
+// Helpers shared by every macko CUDA kernel.
+//
+// The kernels are compiled at run time by NVRTC (src/backend/cuda/nvrtc.rs prepends this file to
+// each kernel source) and must also compile with `nvcc -arch=sm_90 -c kernels/<file>.cu`, where
+// each kernel file includes this one. So: no #include of any CUDA header (NVRTC may not find the
+// toolkit's include folder), f16 handled as raw 16-bit patterns converted with inline PTX, and
+// only built-in types (uint4, unsigned, float) and intrinsics both compilers know.
+#ifndef MACKO_COMMON_CUH
+#define MACKO_COMMON_CUH
+
+#define MACKO_FULL_MASK 0xffffffffu
+
+// Slots of x staged in shared memory in front of column 0 and after column cols-1. Masked MACKO
+// entries compute columns up to 8 before the row's first entry and up to 15 after the last
+// column (see macko.cu); the slack keeps those indices inside the staged array, so the inner
+// loop needs no clamp.
+#define MACKO_X_SLACK 8
+#define MACKO_X_TAIL 16
+
+// binary16 bits -> f32 (exact).
+__device__ __forceinline__ float macko_h2f(unsigned short h) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+    return f;
+}
+
+// f32 -> binary16 bits, rounded to nearest even (the one rounding of an f16 output).
+__device__ __forceinline__ unsigned short macko_f2h(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+}
+
+// The two binary16 values packed in a 32-bit word (low half first) -> two f32.
+__device__ __forceinline__ void macko_unpack2(unsigned w, float& lo, float& hi) {
+    asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\tcvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;\n\t}"
+        : "=f"(lo), "=f"(hi)
+        : "r"(w));
+}
+
+// Stores an f32 accumulator as the output type: f32 as is, f16 rounded once.
+__device__ __forceinline__ void macko_store(float* y, unsigned i, float v) { y[i] = v; }
+__device__ __forceinline__ void macko_store(unsigned short* y, unsigned i, float v) {
+    y[i] = macko_f2h(v);
+}
+
+// Sum over the 32 lanes of a warp; every lane gets the result.
+__device__ __forceinline__ float macko_warp_sum(float v) {
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+        v += __shfl_xor_sync(MACKO_FULL_MASK, v, offset);
+    }
+    return v;
+}
+
+// Streaming loads for the matrix, which every product reads exactly once: evict-first in L1 and
+// L2 (ld.global.cs), so the matrix does not push x or row pointers out of the caches.
+__device__ __forceinline__ uint4 macko_load_stream(const uint4* p) { return __ldcs(p); }
+__device__ __forceinline__ unsigned macko_load_stream(const unsigned* p) { return __ldcs(p); }
+__device__ __forceinline__ unsigned short macko_load_stream(const unsigned short* p) {
+    return __ldcs(p);
+}
+
+// Asks L2 to fetch the line holding `p` without waiting for it (no register is written).
+__device__ __forceinline__ void macko_prefetch_l2(const void* p) {
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+// Shared-memory slot of staged column slot `i` (column i - MACKO_X_SLACK): one unused word after
+// every 32, so that lanes reading columns 8 apart (a dense MACKO row) or 16 apart (density 1/2)
+// fall in different banks instead of 4 or 8 of them.
+__device__ __forceinline__ unsigned macko_x_slot(unsigned i) { return i + (i >> 5); }
+
+// Dynamic shared memory for staged x: macko_x_slot(cols + MACKO_X_SLACK + MACKO_X_TAIL) floats,
+// computed on the host (src/backend/cuda/launch.rs, `x_smem_bytes`).
+
+// Copies x (binary16, `cols` elements, 16-byte aligned) into shared memory as f32, in the padded
+// layout of macko_x_slot, zeros in the slack slots. Called by every thread of the block; the
+// caller synchronises the block afterwards. Loads 8 halves per 16-byte load and issues up to four
+// loads per thread before the first store, so a block stages 24 KiB of x in about one L2 round
+// trip instead of one round trip per element.
+__device__ __forceinline__ void macko_stage_x(float* xs, const unsigned short* __restrict__ x,
+                                              unsigned cols) {
+    const unsigned slots = cols + MACKO_X_SLACK + MACKO_X_TAIL;
+    const unsigned tid = threadIdx.x, nthreads = blockDim.x;
+    // Zero the slack in front and everything from column cols on.
+    for (unsigned i = tid; i < MACKO_X_SLACK; i += nthreads) xs[macko_x_slot(i)] = 0.0f;
+    for (unsigned i = cols + MACKO_X_SLACK + tid; i < slots; i += nthreads) {
+        xs[macko_x_slot(i)] = 0.0f;
+    }
+    const unsigned nvec = cols >> 3;
+    const uint4* xv = reinterpret_cast<const uint4*>(x);
+    for (unsigned base = tid; base < nvec; base += 4 * nthreads) {
+        uint4 w[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const unsigned j = base + u * nthreads;
+            w[u] = j < nvec ? __ldg(xv + j) : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const unsigned j = base + u * nthreads;
+            if (j < nvec) {
+                const unsigned s = MACKO_X_SLACK + 8 * j;
+                float a, b;
+                macko_unpack2(w[u].x, a, b);
+                xs[macko_x_slot(s + 0)] = a;
+                xs[macko_x_slot(s + 1)] = b;
+                macko_unpack2(w[u].y, a, b);
+                xs[macko_x_slot(s + 2)] = a;
+                xs[macko_x_slot(s + 3)] = b;
+                macko_unpack2(w[u].z, a, b);
+                xs[macko_x_slot(s + 4)] = a;
+                xs[macko_x_slot(s + 5)] = b;
+                macko_unpack2(w[u].w, a, b);
+                xs[macko_x_slot(s + 6)] = a;
+                xs[macko_x_slot(s + 7)] = b;
+            }
+        }
+    }
+    for (unsigned c = 8 * nvec + tid; c < cols; c += nthreads) {
+        xs[macko_x_slot(MACKO_X_SLACK + c)] = macko_h2f(__ldg(x + c));
+    }
+}
+
+#endif  // MACKO_COMMON_CUH

@@ -1,0 +1,146 @@
+//! Shared by the integration tests: the devices under test, seeded random matrices, the golden
+//! vectors, and the one comparison against the f64 reference.
+#![allow(dead_code)]
+
+use half::f16;
+use macko::{
+    reference, BackendKind, DenseMatrix, Device, DeviceOptions, HostVector, OutputPrecision,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Environment variable naming the backends that must be present (e.g. `cpu,wgpu`).
+pub const ENV_REQUIRE: &str = "MACKO_REQUIRE_BACKENDS";
+
+/// Whether `MACKO_REQUIRE_BACKENDS` names this backend.
+pub fn required(kind: BackendKind) -> bool {
+    std::env::var(ENV_REQUIRE)
+        .unwrap_or_default()
+        .split(',')
+        .any(|s| s.trim().eq_ignore_ascii_case(kind.name()))
+}
+
+/// Opens a device, or prints why it is skipped; panics when the backend is required.
+pub fn open_or_skip(label: &str, opts: &DeviceOptions) -> Option<Device> {
+    let kind = opts.backend.expect("tests name their backend");
+    match Device::with_options(opts) {
+        Ok(dev) => {
+            println!("testing {label}: {}", dev.describe());
+            Some(dev)
+        }
+        Err(e) if required(kind) => {
+            panic!("{label} is required by {ENV_REQUIRE} but unavailable: {e}")
+        }
+        Err(e) => {
+            println!("skipping {label}: {e}");
+            None
+        }
+    }
+}
+
+/// Every device configuration the agreement suite covers: the CPU; wgpu with its subgroup
+/// kernels, without them, and with a tiny binding cap (row-block splitting); CUDA.
+pub fn devices_under_test() -> Vec<(String, Device)> {
+    let wgpu = DeviceOptions::for_backend(BackendKind::Wgpu);
+    let configs = [
+        ("cpu", DeviceOptions::for_backend(BackendKind::Cpu)),
+        ("wgpu", wgpu.clone()),
+        (
+            "wgpu without subgroups",
+            DeviceOptions {
+                wgpu_subgroups: false,
+                ..wgpu.clone()
+            },
+        ),
+        (
+            "wgpu with 64 KiB bindings",
+            DeviceOptions {
+                max_binding_bytes: Some(64 << 10),
+                ..wgpu
+            },
+        ),
+        ("cuda", DeviceOptions::for_backend(BackendKind::Cuda)),
+    ];
+    configs
+        .into_iter()
+        .filter_map(|(label, opts)| open_or_skip(label, &opts).map(|d| (label.to_string(), d)))
+        .collect()
+}
+
+/// A seeded dense matrix with about `density` of its elements non-zero, values of mixed sign
+/// and magnitude (never exactly zero where kept).
+pub fn random_dense(rows: usize, cols: usize, density: f64, seed: u64) -> DenseMatrix {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let values = (0..rows * cols)
+        .map(|_| {
+            if rng.random::<f64>() < density {
+                let v: f32 = rng.random_range(-2.0..2.0);
+                f16::from_f32(if v == 0.0 { 0.5 } else { v })
+            } else {
+                f16::ZERO
+            }
+        })
+        .collect();
+    DenseMatrix::new(rows, cols, values).expect("shape matches")
+}
+
+/// A seeded x with values in [-1, 1].
+pub fn random_x(cols: usize, seed: u64) -> Vec<f16> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
+    (0..cols)
+        .map(|_| f16::from_f32(rng.random_range(-1.0..1.0)))
+        .collect()
+}
+
+/// Asserts that a device's y agrees with the reference on every row.
+pub fn assert_agrees(label: &str, what: &str, r: &reference::Reference, y: &HostVector) {
+    assert_eq!(
+        y.len(),
+        r.y.len(),
+        "{label}, {what}: y has the wrong length"
+    );
+    let precision: OutputPrecision = y.precision();
+    if let Some((row, got, want, tol)) = r.first_disagreement(&y.to_f64(), precision) {
+        panic!(
+            "{label}, {what} ({precision:?} output): row {row} is {got}, reference {want} (tolerance {tol:e}, {} terms)",
+            r.terms[row]
+        );
+    }
+}
+
+/// The folder of the shared fixtures: `MACKO_SHARED`, else `../shared` beside the workspace.
+pub fn shared_dir() -> std::path::PathBuf {
+    match std::env::var_os("MACKO_SHARED") {
+        Some(p) => p.into(),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+    }
+}
+
+/// The golden cases as `(name, dense matrix)`.
+pub fn golden_cases() -> Vec<(String, DenseMatrix)> {
+    let dir = shared_dir().join("golden/macko-reference");
+    let manifest = std::fs::read_to_string(dir.join("manifest.tsv")).unwrap_or_else(|e| {
+        panic!(
+            "golden vectors not found at {} ({e}); set MACKO_SHARED to the shared/ folder",
+            dir.display()
+        )
+    });
+    manifest
+        .lines()
+        .skip(1)
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let f: Vec<&str> = line.split('\t').collect();
+            let (name, rows, cols) = (f[0], f[1].parse().unwrap(), f[2].parse().unwrap());
+            let bytes = std::fs::read(dir.join(format!("{name}.dense.f16"))).unwrap();
+            let values = bytes
+                .chunks_exact(2)
+                .map(|b| f16::from_bits(u16::from_le_bytes([b[0], b[1]])))
+                .collect();
+            (
+                name.to_string(),
+                DenseMatrix::new(rows, cols, values).unwrap(),
+            )
+        })
+        .collect()
+}
