@@ -2,6 +2,7 @@
 //! otherwise pick, kept as a baseline and as an interchange format for the encoders.
 
 use half::f16;
+use rayon::prelude::*;
 
 use crate::dense::{element_count, is_zero, DenseMatrix};
 use crate::error::{FormatError, Result};
@@ -94,29 +95,44 @@ impl CsrMatrix {
         }
     }
 
-    /// CSR of the non-zero elements of a dense matrix (±0.0 dropped, NaN and ±∞ kept).
+    /// CSR of the non-zero elements of a dense matrix (±0.0 dropped, NaN and ±∞ kept), built in
+    /// parallel over rows.
     pub fn from_dense(dense: &DenseMatrix) -> Result<Self> {
         let (rows, cols) = (dense.rows(), dense.cols());
-        let nnz = dense.count_nonzero();
-        if nnz > u32::MAX as usize {
+        let row = |r: usize| &dense.values()[r * cols..(r + 1) * cols];
+        let counts: Vec<u64> = (0..rows)
+            .into_par_iter()
+            .map(|r| row(r).iter().filter(|v| !is_zero(**v)).count() as u64)
+            .collect();
+        let nnz: u64 = counts.iter().sum();
+        if nnz > u32::MAX as u64 {
             return Err(FormatError::TooManyEntries {
-                entries: nnz as u64,
-                padded: nnz as u64,
+                entries: nnz,
+                padded: nnz,
             });
         }
         let mut row_ptr = Vec::with_capacity(rows + 1);
-        let mut col_idx = Vec::with_capacity(nnz);
-        let mut values = Vec::with_capacity(nnz);
         row_ptr.push(0u32);
-        for r in 0..rows {
-            for (c, &v) in dense.row(r).iter().enumerate() {
-                if !is_zero(v) {
-                    col_idx.push(c as u32);
-                    values.push(v);
-                }
-            }
-            row_ptr.push(col_idx.len() as u32);
+        for &n in &counts {
+            row_ptr.push(row_ptr[row_ptr.len() - 1] + n as u32);
         }
+        let mut col_idx = vec![0u32; nnz as usize];
+        let mut values = vec![f16::ZERO; nnz as usize];
+        let mut parts = Vec::with_capacity(rows);
+        let (mut c_rest, mut v_rest) = (col_idx.as_mut_slice(), values.as_mut_slice());
+        for &n in &counts {
+            let (c, c_tail) = std::mem::take(&mut c_rest).split_at_mut(n as usize);
+            let (v, v_tail) = std::mem::take(&mut v_rest).split_at_mut(n as usize);
+            parts.push((c, v));
+            (c_rest, v_rest) = (c_tail, v_tail);
+        }
+        parts.into_par_iter().enumerate().for_each(|(r, (c, v))| {
+            let nonzeros = row(r).iter().enumerate().filter(|(_, x)| !is_zero(**x));
+            for ((slot_c, slot_v), (col, x)) in c.iter_mut().zip(v.iter_mut()).zip(nonzeros) {
+                *slot_c = col as u32;
+                *slot_v = *x;
+            }
+        });
         Ok(Self::from_trusted(rows, cols, row_ptr, col_idx, values))
     }
 

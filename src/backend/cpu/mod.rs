@@ -198,7 +198,7 @@ fn macko_row<const MASK: bool>(m: &MackoMatrix, r: usize, x: &[f32], avx2: bool)
     let mut acc = 0.0f32;
     let scalar = |i: usize, next: &mut usize, acc: &mut f32| {
         let c = *next + code_at(codes, i) as usize;
-        *acc += term::<MASK>(values[i].to_f32(), x[c]);
+        *acc += term::<MASK>(widen1(values[i]), x[c]);
         *next = c + 1;
     };
     while i < end && i % GROUP != 0 {
@@ -238,31 +238,37 @@ fn macko_row<const MASK: bool>(m: &MackoMatrix, r: usize, x: &[f32], avx2: bool)
     acc + lanes.iter().sum::<f32>()
 }
 
-/// Eight binary16 values to f32, written as lane-wise integer arithmetic the compiler turns into
-/// a few SIMD instructions (no per-value call, no run-time feature check). Exact for every
-/// input: the magnitude bits shifted into an f32 and scaled by 2¹¹² give normals and subnormals;
-/// the all-ones exponent (∞, NaN) is patched afterwards.
+/// One binary16 value to f32 in plain integer arithmetic (no per-value call or run-time
+/// feature check, so loops over it vectorise). Exact for every input: the magnitude bits
+/// shifted into an f32 and scaled by 2¹¹² give normals and subnormals; the all-ones exponent
+/// (∞, NaN) is patched.
+#[inline(always)]
+fn widen1(v: f16) -> f32 {
+    let bits = v.to_bits() as u32;
+    let magnitude = (bits & 0x7fff) << 13;
+    let scaled = f32::from_bits(magnitude) * f32::from_bits(0x7780_0000); // × 2^112
+    let special = f32::from_bits(0x7f80_0000 | (magnitude & 0x007f_ffff));
+    let m = if bits & 0x7c00 == 0x7c00 {
+        special
+    } else {
+        scaled
+    };
+    f32::from_bits(m.to_bits() | ((bits & 0x8000) << 16))
+}
+
+/// Eight binary16 values to f32 (see [`widen1`]).
 #[inline(always)]
 fn widen8(h: &[f16]) -> [f32; GROUP] {
     let mut out = [0.0f32; GROUP];
     for (o, v) in out.iter_mut().zip(h) {
-        let bits = v.to_bits() as u32;
-        let magnitude = (bits & 0x7fff) << 13;
-        let scaled = f32::from_bits(magnitude) * f32::from_bits(0x7780_0000); // × 2^112
-        let special = f32::from_bits(0x7f80_0000 | (magnitude & 0x007f_ffff));
-        let m = if bits & 0x7c00 == 0x7c00 {
-            special
-        } else {
-            scaled
-        };
-        *o = f32::from_bits(m.to_bits() | ((bits & 0x8000) << 16));
+        *o = widen1(*v);
     }
     out
 }
 
 fn csr_row<const MASK: bool>(m: &CsrMatrix, r: usize, x: &[f32]) -> f32 {
     m.row_range(r)
-        .map(|i| term::<MASK>(m.values()[i].to_f32(), x[m.col_idx()[i] as usize]))
+        .map(|i| term::<MASK>(widen1(m.values()[i]), x[m.col_idx()[i] as usize]))
         .sum()
 }
 

@@ -1,6 +1,7 @@
 //! The `macko` command: `info` (backends and devices), `demo` (one product on the chosen
 //! device, checked against the f64 reference). Exit status 1 on any error, with the message.
 
+mod bench;
 mod demo;
 mod info;
 
@@ -21,6 +22,9 @@ struct Cli {
 enum Command {
     /// List every backend and device, with key properties, and why a missing one is missing.
     Info,
+    /// Measure MACKO against dense and CSR (and cuBLAS/cuSPARSE on CUDA) on every available
+    /// backend, over LLM weight shapes and densities, with the device's streaming-read ceiling.
+    Bench(bench::BenchArgs),
     /// Multiply a synthetic pruned matrix on one device in MACKO, CSR and dense, check each
     /// against the f64 reference, and print time and storage.
     Demo(demo::DemoArgs),
@@ -31,6 +35,7 @@ fn main() {
     let result = match cli.command {
         Command::Info => info::run(),
         Command::Demo(args) => demo::run(&args),
+        Command::Bench(args) => bench::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

@@ -1,0 +1,219 @@
+//! What `macko bench` prints and writes: per-case lines, the summary table, results.csv and
+//! results.json.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use macko::{DeviceInfo, Error};
+
+use super::{BenchArgs, Record};
+
+/// Fills in the derived figures of one case on one device: fraction of the streaming-read
+/// ceiling over each kernel's own bytes, and speedup over the backend's dense baseline. Adds a
+/// "stream" record (the ceiling over the MACKO matrix's bytes).
+pub fn finish_case(
+    records: &mut Vec<Record>,
+    baseline: &str,
+    mut ceiling_gbps: impl FnMut(u64) -> Option<f64>,
+) {
+    let base = records
+        .iter()
+        .find(|r| r.kernel == baseline)
+        .or_else(|| records.iter().find(|r| r.kernel == "dense"))
+        .map(|r| r.median_us);
+    let mut stream = None;
+    for r in records.iter_mut() {
+        if let Some(c) = ceiling_gbps(r.bytes) {
+            r.fraction_of_ceiling = Some(r.gbps / c);
+            if r.kernel == "macko" {
+                stream = Some(Record {
+                    kernel: "stream".into(),
+                    median_us: r.bytes as f64 / c / 1e3,
+                    min_us: f64::NAN,
+                    p10_us: f64::NAN,
+                    p90_us: f64::NAN,
+                    gbps: c,
+                    fraction_of_ceiling: Some(1.0),
+                    speedup_over_dense: None,
+                    ..r.clone()
+                });
+            }
+        }
+        r.speedup_over_dense = base.map(|b| b / r.median_us);
+    }
+    records.extend(stream);
+}
+
+/// One line per case and device: each kernel's median and, where known, its share of the
+/// ceiling.
+pub fn case_line(records: &[Record]) -> Option<String> {
+    let first = records.first()?;
+    let mut line = format!(
+        "{:<5} {:>6}×{:<6} d={:<4}",
+        first.backend, first.rows, first.cols, first.density
+    );
+    for r in records.iter().filter(|r| r.kernel != "stream") {
+        line.push_str(&format!(" {}={:.1}µs", r.kernel, r.median_us));
+        if let Some(f) = r.fraction_of_ceiling {
+            line.push_str(&format!("({:.0}%)", f * 100.0));
+        }
+    }
+    if let Some(s) = records.iter().find(|r| r.kernel == "stream") {
+        line.push_str(&format!(" ceiling={:.0}GB/s", s.gbps));
+    }
+    Some(line)
+}
+
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.retain(|x| x.is_finite());
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_by(f64::total_cmp);
+    Some(v[v.len() / 2])
+}
+
+fn fmt_opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or("-".into(), |v| format!("{v:.digits$}"))
+}
+
+/// The summary on stdout: per backend and density, median over shapes of MACKO's speedup over
+/// the dense baseline and of each kernel's fraction of the ceiling.
+pub fn summary(records: &[Record]) {
+    let mut groups: BTreeMap<(String, i64), Vec<&Record>> = BTreeMap::new();
+    for r in records {
+        groups
+            .entry((r.backend.clone(), -(r.density * 1000.0).round() as i64))
+            .or_default()
+            .push(r);
+    }
+    println!(
+        "\n{:<6} {:>7} {:>8} {:>12} {:>12} {:>12} {:>10}",
+        "backend", "density", "shapes", "macko×dense", "csr×dense", "macko %ceil", "dense %ceil"
+    );
+    for ((backend, d), rs) in &groups {
+        let pick = |k: &str, f: fn(&Record) -> Option<f64>| {
+            median(
+                rs.iter()
+                    .filter(|r| r.kernel == k)
+                    .filter_map(|r| f(r))
+                    .collect(),
+            )
+        };
+        let shapes = rs.iter().filter(|r| r.kernel == "macko").count();
+        println!(
+            "{:<6} {:>7.2} {:>8} {:>12} {:>12} {:>12} {:>10}",
+            backend,
+            -*d as f64 / 1000.0,
+            shapes,
+            fmt_opt(pick("macko", |r| r.speedup_over_dense), 2),
+            fmt_opt(pick("csr", |r| r.speedup_over_dense), 2),
+            fmt_opt(
+                pick("macko", |r| r.fraction_of_ceiling.map(|f| f * 100.0)),
+                1
+            ),
+            fmt_opt(
+                pick("dense", |r| r.fraction_of_ceiling.map(|f| f * 100.0)),
+                1
+            ),
+        );
+    }
+    println!("(medians over shapes; speedups are over cuBLAS on cuda, our dense GEMV elsewhere)");
+}
+
+fn io_error(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Backend {
+        backend: macko::BackendKind::Cpu,
+        message: format!("writing {}: {e}", path.display()),
+    }
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, from the system clock.
+fn today() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Days since 1970-01-01 to a civil date (proleptic Gregorian).
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Writes results.csv and results.json (with the devices, versions and date) into `dir`.
+pub fn write_files(
+    records: &[Record],
+    devices: &[DeviceInfo],
+    args: &BenchArgs,
+    dir: &Path,
+) -> Result<Vec<PathBuf>, Error> {
+    std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
+    let csv_path = dir.join("results.csv");
+    let mut csv = String::from(
+        "backend,device,rows,cols,density,kernel,bytes,effective_density,median_us,min_us,p10_us,p90_us,gbps,fraction_of_ceiling,speedup_over_dense,timer,iters\n",
+    );
+    let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
+    for r in records {
+        csv.push_str(&format!(
+            "{},\"{}\",{},{},{},{},{},{:.4},{:.2},{:.2},{:.2},{:.2},{:.1},{},{},{},{}\n",
+            r.backend,
+            r.device.replace('"', "'"),
+            r.rows,
+            r.cols,
+            r.density,
+            r.kernel,
+            r.bytes,
+            r.effective_density,
+            r.median_us,
+            r.min_us,
+            r.p10_us,
+            r.p90_us,
+            r.gbps,
+            opt(r.fraction_of_ceiling),
+            opt(r.speedup_over_dense),
+            r.timer,
+            r.iters
+        ));
+    }
+    std::fs::write(&csv_path, csv).map_err(|e| io_error(&csv_path, e))?;
+    let json_path = dir.join("results.json");
+    let devices: Vec<_> = devices
+        .iter()
+        .map(|d| {
+            serde_json::json!({
+                "backend": d.backend.name(),
+                "name": d.name,
+                "properties": d.properties.iter().cloned().collect::<BTreeMap<_, _>>(),
+            })
+        })
+        .collect();
+    let doc = serde_json::json!({
+        "tool": "macko bench",
+        "version": env!("CARGO_PKG_VERSION"),
+        "date": today(),
+        "host": {
+            "os": std::env::consts::OS,
+            "arch": std::env::consts::ARCH,
+            "threads": std::thread::available_parallelism().map_or(0, |n| n.get()),
+        },
+        "settings": {
+            "iters": args.iters,
+            "warmup": args.warmup,
+            "check_rows": args.check_rows,
+            "seed": args.seed,
+            "output": "f16",
+            "rotation_bytes": super::ROTATION_BYTES,
+        },
+        "devices": devices,
+        "results": records,
+    });
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| io_error(&json_path, e))?;
+    std::fs::write(&json_path, text).map_err(|e| io_error(&json_path, e))?;
+    Ok(vec![csv_path, json_path])
+}
