@@ -1,15 +1,229 @@
-//! The wgpu backend (being written).
+//! The wgpu backend: the products as WGSL compute shaders (shaders/, see shaders/NOTES.md) on
+//! any adapter wgpu can open — Vulkan, Metal, DX12, GL — chosen at run time.
+//!
+//! - `adapter`: the instance, the choice of adapter and the device request (the adapter's own
+//!   limits, optional features only where present).
+//! - `gpu`: the device with error capture (no wgpu panic reaches the caller), waiting, buffers,
+//!   staging uploads and downloads.
+//! - `pipelines`: kernel sources, bind group layouts, pipelines compiled once on first use.
+//! - `products`: matrices split into row blocks, vectors, recording and queueing of products.
+//! - `timing`: timestamp-query timing of products and the streaming-read ceiling.
+//!
+//! Two kernel paths: with subgroup operations where the adapter has `SUBGROUP` (and
+//! `DeviceOptions::wgpu_subgroups` is on), else workgroup memory only.
 
-use std::sync::Arc;
+mod adapter;
+mod gpu;
+mod pipelines;
+mod products;
+mod timing;
 
-use super::{Backend, BackendKind};
-use crate::device::DeviceOptions;
-use crate::error::{Error, Result};
+use std::sync::{Arc, Mutex};
+
+use half::f16;
+
+use super::{
+    downcast, downcast_mut, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision,
+    Storage,
+};
+use crate::device::{DeviceOptions, ENV_WGPU_SUBGROUPS};
+use crate::error::Result;
+
+use gpu::Gpu;
+use pipelines::{KernelPath, Pipelines};
+use products::{GpuMatrix, GpuVector, Pending};
 
 /// Opens the wgpu device `opts` asks for.
-pub(crate) fn open(_opts: &DeviceOptions) -> Result<Arc<dyn Backend>> {
-    Err(Error::Unavailable {
-        backend: BackendKind::Wgpu,
-        reason: "not implemented yet".into(),
-    })
+pub(crate) fn open(opts: &DeviceOptions) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(WgpuBackend::open(opts)?))
+}
+
+/// The products on one wgpu device.
+pub(crate) struct WgpuBackend {
+    gpu: Gpu,
+    pipelines: Pipelines,
+    /// Which kernels run the products, and why.
+    path: KernelPath,
+    path_reason: String,
+    /// Bytes one matrix array may bind: the adapter's binding and buffer limits, or the
+    /// artificial cap of the options if smaller. Larger matrices are split into row blocks.
+    matrix_limit: u64,
+    /// Bytes one vector may bind (the adapter's limits; vectors are not split).
+    vector_limit: u64,
+    /// The artificial cap, for `info`.
+    binding_cap: Option<u64>,
+    pending: Mutex<Pending>,
+}
+
+/// "2 GiB", "64 KiB", "1000 B".
+fn bytes_text(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if v.fract() == 0.0 {
+        format!("{v} {}", UNITS[unit])
+    } else {
+        format!("{v:.2} {} ({n} B)", UNITS[unit])
+    }
+}
+
+impl WgpuBackend {
+    fn open(opts: &DeviceOptions) -> Result<Self> {
+        let gpu = Gpu::new(adapter::open_device(opts)?);
+        let pipelines = Pipelines::new(&gpu)?;
+        let has_subgroups = gpu.features.contains(wgpu::Features::SUBGROUP);
+        let (path, path_reason) = if !opts.wgpu_subgroups {
+            (
+                KernelPath::Workgroup,
+                format!(
+                    "workgroup memory (subgroups turned off: option or {ENV_WGPU_SUBGROUPS}=0)"
+                ),
+            )
+        } else if has_subgroups {
+            (KernelPath::Subgroup, "subgroup operations".to_string())
+        } else {
+            (
+                KernelPath::Workgroup,
+                "workgroup memory (the adapter lacks SUBGROUP)".to_string(),
+            )
+        };
+        let adapter_limit = gpu
+            .limits
+            .max_storage_buffer_binding_size
+            .min(gpu.limits.max_buffer_size);
+        let cap = opts.max_binding_bytes.unwrap_or(u64::MAX);
+        Ok(Self {
+            matrix_limit: adapter_limit.min(cap) / 16 * 16,
+            vector_limit: adapter_limit / 16 * 16,
+            binding_cap: opts.max_binding_bytes,
+            gpu,
+            pipelines,
+            path,
+            path_reason,
+            pending: Mutex::new(Pending::default()),
+        })
+    }
+
+    fn properties(&self) -> Vec<(String, String)> {
+        let a = &self.gpu.adapter;
+        let l = &self.gpu.limits;
+        let mut p = vec![
+            ("API".to_string(), format!("{:?}", a.backend)),
+            ("device type".to_string(), format!("{:?}", a.device_type)),
+            (
+                "driver".to_string(),
+                format!("{} {}", a.driver, a.driver_info).trim().to_string(),
+            ),
+            (
+                "vendor:device".to_string(),
+                format!("{:04x}:{:04x}", a.vendor, a.device),
+            ),
+            (
+                "subgroup size".to_string(),
+                if a.subgroup_min_size == a.subgroup_max_size {
+                    a.subgroup_min_size.to_string()
+                } else {
+                    format!("{}–{}", a.subgroup_min_size, a.subgroup_max_size)
+                },
+            ),
+            (
+                "max_storage_buffer_binding_size".to_string(),
+                bytes_text(l.max_storage_buffer_binding_size),
+            ),
+            ("max_buffer_size".to_string(), bytes_text(l.max_buffer_size)),
+        ];
+        if let Some(cap) = self.binding_cap {
+            p.push((
+                "binding cap (option)".to_string(),
+                format!("{} (matrices split into row blocks)", bytes_text(cap)),
+            ));
+        }
+        let features: Vec<String> = self
+            .gpu
+            .features
+            .iter_names()
+            .map(|(name, _)| name.to_string())
+            .collect();
+        p.push((
+            "features".to_string(),
+            if features.is_empty() {
+                "none".to_string()
+            } else {
+                features.join(", ")
+            },
+        ));
+        p.push(("kernels".to_string(), self.path_reason.clone()));
+        p.push(("timer".to_string(), self.timer().to_string()));
+        p
+    }
+}
+
+impl Backend for WgpuBackend {
+    fn info(&self) -> DeviceInfo {
+        DeviceInfo {
+            backend: BackendKind::Wgpu,
+            name: self.gpu.adapter.name.clone(),
+            properties: self.properties(),
+        }
+    }
+
+    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<Storage> {
+        Ok(Box::new(self.upload_matrix_impl(m)?))
+    }
+
+    fn upload_vector(&self, x: &[f16]) -> Result<Storage> {
+        Ok(Box::new(self.upload_vector_impl(x)?))
+    }
+
+    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<Storage> {
+        Ok(Box::new(self.alloc_vector_impl(len, precision)?))
+    }
+
+    fn spmv(&self, a: &Storage, x: &Storage, y: &mut Storage) -> Result<()> {
+        let a = downcast::<GpuMatrix>(a, BackendKind::Wgpu, "matrix")?;
+        let x = downcast::<GpuVector>(x, BackendKind::Wgpu, "x")?;
+        let y = downcast_mut::<GpuVector>(y, BackendKind::Wgpu, "y")?;
+        self.spmv_impl(a, x, y)
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.synchronize_impl()
+    }
+
+    fn download(&self, v: &Storage) -> Result<HostVector> {
+        self.download_impl(downcast::<GpuVector>(v, BackendKind::Wgpu, "vector")?)
+    }
+
+    fn timer(&self) -> &'static str {
+        if self.has_timestamps() {
+            "wgpu timestamp queries"
+        } else {
+            "wall clock (the adapter lacks TIMESTAMP_QUERY)"
+        }
+    }
+
+    fn time_spmv(
+        &self,
+        a: &[&Storage],
+        x: &Storage,
+        y: &mut Storage,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        let a = a
+            .iter()
+            .map(|m| downcast::<GpuMatrix>(m, BackendKind::Wgpu, "matrix"))
+            .collect::<Result<Vec<_>>>()?;
+        let x = downcast::<GpuVector>(x, BackendKind::Wgpu, "x")?;
+        let y = downcast_mut::<GpuVector>(y, BackendKind::Wgpu, "y")?;
+        self.time_products(&a, x, y, warmup, iters)
+    }
+
+    fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
+        self.stream_read_impl(bytes, warmup, iters).map(Some)
+    }
 }

@@ -1,0 +1,262 @@
+//! The WGSL kernels, their bind group layouts (made once, at open) and their compute pipelines
+//! (compiled once, on first use, then reused by every product: a device that only lists its
+//! adapter, or only ever multiplies dense matrices, never compiles the other kernels).
+//!
+//! Every product kernel is `shaders/common.wgsl` followed by its own file; the output precision
+//! is the pipeline constant `Y_F16`, so each kernel yields two pipelines.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::backend::MatrixFormat;
+use crate::error::Result;
+
+use super::gpu::{lock, Gpu};
+
+macro_rules! kernel_source {
+    ($file:literal) => {
+        concat!(
+            include_str!("../../../shaders/common.wgsl"),
+            "\n",
+            include_str!(concat!("../../../shaders/", $file))
+        )
+    };
+}
+
+/// Which family of kernels runs the products.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum KernelPath {
+    /// Subgroup operations (scan, sum, broadcast).
+    Subgroup,
+    /// Workgroup memory and barriers only.
+    Workgroup,
+}
+
+/// One compute kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Kernel {
+    MackoSubgroup,
+    MackoWorkgroup,
+    CsrSubgroup,
+    CsrWorkgroup,
+    DenseSubgroup,
+    DenseWorkgroup,
+    Stream,
+}
+
+/// Which bind group layout a kernel's group 0 uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum MatrixLayout {
+    /// Params, row_ptr, values, codes or col_idx, row counters.
+    Sparse,
+    /// Params, values.
+    Dense,
+    /// Stream params, data, per-workgroup sums.
+    Stream,
+}
+
+/// Rows computed by one workgroup of the dense kernels (ROWS in dense_*.wgsl).
+pub(super) const DENSE_ROWS_PER_WORKGROUP: u32 = 4;
+/// Invocations of a stream workgroup, and words each reads per step (stream.wgsl).
+pub(super) const STREAM_WORKGROUP: u32 = 256;
+pub(super) const STREAM_UNROLL: u32 = 4;
+
+impl Kernel {
+    /// The kernel multiplying `format` on `path`.
+    pub fn for_product(format: MatrixFormat, path: KernelPath) -> Self {
+        match (format, path) {
+            (MatrixFormat::Macko, KernelPath::Subgroup) => Kernel::MackoSubgroup,
+            (MatrixFormat::Macko, KernelPath::Workgroup) => Kernel::MackoWorkgroup,
+            (MatrixFormat::Csr, KernelPath::Subgroup) => Kernel::CsrSubgroup,
+            (MatrixFormat::Csr, KernelPath::Workgroup) => Kernel::CsrWorkgroup,
+            (MatrixFormat::Dense, KernelPath::Subgroup) => Kernel::DenseSubgroup,
+            (MatrixFormat::Dense, KernelPath::Workgroup) => Kernel::DenseWorkgroup,
+        }
+    }
+
+    fn source(self) -> &'static str {
+        match self {
+            Kernel::MackoSubgroup => kernel_source!("macko_sg.wgsl"),
+            Kernel::MackoWorkgroup => kernel_source!("macko_wg.wgsl"),
+            Kernel::CsrSubgroup => kernel_source!("csr_sg.wgsl"),
+            Kernel::CsrWorkgroup => kernel_source!("csr_wg.wgsl"),
+            Kernel::DenseSubgroup => kernel_source!("dense_sg.wgsl"),
+            Kernel::DenseWorkgroup => kernel_source!("dense_wg.wgsl"),
+            Kernel::Stream => kernel_source!("stream.wgsl"),
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Kernel::MackoSubgroup => "macko_sg",
+            Kernel::MackoWorkgroup => "macko_wg",
+            Kernel::CsrSubgroup => "csr_sg",
+            Kernel::CsrWorkgroup => "csr_wg",
+            Kernel::DenseSubgroup => "dense_sg",
+            Kernel::DenseWorkgroup => "dense_wg",
+            Kernel::Stream => "stream",
+        }
+    }
+
+    /// Invocations per workgroup (WORKGROUP in the shader).
+    pub fn workgroup_size(self) -> u32 {
+        match self {
+            Kernel::MackoSubgroup | Kernel::CsrSubgroup => 128,
+            Kernel::MackoWorkgroup | Kernel::CsrWorkgroup => 64,
+            Kernel::DenseSubgroup | Kernel::DenseWorkgroup | Kernel::Stream => 256,
+        }
+    }
+
+    pub fn layout(self) -> MatrixLayout {
+        match self {
+            Kernel::MackoSubgroup
+            | Kernel::MackoWorkgroup
+            | Kernel::CsrSubgroup
+            | Kernel::CsrWorkgroup => MatrixLayout::Sparse,
+            Kernel::DenseSubgroup | Kernel::DenseWorkgroup => MatrixLayout::Dense,
+            Kernel::Stream => MatrixLayout::Stream,
+        }
+    }
+
+    /// Whether rows are handed out by an atomic counter that must be zeroed before each product.
+    pub fn uses_row_counter(self) -> bool {
+        matches!(self, Kernel::MackoSubgroup | Kernel::CsrSubgroup)
+    }
+
+    /// Whether the kernel writes y (and so has the `Y_F16` constant).
+    fn writes_y(self) -> bool {
+        self != Kernel::Stream
+    }
+}
+
+fn storage(binding: u32, read_only: bool) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Storage { read_only },
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
+    wgpu::BindGroupLayoutEntry {
+        binding,
+        visibility: wgpu::ShaderStages::COMPUTE,
+        ty: wgpu::BindingType::Buffer {
+            ty: wgpu::BufferBindingType::Uniform,
+            has_dynamic_offset: false,
+            min_binding_size: None,
+        },
+        count: None,
+    }
+}
+
+/// Bind group layouts and pipeline layouts, made at open; pipelines, made on first use.
+pub(super) struct Pipelines {
+    pub sparse: wgpu::BindGroupLayout,
+    pub dense: wgpu::BindGroupLayout,
+    pub stream: wgpu::BindGroupLayout,
+    pub x: wgpu::BindGroupLayout,
+    pub y: wgpu::BindGroupLayout,
+    sparse_layout: wgpu::PipelineLayout,
+    dense_layout: wgpu::PipelineLayout,
+    stream_layout: wgpu::PipelineLayout,
+    built: Mutex<HashMap<(Kernel, bool), wgpu::ComputePipeline>>,
+}
+
+impl Pipelines {
+    pub fn new(gpu: &Gpu) -> Result<Self> {
+        gpu.scoped("bind group layouts", 0, || {
+            let d = &gpu.device;
+            let bgl = |label: &str, entries: &[wgpu::BindGroupLayoutEntry]| {
+                d.create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor {
+                    label: Some(label),
+                    entries,
+                })
+            };
+            let sparse = bgl(
+                "sparse matrix",
+                &[
+                    uniform(0),
+                    storage(1, true),
+                    storage(2, true),
+                    storage(3, true),
+                    storage(4, false),
+                ],
+            );
+            let dense = bgl("dense matrix", &[uniform(0), storage(2, true)]);
+            let stream = bgl("stream", &[uniform(0), storage(1, true), storage(2, false)]);
+            let x = bgl("x", &[storage(0, true)]);
+            let y = bgl("y", &[storage(0, false)]);
+            let layout = |label: &str, groups: &[Option<&wgpu::BindGroupLayout>]| {
+                d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: Some(label),
+                    bind_group_layouts: groups,
+                    immediate_size: 0,
+                })
+            };
+            let sparse_layout = layout("sparse product", &[Some(&sparse), Some(&x), Some(&y)]);
+            let dense_layout = layout("dense product", &[Some(&dense), Some(&x), Some(&y)]);
+            let stream_layout = layout("stream", &[Some(&stream)]);
+            Self {
+                sparse,
+                dense,
+                stream,
+                x,
+                y,
+                sparse_layout,
+                dense_layout,
+                stream_layout,
+                built: Mutex::new(HashMap::new()),
+            }
+        })
+    }
+
+    /// The pipeline of `kernel` writing y as f16 (`y_f16`) or f32, compiled on first use.
+    pub fn get(&self, gpu: &Gpu, kernel: Kernel, y_f16: bool) -> Result<wgpu::ComputePipeline> {
+        let key = (kernel, y_f16 && kernel.writes_y());
+        let mut built = lock(&self.built);
+        if let Some(p) = built.get(&key) {
+            return Ok(p.clone());
+        }
+        let layout = match kernel.layout() {
+            MatrixLayout::Sparse => &self.sparse_layout,
+            MatrixLayout::Dense => &self.dense_layout,
+            MatrixLayout::Stream => &self.stream_layout,
+        };
+        let what = format!(
+            "compiling kernel {}{}",
+            kernel.name(),
+            if key.1 { " (f16 y)" } else { "" }
+        );
+        let y_f16_value = [("Y_F16", if key.1 { 1.0 } else { 0.0 })];
+        let constants: &[(&str, f64)] = if kernel.writes_y() { &y_f16_value } else { &[] };
+        let pipeline = gpu.scoped(&what, 0, || {
+            let module = gpu
+                .device
+                .create_shader_module(wgpu::ShaderModuleDescriptor {
+                    label: Some(kernel.name()),
+                    source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(kernel.source())),
+                });
+            gpu.device
+                .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                    label: Some(kernel.name()),
+                    layout: Some(layout),
+                    module: &module,
+                    entry_point: Some("main"),
+                    compilation_options: wgpu::PipelineCompilationOptions {
+                        constants,
+                        zero_initialize_workgroup_memory: true,
+                    },
+                    cache: None,
+                })
+        })?;
+        built.insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+}

@@ -1,0 +1,577 @@
+//! Matrices and vectors on the device, and the recording of products.
+//!
+//! A matrix is a list of row blocks, each with its own buffers, uniform parameters and bind
+//! group, made at upload. A matrix whose arrays all fit one binding is one block; a larger one
+//! is split into consecutive row ranges whose arrays each fit `matrix_limit` (the adapter's
+//! binding and buffer limits, or the artificial cap of `DeviceOptions::max_binding_bytes`). All
+//! blocks write into one y at their own row offset; y words shared by two f16 rows of different
+//! blocks are written with atomics (see common.wgsl), so blocks may start at any row.
+//!
+//! A vector is one buffer (a vector too long for one binding is `Error::TooLarge`) with its bind
+//! groups as x (if f16) and as y, made at allocation, so a product creates no bind group.
+
+use std::ops::Range;
+
+use bytemuck::{Pod, Zeroable};
+use half::f16;
+use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix, GROUP};
+
+use crate::backend::{BackendKind, HostVector, MatrixFormat, MatrixRef, Precision};
+use crate::error::{Error, Result};
+
+use super::gpu::{backend_error, buffer_size, lock, round_up};
+use super::pipelines::{Kernel, DENSE_ROWS_PER_WORKGROUP};
+use super::WgpuBackend;
+
+/// Products recorded into one command encoder before it is submitted without waiting (a later
+/// `synchronize` or download submits the rest and waits once).
+const MAX_PENDING_PRODUCTS: usize = 256;
+
+/// What every matrix kernel reads from its uniform (MatrixParams in common.wgsl).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+struct MatrixParams {
+    rows: u32,
+    cols: u32,
+    row_offset: u32,
+    slot: u32,
+    stride: u32,
+    pad: [u32; 3],
+}
+
+/// One row block of a matrix.
+pub(super) struct Block {
+    /// Rows of the block.
+    pub rows: u32,
+    /// Group 0 of the kernel: parameters and arrays.
+    pub bind_group: wgpu::BindGroup,
+}
+
+/// A matrix on the device.
+pub(super) struct GpuMatrix {
+    pub format: MatrixFormat,
+    pub rows: usize,
+    pub blocks: Vec<Block>,
+    /// One row counter per block (sparse formats), zeroed before each product on the
+    /// subgroup path.
+    pub counters: Option<wgpu::Buffer>,
+}
+
+/// A vector on the device.
+pub(super) struct GpuVector {
+    pub buffer: wgpu::Buffer,
+    pub len: usize,
+    pub precision: Precision,
+    /// Bind group as x (f16 vectors only).
+    pub as_x: Option<wgpu::BindGroup>,
+    /// Bind group as y.
+    pub as_y: wgpu::BindGroup,
+}
+
+/// Pending work: the encoder products are recorded into, and how many it holds.
+#[derive(Default)]
+pub(super) struct Pending {
+    pub encoder: Option<wgpu::CommandEncoder>,
+    pub products: usize,
+}
+
+fn element_bytes(p: Precision) -> u64 {
+    match p {
+        Precision::F16 => 2,
+        Precision::F32 => 4,
+    }
+}
+
+/// `n` as u32, or a `TooLarge` naming `what`.
+fn to_u32(n: usize, what: &str) -> Result<u32> {
+    u32::try_from(n).map_err(|_| Error::TooLarge {
+        backend: BackendKind::Wgpu,
+        what: format!("{what} ({n})"),
+        needed: n as u64,
+        limit: u32::MAX as u64,
+    })
+}
+
+/// Splits the rows of a sparse matrix (row pointers `row_ptr`) into consecutive blocks whose
+/// arrays each fit `limit` bytes. A block's entries start at a multiple of `align` (the width
+/// of one aligned load: 8 entries for MACKO, 2 for CSR's packed f16) and end at one, and every
+/// entry costs at most `entry_bytes` in its largest array. Greedy: each block takes as many
+/// rows as fit.
+pub(super) fn plan_sparse_blocks(
+    row_ptr: &[u32],
+    align: u64,
+    entry_bytes: u64,
+    limit: u64,
+    format: &str,
+) -> Result<Vec<Range<usize>>> {
+    let rows = row_ptr.len().saturating_sub(1);
+    let bytes = |r0: usize, r1: usize| -> u64 {
+        let base = row_ptr[r0] as u64 / align * align;
+        let end = round_up(row_ptr[r1] as u64, align);
+        (4 * (r1 - r0 + 1) as u64).max((end - base) * entry_bytes)
+    };
+    let mut blocks = Vec::new();
+    let mut r0 = 0;
+    while r0 < rows {
+        let mut r1 = r0;
+        while r1 < rows && bytes(r0, r1 + 1) <= limit {
+            r1 += 1;
+        }
+        if r1 == r0 {
+            return Err(Error::TooLarge {
+                backend: BackendKind::Wgpu,
+                what: format!("row {r0} of a {format} matrix, alone in one binding"),
+                needed: bytes(r0, r0 + 1),
+                limit,
+            });
+        }
+        blocks.push(r0..r1);
+        r0 = r1;
+    }
+    Ok(blocks)
+}
+
+/// Rows per block of a dense matrix whose stored rows take `row_bytes` each.
+pub(super) fn plan_dense_blocks(rows: usize, row_bytes: u64, limit: u64) -> Result<usize> {
+    if row_bytes == 0 {
+        return Ok(rows.max(1));
+    }
+    match limit / row_bytes {
+        0 => Err(Error::TooLarge {
+            backend: BackendKind::Wgpu,
+            what: "one row of a dense matrix, alone in one binding".into(),
+            needed: row_bytes,
+            limit,
+        }),
+        n => Ok(n as usize),
+    }
+}
+
+impl WgpuBackend {
+    fn uniform(&self, params: MatrixParams) -> Result<wgpu::Buffer> {
+        self.gpu.upload(
+            bytemuck::bytes_of(&params),
+            wgpu::BufferUsages::UNIFORM,
+            "matrix parameters",
+        )
+    }
+
+    fn storage(&self, data: &[u8], what: &str) -> Result<wgpu::Buffer> {
+        self.gpu.upload(data, wgpu::BufferUsages::STORAGE, what)
+    }
+
+    fn bind_group(
+        &self,
+        layout: &wgpu::BindGroupLayout,
+        entries: &[(u32, &wgpu::Buffer)],
+        what: &str,
+    ) -> Result<wgpu::BindGroup> {
+        let entries: Vec<wgpu::BindGroupEntry> = entries
+            .iter()
+            .map(|&(binding, buffer)| wgpu::BindGroupEntry {
+                binding,
+                resource: buffer.as_entire_binding(),
+            })
+            .collect();
+        self.gpu.scoped(what, 0, || {
+            self.gpu
+                .device
+                .create_bind_group(&wgpu::BindGroupDescriptor {
+                    label: Some(what),
+                    layout,
+                    entries: &entries,
+                })
+        })
+    }
+
+    /// A buffer of one u32 row counter per block.
+    fn counters(&self, blocks: usize) -> Result<wgpu::Buffer> {
+        self.gpu.create_buffer(
+            buffer_size(4 * blocks as u64),
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            "row counters",
+        )
+    }
+
+    /// One block of a sparse matrix: parameters, rebased row pointers and the two entry arrays.
+    #[allow(clippy::too_many_arguments)]
+    fn sparse_block(
+        &self,
+        rows: Range<usize>,
+        slot: usize,
+        cols: u32,
+        row_ptr: &[u32],
+        values: &[u8],
+        indices: &[u8],
+        counters: &wgpu::Buffer,
+        format: &str,
+    ) -> Result<Block> {
+        let n = to_u32(rows.len(), "rows of a block")?;
+        let params = self.uniform(MatrixParams {
+            rows: n,
+            cols,
+            row_offset: to_u32(rows.start, "first row of a block")?,
+            slot: to_u32(slot, "block index")?,
+            stride: 0,
+            pad: [0; 3],
+        })?;
+        let row_ptr = self.storage(bytemuck::cast_slice(row_ptr), &format!("{format} row_ptr"))?;
+        let values = self.storage(values, &format!("{format} values"))?;
+        let indices = self.storage(indices, &format!("{format} codes or columns"))?;
+        let bind_group = self.bind_group(
+            &self.pipelines.sparse,
+            &[
+                (0, &params),
+                (1, &row_ptr),
+                (2, &values),
+                (3, &indices),
+                (4, counters),
+            ],
+            &format!("{format} block"),
+        )?;
+        Ok(Block {
+            rows: n,
+            bind_group,
+        })
+    }
+
+    pub(super) fn upload_matrix_impl(&self, m: MatrixRef<'_>) -> Result<GpuMatrix> {
+        self.gpu.check()?;
+        let (rows, cols) = m.shape();
+        to_u32(rows, "rows")?;
+        to_u32(cols, "columns")?;
+        match m {
+            MatrixRef::Macko(m) => self.upload_macko(m),
+            MatrixRef::Csr(m) => self.upload_csr(m),
+            MatrixRef::Dense(m) => self.upload_dense(m),
+        }
+    }
+
+    fn upload_macko(&self, m: &MackoMatrix) -> Result<GpuMatrix> {
+        let row_ptr = m.row_ptr();
+        let plan = plan_sparse_blocks(row_ptr, GROUP as u64, 2, self.matrix_limit, "MACKO")?;
+        let counters = self.counters(plan.len())?;
+        let values: &[u8] = bytemuck::cast_slice(m.values());
+        let mut blocks = Vec::with_capacity(plan.len());
+        for (slot, rows) in plan.into_iter().enumerate() {
+            // Entries of the block, widened to whole groups of 8 (16-byte value words).
+            let base = row_ptr[rows.start] as usize / GROUP * GROUP;
+            let end = (row_ptr[rows.end] as usize).div_ceil(GROUP) * GROUP;
+            let rebased: Vec<u32> = row_ptr[rows.start..=rows.end]
+                .iter()
+                .map(|&p| p - base as u32)
+                .collect();
+            blocks.push(self.sparse_block(
+                rows,
+                slot,
+                m.cols() as u32,
+                &rebased,
+                &values[2 * base..2 * end],
+                &m.codes()[base / 2..end / 2],
+                &counters,
+                "MACKO",
+            )?);
+        }
+        Ok(GpuMatrix {
+            format: MatrixFormat::Macko,
+            rows: m.rows(),
+            blocks,
+            counters: Some(counters),
+        })
+    }
+
+    fn upload_csr(&self, m: &CsrMatrix) -> Result<GpuMatrix> {
+        let row_ptr = m.row_ptr();
+        let plan = plan_sparse_blocks(row_ptr, 2, 4, self.matrix_limit, "CSR")?;
+        let counters = self.counters(plan.len())?;
+        let values: &[u8] = bytemuck::cast_slice(m.values());
+        let cols: &[u8] = bytemuck::cast_slice(m.col_idx());
+        let mut blocks = Vec::with_capacity(plan.len());
+        for (slot, rows) in plan.into_iter().enumerate() {
+            // Entries of the block from an even one, so f16 pairs keep their u32 words.
+            let base = row_ptr[rows.start] as usize & !1;
+            let end = row_ptr[rows.end] as usize;
+            let rebased: Vec<u32> = row_ptr[rows.start..=rows.end]
+                .iter()
+                .map(|&p| p - base as u32)
+                .collect();
+            blocks.push(self.sparse_block(
+                rows,
+                slot,
+                m.cols() as u32,
+                &rebased,
+                &values[2 * base..2 * end],
+                &cols[4 * base..4 * end],
+                &counters,
+                "CSR",
+            )?);
+        }
+        Ok(GpuMatrix {
+            format: MatrixFormat::Csr,
+            rows: m.rows(),
+            blocks,
+            counters: Some(counters),
+        })
+    }
+
+    fn upload_dense(&self, m: &DenseMatrix) -> Result<GpuMatrix> {
+        let (rows, cols) = (m.rows(), m.cols());
+        // Rows are stored padded with zeros to whole 16-byte words so every load is aligned.
+        let stride = cols.div_ceil(8);
+        let per_block = plan_dense_blocks(rows, 16 * stride as u64, self.matrix_limit)?;
+        let mut blocks = Vec::new();
+        let mut r0 = 0;
+        while r0 < rows {
+            let r1 = (r0 + per_block).min(rows);
+            let padded: Vec<f16>;
+            let data: &[f16] = if cols % 8 == 0 {
+                &m.values()[r0 * cols..r1 * cols]
+            } else {
+                let mut v = vec![f16::ZERO; (r1 - r0) * stride * 8];
+                for (r, out) in (r0..r1).zip(v.chunks_exact_mut(stride * 8)) {
+                    out[..cols].copy_from_slice(m.row(r));
+                }
+                padded = v;
+                &padded
+            };
+            let params = self.uniform(MatrixParams {
+                rows: to_u32(r1 - r0, "rows of a block")?,
+                cols: cols as u32,
+                row_offset: r0 as u32,
+                slot: 0,
+                stride: to_u32(stride, "16-byte words per row")?,
+                pad: [0; 3],
+            })?;
+            let values = self.storage(bytemuck::cast_slice(data), "dense values")?;
+            let bind_group = self.bind_group(
+                &self.pipelines.dense,
+                &[(0, &params), (2, &values)],
+                "dense block",
+            )?;
+            blocks.push(Block {
+                rows: (r1 - r0) as u32,
+                bind_group,
+            });
+            r0 = r1;
+        }
+        Ok(GpuMatrix {
+            format: MatrixFormat::Dense,
+            rows,
+            blocks,
+            counters: None,
+        })
+    }
+
+    /// Refuses a vector whose buffer would not fit one binding of the adapter.
+    fn check_vector(&self, len: usize, precision: Precision) -> Result<u64> {
+        let size = buffer_size(len as u64 * element_bytes(precision));
+        if size > self.vector_limit {
+            return Err(Error::TooLarge {
+                backend: BackendKind::Wgpu,
+                what: format!(
+                    "a vector of {len} {} elements (vectors are bound whole)",
+                    match precision {
+                        Precision::F16 => "f16",
+                        Precision::F32 => "f32",
+                    }
+                ),
+                needed: size,
+                limit: self.vector_limit,
+            });
+        }
+        Ok(size)
+    }
+
+    fn vector(&self, buffer: wgpu::Buffer, len: usize, precision: Precision) -> Result<GpuVector> {
+        let as_x = match precision {
+            Precision::F16 => Some(self.bind_group(&self.pipelines.x, &[(0, &buffer)], "x")?),
+            Precision::F32 => None,
+        };
+        let as_y = self.bind_group(&self.pipelines.y, &[(0, &buffer)], "y")?;
+        Ok(GpuVector {
+            buffer,
+            len,
+            precision,
+            as_x,
+            as_y,
+        })
+    }
+
+    const VECTOR_USAGE: wgpu::BufferUsages = wgpu::BufferUsages::STORAGE
+        .union(wgpu::BufferUsages::COPY_SRC)
+        .union(wgpu::BufferUsages::COPY_DST);
+
+    pub(super) fn upload_vector_impl(&self, x: &[f16]) -> Result<GpuVector> {
+        self.check_vector(x.len(), Precision::F16)?;
+        let buffer = self
+            .gpu
+            .upload(bytemuck::cast_slice(x), Self::VECTOR_USAGE, "vector")?;
+        self.vector(buffer, x.len(), Precision::F16)
+    }
+
+    pub(super) fn alloc_vector_impl(&self, len: usize, precision: Precision) -> Result<GpuVector> {
+        let size = self.check_vector(len, precision)?;
+        let buffer = self.gpu.create_buffer(size, Self::VECTOR_USAGE, "vector")?;
+        self.vector(buffer, len, precision)
+    }
+
+    pub(super) fn download_impl(&self, v: &GpuVector) -> Result<HostVector> {
+        self.synchronize_impl()?;
+        let bytes = self.gpu.read(
+            &v.buffer,
+            v.len as u64 * element_bytes(v.precision),
+            "download",
+        )?;
+        Ok(match v.precision {
+            Precision::F16 => HostVector::F16(
+                bytes
+                    .chunks_exact(2)
+                    .map(|b| f16::from_le_bytes([b[0], b[1]]))
+                    .collect(),
+            ),
+            Precision::F32 => HostVector::F32(
+                bytes
+                    .chunks_exact(4)
+                    .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                    .collect(),
+            ),
+        })
+    }
+
+    /// Workgroups to dispatch for a block of `rows` rows, as (x, y).
+    fn grid(&self, kernel: Kernel, rows: u32) -> (u32, u32) {
+        let max = self.gpu.limits.max_compute_workgroups_per_dimension.max(1);
+        let grid_2d = |n: u32| {
+            let x = n.clamp(1, max);
+            (x, n.div_ceil(x).max(1))
+        };
+        match kernel {
+            // Rows are handed out by the counter: enough subgroups for every row to start at
+            // once if the GPU can hold them (assuming the smallest subgroups, so the most of
+            // them), capped by the dispatch limit; subgroups loop over rows beyond that.
+            Kernel::MackoSubgroup | Kernel::CsrSubgroup => {
+                let per_workgroup =
+                    (kernel.workgroup_size() / self.gpu.adapter.subgroup_min_size.max(1)).max(1);
+                (rows.div_ceil(per_workgroup).clamp(1, max), 1)
+            }
+            Kernel::MackoWorkgroup | Kernel::CsrWorkgroup => grid_2d(rows),
+            Kernel::DenseSubgroup | Kernel::DenseWorkgroup => {
+                grid_2d(rows.div_ceil(DENSE_ROWS_PER_WORKGROUP))
+            }
+            Kernel::Stream => grid_2d(rows),
+        }
+    }
+
+    /// Records y = A·x into `encoder` as one compute pass (one dispatch per row block), after
+    /// zeroing the row counters where the kernel uses them. `timestamps` are written at the
+    /// start and end of the pass.
+    pub(super) fn record_product(
+        &self,
+        encoder: &mut wgpu::CommandEncoder,
+        a: &GpuMatrix,
+        x: &GpuVector,
+        y: &GpuVector,
+        timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
+    ) -> Result<()> {
+        let kernel = Kernel::for_product(a.format, self.path);
+        let pipeline = self
+            .pipelines
+            .get(&self.gpu, kernel, y.precision == Precision::F16)?;
+        let x_group = x
+            .as_x
+            .as_ref()
+            .ok_or_else(|| backend_error("internal: x is not an f16 vector"))?;
+        if kernel.uses_row_counter() {
+            if let Some(counters) = &a.counters {
+                encoder.clear_buffer(counters, 0, None);
+            }
+        }
+        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+            label: Some("product"),
+            timestamp_writes: timestamps,
+        });
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(1, x_group, &[]);
+        pass.set_bind_group(2, &y.as_y, &[]);
+        for block in &a.blocks {
+            let (gx, gy) = self.grid(kernel, block.rows);
+            pass.set_bind_group(0, &block.bind_group, &[]);
+            pass.dispatch_workgroups(gx, gy, 1);
+        }
+        Ok(())
+    }
+
+    /// Queues y = A·x; submits (without waiting) once `MAX_PENDING_PRODUCTS` are queued.
+    pub(super) fn spmv_impl(&self, a: &GpuMatrix, x: &GpuVector, y: &GpuVector) -> Result<()> {
+        self.gpu.check()?;
+        if a.rows == 0 {
+            return Ok(());
+        }
+        let mut pending = lock(&self.pending);
+        let encoder = pending
+            .encoder
+            .get_or_insert_with(|| self.gpu.encoder("products"));
+        self.record_product(encoder, a, x, y, None)?;
+        pending.products += 1;
+        if pending.products >= MAX_PENDING_PRODUCTS {
+            self.flush(&mut pending)?;
+        }
+        Ok(())
+    }
+
+    /// Submits the pending products, if any, without waiting.
+    pub(super) fn flush(&self, pending: &mut Pending) -> Result<()> {
+        pending.products = 0;
+        match pending.encoder.take() {
+            Some(encoder) => self.gpu.submit(encoder, "queued products"),
+            None => Ok(()),
+        }
+    }
+
+    pub(super) fn synchronize_impl(&self) -> Result<()> {
+        self.flush(&mut lock(&self.pending))?;
+        self.gpu.wait()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sparse_plan_keeps_whole_rows_within_the_limit() {
+        // 6 rows of 10 entries: a block of r rows spans at most 10r + 7 entries in whole groups.
+        let row_ptr: Vec<u32> = (0..=6).map(|r| 10 * r).collect();
+        let plan = plan_sparse_blocks(&row_ptr, 8, 2, 64, "MACKO").unwrap();
+        assert!(plan.len() >= 2);
+        assert_eq!(plan.first().unwrap().start, 0);
+        assert_eq!(plan.last().unwrap().end, 6);
+        for w in plan.windows(2) {
+            assert_eq!(w[0].end, w[1].start);
+        }
+        for r in &plan {
+            let base = row_ptr[r.start] / 8 * 8;
+            let end = row_ptr[r.end].div_ceil(8) * 8;
+            assert!(2 * (end - base) <= 64, "{r:?}");
+        }
+    }
+
+    #[test]
+    fn a_row_too_long_for_the_limit_is_too_large() {
+        let row_ptr = [0u32, 8, 200];
+        assert!(matches!(
+            plan_sparse_blocks(&row_ptr, 8, 2, 64, "MACKO"),
+            Err(Error::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn empty_matrices_have_no_blocks() {
+        assert!(plan_sparse_blocks(&[0], 8, 2, 64, "MACKO")
+            .unwrap()
+            .is_empty());
+        assert_eq!(plan_dense_blocks(0, 0, 64).unwrap(), 1);
+        assert_eq!(plan_dense_blocks(10, 32, 64).unwrap(), 2);
+        assert!(plan_dense_blocks(10, 128, 64).is_err());
+    }
+}
