@@ -1,0 +1,439 @@
+//! Loading the compiled kernels into a context, choosing each matrix's launch shape, and
+//! queueing the products.
+//!
+//! Grids are persistent: as many blocks as can be resident at once (the occupancy the driver
+//! computes for the kernel's registers and shared memory, times the SM count), capped by the
+//! number of rows; each warp then walks rows grid-stride. With x staged in shared memory, the
+//! staging cost is paid once per resident block, not once per row.
+
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUfunction_attribute_enum;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+
+use super::cuda_error;
+use super::memory::{CsrDev, DenseDev, DeviceArray, MackoDev, VectorData};
+use super::nvrtc::{self, KernelSource};
+use super::probe::{internal, DeviceProps};
+use crate::backend::{BackendKind, Precision};
+use crate::error::{Error, Result};
+
+/// Threads per block of every kernel (the `__launch_bounds__` of kernels/*.cu).
+pub(crate) const BLOCK: u32 = 512;
+const WARPS_PER_BLOCK: u32 = BLOCK / 32;
+/// `MACKO_X_SLACK + MACKO_X_TAIL` of kernels/common.cuh: staged slots around x.
+const X_EXTRA_SLOTS: u64 = 8 + 16;
+
+/// Environment variable that forces where the sparse kernels read x from: `smem` (staged in
+/// shared memory; an error where it does not fit), `global` (read-only cache), or `auto`.
+pub const ENV_X: &str = "MACKO_CUDA_X";
+
+/// Where the sparse kernels read x from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum XPolicy {
+    /// Shared memory when it fits, else global.
+    Auto,
+    /// Always shared memory.
+    Smem,
+    /// Always global memory.
+    Global,
+}
+
+impl XPolicy {
+    /// The policy `MACKO_CUDA_X` asks for.
+    pub fn from_env() -> Result<Self> {
+        match std::env::var(ENV_X) {
+            Err(_) => Ok(XPolicy::Auto),
+            Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+                "" | "auto" => Ok(XPolicy::Auto),
+                "smem" | "shared" => Ok(XPolicy::Smem),
+                "global" => Ok(XPolicy::Global),
+                _ => Err(Error::Backend {
+                    backend: BackendKind::Cuda,
+                    message: format!("{ENV_X} must be auto, smem or global, not {v:?}"),
+                }),
+            },
+        }
+    }
+}
+
+/// How one matrix is launched.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Plan {
+    /// Blocks.
+    pub grid: u32,
+    /// Dynamic shared memory per block (x staged), 0 when x is read from global memory.
+    pub smem_bytes: u32,
+}
+
+impl Plan {
+    /// Whether x is staged in shared memory.
+    pub fn x_in_smem(&self) -> bool {
+        self.smem_bytes > 0
+    }
+    fn config(&self) -> LaunchConfig {
+        LaunchConfig {
+            grid_dim: (self.grid, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: self.smem_bytes,
+        }
+    }
+}
+
+/// Dynamic shared memory that staging `cols` columns of x takes (see `macko_stage_x`: f32
+/// slots for the columns and the slack, one padding word after every 32).
+pub(crate) fn x_smem_bytes(cols: u32) -> u64 {
+    let last = u64::from(cols) + X_EXTRA_SLOTS - 1;
+    4 * (last + (last >> 5) + 1)
+}
+
+/// A kernel compiled for both output precisions.
+pub(crate) struct ByOutput {
+    f16: CudaFunction,
+    f32: CudaFunction,
+}
+
+impl ByOutput {
+    fn pick(&self, p: Precision) -> &CudaFunction {
+        match p {
+            Precision::F16 => &self.f16,
+            Precision::F32 => &self.f32,
+        }
+    }
+}
+
+/// Every kernel of the backend, loaded into its context.
+pub(crate) struct Kernels {
+    macko_xs: ByOutput,
+    macko_xg: ByOutput,
+    csr_xs: ByOutput,
+    csr_xg: ByOutput,
+    dense_aligned: ByOutput,
+    dense_any: ByOutput,
+    stream_read: CudaFunction,
+    sms: u32,
+    smem_optin: u32,
+    x_policy: XPolicy,
+}
+
+/// Loads one kernel file's CUBIN (compiled once per process) and returns its functions in the
+/// order of `kernel.entries`.
+fn load_file(
+    ctx: &Arc<CudaContext>,
+    kernel: &KernelSource,
+    arch: &str,
+    defines: &[String],
+) -> Result<Vec<CudaFunction>> {
+    let cubin = nvrtc::cubin_cached(kernel, arch, defines)?;
+    let module = ctx
+        .load_module(Ptx::from_binary(cubin.as_ref().clone()))
+        .map_err(|e| cuda_error(&format!("loading kernels/{} ({arch})", kernel.file), e))?;
+    kernel
+        .entries
+        .iter()
+        .map(|name| {
+            module
+                .load_function(name)
+                .map_err(|e| cuda_error(&format!("finding kernel {name}"), e))
+        })
+        .collect()
+}
+
+/// Splits the four entries `{x}_f16, {x}_f32, {y}_f16, {y}_f32` into two pairs.
+fn two_pairs(mut f: Vec<CudaFunction>, file: &str) -> Result<(ByOutput, ByOutput)> {
+    if f.len() != 4 {
+        return Err(internal(&format!("kernels/{file} should have 4 entries")));
+    }
+    let (b32, b16, a32, a16) = (f.remove(3), f.remove(2), f.remove(1), f.remove(0));
+    Ok((
+        ByOutput { f16: a16, f32: a32 },
+        ByOutput { f16: b16, f32: b32 },
+    ))
+}
+
+/// Lets a kernel that stages x use all the shared memory a block may opt in to (above 48 KiB
+/// a kernel must ask).
+fn allow_large_smem(k: &ByOutput, bytes: u32) -> Result<()> {
+    for f in [&k.f16, &k.f32] {
+        f.set_attribute(
+            CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            i32::try_from(bytes).unwrap_or(i32::MAX),
+        )
+        .map_err(|e| cuda_error("raising a kernel's shared-memory limit", e))?;
+    }
+    Ok(())
+}
+
+impl Kernels {
+    /// Compiles (once per process) and loads every kernel for the GPU of `ctx`.
+    pub fn load(ctx: &Arc<CudaContext>, props: &DeviceProps, x_policy: XPolicy) -> Result<Self> {
+        let arch = props.arch();
+        let defines = nvrtc::env_defines()?;
+        let (macko_xs, macko_xg) = two_pairs(
+            load_file(ctx, &nvrtc::MACKO, &arch, &defines)?,
+            nvrtc::MACKO.file,
+        )?;
+        let (csr_xs, csr_xg) = two_pairs(
+            load_file(ctx, &nvrtc::CSR, &arch, &defines)?,
+            nvrtc::CSR.file,
+        )?;
+        let (dense_aligned, dense_any) = two_pairs(
+            load_file(ctx, &nvrtc::DENSE, &arch, &defines)?,
+            nvrtc::DENSE.file,
+        )?;
+        let stream_read = load_file(ctx, &nvrtc::STREAM, &arch, &defines)?
+            .pop()
+            .ok_or_else(|| internal("kernels/stream.cu has no entry"))?;
+        allow_large_smem(&macko_xs, props.smem_per_block_optin)?;
+        allow_large_smem(&csr_xs, props.smem_per_block_optin)?;
+        Ok(Self {
+            macko_xs,
+            macko_xg,
+            csr_xs,
+            csr_xg,
+            dense_aligned,
+            dense_any,
+            stream_read,
+            sms: props.sms,
+            smem_optin: props.smem_per_block_optin,
+            x_policy,
+        })
+    }
+
+    /// Persistent grid for `f` with `smem` bytes per block: resident blocks, at most one warp
+    /// per row. 0 blocks resident means the kernel cannot run with that much shared memory.
+    fn grid(&self, f: &CudaFunction, smem: u32, rows: u32) -> Result<Option<u32>> {
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, smem as usize, None)
+            .map_err(|e| cuda_error("computing occupancy", e))?;
+        if per_sm == 0 {
+            return Ok(None);
+        }
+        let resident = per_sm.saturating_mul(self.sms);
+        Ok(Some(resident.min(rows.div_ceil(WARPS_PER_BLOCK)).max(1)))
+    }
+
+    /// Plan of a sparse kernel pair (x staged or gathered) for a `rows × cols` matrix.
+    fn sparse_plan(&self, xs: &ByOutput, xg: &ByOutput, rows: u32, cols: u32) -> Result<Plan> {
+        let smem = x_smem_bytes(cols);
+        if self.x_policy != XPolicy::Global && smem <= u64::from(self.smem_optin) {
+            let smem = u32::try_from(smem).map_err(|_| internal("smem size"))?;
+            if let Some(grid) = self.grid(&xs.f32, smem, rows)? {
+                return Ok(Plan {
+                    grid,
+                    smem_bytes: smem,
+                });
+            }
+        }
+        if self.x_policy == XPolicy::Smem {
+            return Err(Error::TooLarge {
+                backend: BackendKind::Cuda,
+                what: format!("x of {cols} columns staged in shared memory ({ENV_X}=smem)"),
+                needed: smem,
+                limit: u64::from(self.smem_optin),
+            });
+        }
+        let grid = self
+            .grid(&xg.f32, 0, rows)?
+            .ok_or_else(|| internal("a kernel without shared memory cannot be resident"))?;
+        Ok(Plan {
+            grid,
+            smem_bytes: 0,
+        })
+    }
+
+    /// Launch plan of a MACKO matrix.
+    pub fn macko_plan(&self, rows: u32, cols: u32) -> Result<Plan> {
+        self.sparse_plan(&self.macko_xs, &self.macko_xg, rows, cols)
+    }
+
+    /// Launch plan of a CSR matrix.
+    pub fn csr_plan(&self, rows: u32, cols: u32) -> Result<Plan> {
+        self.sparse_plan(&self.csr_xs, &self.csr_xg, rows, cols)
+    }
+
+    /// Launch plan of a dense matrix.
+    pub fn dense_plan(&self, rows: u32, cols: u32) -> Result<Plan> {
+        let f = if cols % 8 == 0 {
+            &self.dense_aligned.f32
+        } else {
+            &self.dense_any.f32
+        };
+        let grid = self
+            .grid(f, 0, rows)?
+            .ok_or_else(|| internal("the dense kernel cannot be resident"))?;
+        Ok(Plan {
+            grid,
+            smem_bytes: 0,
+        })
+    }
+
+    /// Queues y = A·x for a MACKO matrix.
+    pub fn macko(
+        &self,
+        stream: &CudaStream,
+        m: &MackoDev,
+        x: &DeviceArray<u16>,
+        y: &mut VectorData,
+    ) -> Result<()> {
+        if m.rows == 0 {
+            return Ok(());
+        }
+        let pair = if m.plan.x_in_smem() {
+            &self.macko_xs
+        } else {
+            &self.macko_xg
+        };
+        match y {
+            VectorData::F16(y) => macko_into(stream, pair.pick(Precision::F16), m, x, y.buf_mut()),
+            VectorData::F32(y) => macko_into(stream, pair.pick(Precision::F32), m, x, y.buf_mut()),
+        }
+    }
+
+    /// Queues y = A·x for a CSR matrix.
+    pub fn csr(
+        &self,
+        stream: &CudaStream,
+        m: &CsrDev,
+        x: &DeviceArray<u16>,
+        y: &mut VectorData,
+    ) -> Result<()> {
+        if m.rows == 0 {
+            return Ok(());
+        }
+        let pair = if m.plan.x_in_smem() {
+            &self.csr_xs
+        } else {
+            &self.csr_xg
+        };
+        match y {
+            VectorData::F16(y) => csr_into(stream, pair.pick(Precision::F16), m, x, y.buf_mut()),
+            VectorData::F32(y) => csr_into(stream, pair.pick(Precision::F32), m, x, y.buf_mut()),
+        }
+    }
+
+    /// Queues y = A·x for a dense matrix with macko's GEMV.
+    pub fn dense(
+        &self,
+        stream: &CudaStream,
+        m: &DenseDev,
+        x: &DeviceArray<u16>,
+        y: &mut VectorData,
+    ) -> Result<()> {
+        if m.rows == 0 {
+            return Ok(());
+        }
+        let pair = if m.cols % 8 == 0 {
+            &self.dense_aligned
+        } else {
+            &self.dense_any
+        };
+        match y {
+            VectorData::F16(y) => dense_into(stream, pair.pick(Precision::F16), m, x, y.buf_mut()),
+            VectorData::F32(y) => dense_into(stream, pair.pick(Precision::F32), m, x, y.buf_mut()),
+        }
+    }
+
+    /// Grid of the streaming-read kernel: every block resident once.
+    pub fn stream_grid(&self) -> Result<u32> {
+        self.grid(&self.stream_read, 0, u32::MAX)?
+            .ok_or_else(|| internal("the streaming-read kernel cannot be resident"))
+    }
+
+    /// Queues one pass of the streaming-read kernel over `words` 16-byte words of `buf`.
+    pub fn stream_read(
+        &self,
+        stream: &CudaStream,
+        buf: &CudaSlice<u32>,
+        words: u64,
+        out: &mut CudaSlice<u32>,
+        grid: u32,
+    ) -> Result<()> {
+        if (buf.len() as u64) < words.saturating_mul(4) || (out.len() as u64) < u64::from(grid) {
+            return Err(internal("streaming-read buffers are too small"));
+        }
+        let mut args = stream.launch_builder(&self.stream_read);
+        args.arg(buf).arg(&words).arg(out);
+        let cfg = LaunchConfig {
+            grid_dim: (grid, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: matches `stream_read(const uint4*, unsigned long long, unsigned*)`; `buf`
+        // holds at least 16·words bytes and `out` one word per block (checked above).
+        unsafe { args.launch(cfg) }
+            .map(|_| ())
+            .map_err(|e| cuda_error("launching the streaming-read kernel", e))
+    }
+}
+
+fn macko_into<T: DeviceRepr>(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    m: &MackoDev,
+    x: &DeviceArray<u16>,
+    y: &mut CudaSlice<T>,
+) -> Result<()> {
+    let mut args = stream.launch_builder(f);
+    args.arg(m.row_ptr.buf())
+        .arg(m.values.buf())
+        .arg(m.codes.buf())
+        .arg(x.buf())
+        .arg(y)
+        .arg(&m.rows)
+        .arg(&m.cols);
+    // SAFETY: the arguments match `macko_spmv_*` in kernels/macko.cu in order and type (u32
+    // row_ptr of rows + 1, P/8 16-byte value words, P/8 32-bit code words, f16 x of cols, y of
+    // rows in the kernel's output type, rows and cols as u32); every buffer lives on this stream
+    // and outlives the launch in stream order; the kernel reads only inside the arrays of a
+    // valid matrix, which macko-format guarantees (argued in kernels/NOTES.md).
+    unsafe { args.launch(m.plan.config()) }
+        .map(|_| ())
+        .map_err(|e| cuda_error("launching the MACKO kernel", e))
+}
+
+fn csr_into<T: DeviceRepr>(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    m: &CsrDev,
+    x: &DeviceArray<u16>,
+    y: &mut CudaSlice<T>,
+) -> Result<()> {
+    let mut args = stream.launch_builder(f);
+    args.arg(m.row_ptr.buf())
+        .arg(m.col_idx.buf())
+        .arg(m.values.buf())
+        .arg(x.buf())
+        .arg(y)
+        .arg(&m.rows)
+        .arg(&m.cols);
+    // SAFETY: the arguments match `csr_spmv_*` in kernels/csr.cu in order and type; the CSR
+    // arrays were validated by macko-format (indices < cols, row_ptr non-decreasing up to nnz).
+    unsafe { args.launch(m.plan.config()) }
+        .map(|_| ())
+        .map_err(|e| cuda_error("launching the CSR kernel", e))
+}
+
+fn dense_into<T: DeviceRepr>(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    m: &DenseDev,
+    x: &DeviceArray<u16>,
+    y: &mut CudaSlice<T>,
+) -> Result<()> {
+    let mut args = stream.launch_builder(f);
+    args.arg(m.values.buf())
+        .arg(x.buf())
+        .arg(y)
+        .arg(&m.rows)
+        .arg(&m.cols);
+    // SAFETY: the arguments match `dense_gemv_*` in kernels/dense.cu; A holds rows·cols halves,
+    // x cols, y rows; the aligned variant runs only when cols % 8 == 0, so that every row starts
+    // on a 16-byte boundary of the (256-byte aligned) allocation.
+    unsafe { args.launch(m.plan.config()) }
+        .map(|_| ())
+        .map_err(|e| cuda_error("launching the dense kernel", e))
+}

@@ -1,0 +1,198 @@
+//! Device storage of the CUDA backend: arrays, matrices in each format, vectors.
+//!
+//! Every buffer lives on the backend's one stream (allocated, filled, read and freed there in
+//! order), so a buffer dropped while a queued product still reads it is freed only after that
+//! product: cudarc frees with `cuMemFreeAsync` on the same stream.
+
+use std::sync::Arc;
+
+use cudarc::driver::{sys, CudaSlice, CudaStream, DeviceRepr, DriverError, ValidAsZeroBits};
+
+use super::launch::Plan;
+use super::vendor::CusparseCsr;
+use super::{cuda_error, probe};
+use crate::backend::BackendKind;
+use crate::error::{Error, Result};
+
+/// Largest row or column count the kernels accept: they index with 32-bit unsigned integers and
+/// step rows by the grid's warp count, which must not overflow.
+pub(crate) const MAX_DIM: usize = i32::MAX as usize;
+
+/// A device array of `len` elements. CUDA refuses zero-byte allocations on some paths, so an
+/// empty array still holds one (zeroed, never read) element.
+pub(crate) struct DeviceArray<T> {
+    buf: CudaSlice<T>,
+    len: usize,
+}
+
+/// Maps an allocation failure to [`Error::OutOfMemory`], anything else to [`Error::Backend`].
+fn alloc_error(e: DriverError, bytes: u64, what: &str) -> Error {
+    if e.0 == sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY {
+        Error::OutOfMemory {
+            backend: BackendKind::Cuda,
+            bytes,
+            what: what.into(),
+        }
+    } else {
+        cuda_error(&format!("allocating {bytes} bytes for {what}"), e)
+    }
+}
+
+impl<T: DeviceRepr + ValidAsZeroBits + Copy + Default> DeviceArray<T> {
+    /// A zero-filled array.
+    pub fn zeros(stream: &Arc<CudaStream>, len: usize, what: &str) -> Result<Self> {
+        let bytes = (len.max(1) as u64).saturating_mul(std::mem::size_of::<T>() as u64);
+        let buf = stream
+            .alloc_zeros::<T>(len.max(1))
+            .map_err(|e| alloc_error(e, bytes, what))?;
+        Ok(Self { buf, len })
+    }
+
+    /// A copy of `data` on the device (queued; `data` may be dropped on return).
+    pub fn upload(stream: &Arc<CudaStream>, data: &[T], what: &str) -> Result<Self> {
+        let mut array = Self::zeros(stream, data.len(), what)?;
+        if !data.is_empty() {
+            stream
+                .memcpy_htod(data, &mut array.buf)
+                .map_err(|e| cuda_error(&format!("copying {what} to the device"), e))?;
+        }
+        Ok(array)
+    }
+
+    /// Waits for queued work on the stream, then copies the array back.
+    pub fn download(&self, stream: &Arc<CudaStream>, what: &str) -> Result<Vec<T>> {
+        if self.len == 0 {
+            return Ok(Vec::new());
+        }
+        let mut out = vec![T::default(); self.len];
+        stream
+            .memcpy_dtoh(&self.buf.slice(0..self.len), &mut out)
+            .map_err(|e| cuda_error(&format!("copying {what} to the host"), e))?;
+        stream
+            .synchronize()
+            .map_err(|e| cuda_error(&format!("waiting for {what}"), e))?;
+        Ok(out)
+    }
+
+    /// Sets every element to zero (queued).
+    pub fn clear(&mut self, stream: &Arc<CudaStream>) -> Result<()> {
+        stream
+            .memset_zeros(&mut self.buf)
+            .map_err(|e| cuda_error("clearing a vector", e))
+    }
+}
+
+impl<T> DeviceArray<T> {
+    /// The number of elements (0 for an empty array, whose buffer still has one).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// The buffer, for kernel arguments.
+    pub fn buf(&self) -> &CudaSlice<T> {
+        &self.buf
+    }
+    /// The buffer, for kernel arguments that are written.
+    pub fn buf_mut(&mut self) -> &mut CudaSlice<T> {
+        &mut self.buf
+    }
+}
+
+/// A MACKO-16-4 matrix on the device, with the launch plan chosen for its shape.
+pub(crate) struct MackoDev {
+    pub rows: u32,
+    pub cols: u32,
+    pub row_ptr: DeviceArray<u32>,
+    /// binary16 bits, P of them (a multiple of 8: read as 16-byte words).
+    pub values: DeviceArray<u16>,
+    /// 4-bit codes, two per byte, P / 2 bytes (read as 32-bit words).
+    pub codes: DeviceArray<u8>,
+    pub plan: Plan,
+}
+
+/// A CSR matrix on the device.
+pub(crate) struct CsrDev {
+    pub rows: u32,
+    pub cols: u32,
+    pub row_ptr: DeviceArray<u32>,
+    pub col_idx: DeviceArray<u32>,
+    pub values: DeviceArray<u16>,
+    pub plan: Plan,
+}
+
+/// A dense row-major binary16 matrix on the device.
+pub(crate) struct DenseDev {
+    pub rows: u32,
+    pub cols: u32,
+    pub values: DeviceArray<u16>,
+    pub plan: Plan,
+}
+
+/// A matrix of this backend: the variant says which implementation multiplies it.
+pub(crate) enum CudaMatrix {
+    /// macko's MACKO kernel.
+    Macko(MackoDev),
+    /// macko's CSR kernel.
+    Csr(CsrDev),
+    /// macko's dense GEMV.
+    Dense(DenseDev),
+    /// cuBLAS `cublasGemmEx` (baseline).
+    Cublas(DenseDev),
+    /// cuSPARSE `cusparseSpMV` (baseline).
+    Cusparse(CusparseCsr),
+}
+
+impl CudaMatrix {
+    /// `(rows, cols)`.
+    pub fn shape(&self) -> (u32, u32) {
+        match self {
+            CudaMatrix::Macko(m) => (m.rows, m.cols),
+            CudaMatrix::Csr(m) => (m.rows, m.cols),
+            CudaMatrix::Dense(m) | CudaMatrix::Cublas(m) => (m.rows, m.cols),
+            CudaMatrix::Cusparse(m) => (m.rows, m.cols),
+        }
+    }
+}
+
+/// The elements of a vector on the device.
+pub(crate) enum VectorData {
+    /// binary16 bits.
+    F16(DeviceArray<u16>),
+    /// binary32.
+    F32(DeviceArray<f32>),
+}
+
+/// A vector of this backend.
+pub(crate) struct CudaVector {
+    pub data: VectorData,
+}
+
+impl CudaVector {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match &self.data {
+            VectorData::F16(a) => a.len(),
+            VectorData::F32(a) => a.len(),
+        }
+    }
+    /// The f16 elements of an input vector (x is always f16; the device checked it).
+    pub fn as_input(&self) -> Result<&DeviceArray<u16>> {
+        match &self.data {
+            VectorData::F16(a) => Ok(a),
+            VectorData::F32(_) => Err(probe::internal("x reached the backend as f32")),
+        }
+    }
+}
+
+/// A row or column count as the kernels' u32, or an error naming the limit.
+pub(crate) fn dim(value: usize, what: &str) -> Result<u32> {
+    if value > MAX_DIM {
+        return Err(Error::Backend {
+            backend: BackendKind::Cuda,
+            message: format!(
+                "the CUDA kernels index {what} with 31-bit integers: {value} {what} exceed the \
+                 limit of {MAX_DIM}"
+            ),
+        });
+    }
+    u32::try_from(value).map_err(|_| probe::internal("dimension check"))
+}

@@ -1,0 +1,357 @@
+//! Run-time compilation of the CUDA C kernels in `kernels/` with NVRTC.
+//!
+//! Each kernel file is compiled to a CUBIN (machine code) for the exact architecture of the GPU
+//! (`sm_XX`), not to PTX: a CUBIN loads without the driver's JIT, so an NVRTC newer than the
+//! driver (the PyPI wheel next to an older driver, say) still works, and nothing is compiled
+//! twice. Compiled images are cached for the life of the process, keyed by file, architecture and
+//! extra definitions, so every context opened afterwards only loads them.
+//!
+//! NVRTC needs no GPU and no driver: [`compile`] is what the CI test (`tests/cuda_kernels.rs`)
+//! runs on a machine without either, for every kernel and for `sm_80` and `sm_90`, failing on
+//! any error or warning.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, CString};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
+
+use super::{cuda_error, probe};
+use crate::backend::BackendKind;
+use crate::error::{Error, Result};
+
+/// Environment variable with extra `-D` definitions for every kernel, separated by spaces or
+/// commas (`MACKO_CHUNKS=2,DENSE_CHUNKS=8`): knobs for performance experiments without a rebuild.
+pub const ENV_DEFINES: &str = "MACKO_CUDA_DEFINES";
+
+/// One kernel file of `kernels/`, embedded in the library.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelSource {
+    /// File name inside `kernels/` (also the program name NVRTC reports errors against).
+    pub file: &'static str,
+    /// The file's text.
+    pub source: &'static str,
+    /// The `extern "C"` entry points it defines.
+    pub entries: &'static [&'static str],
+}
+
+/// The helpers every kernel file uses (`kernels/common.cuh`), prepended to each before NVRTC
+/// compiles it (the files include it themselves only when compiled by nvcc).
+pub const COMMON: &str = include_str!("../../../kernels/common.cuh");
+
+/// MACKO-16-4 SpMV.
+pub const MACKO: KernelSource = KernelSource {
+    file: "macko.cu",
+    source: include_str!("../../../kernels/macko.cu"),
+    entries: &[
+        "macko_spmv_xs_f16",
+        "macko_spmv_xs_f32",
+        "macko_spmv_xg_f16",
+        "macko_spmv_xg_f32",
+    ],
+};
+
+/// CSR SpMV.
+pub const CSR: KernelSource = KernelSource {
+    file: "csr.cu",
+    source: include_str!("../../../kernels/csr.cu"),
+    entries: &[
+        "csr_spmv_xs_f16",
+        "csr_spmv_xs_f32",
+        "csr_spmv_xg_f16",
+        "csr_spmv_xg_f32",
+    ],
+};
+
+/// Dense f16 GEMV.
+pub const DENSE: KernelSource = KernelSource {
+    file: "dense.cu",
+    source: include_str!("../../../kernels/dense.cu"),
+    entries: &[
+        "dense_gemv_a16_f16",
+        "dense_gemv_a16_f32",
+        "dense_gemv_any_f16",
+        "dense_gemv_any_f32",
+    ],
+};
+
+/// The streaming-read ceiling.
+pub const STREAM: KernelSource = KernelSource {
+    file: "stream.cu",
+    source: include_str!("../../../kernels/stream.cu"),
+    entries: &["stream_read"],
+};
+
+/// Every kernel file.
+pub const KERNELS: [KernelSource; 4] = [MACKO, CSR, DENSE, STREAM];
+
+/// The result of one compilation.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// The CUBIN image (ELF), ready for `cuModuleLoadData`.
+    pub cubin: Vec<u8>,
+    /// NVRTC's log: empty when the source compiled without a warning.
+    pub log: String,
+    /// The options NVRTC was given.
+    pub options: Vec<String>,
+}
+
+/// Whether the NVRTC library can be loaded, probed once per process (cudarc panics on the first
+/// call into a library that is missing, so nothing else here runs before this says yes).
+fn nvrtc_present() -> bool {
+    static PRESENT: LazyLock<bool> = LazyLock::new(|| {
+        // SAFETY: only tries to dlopen the candidate library names and drops what it opened.
+        unsafe { nvrtc_sys::is_culib_present() }
+    });
+    *PRESENT
+}
+
+/// Why NVRTC cannot be used, for [`Error::Unavailable`].
+pub(crate) const NVRTC_MISSING: &str = "NVRTC (libnvrtc.so.13) was not found, so no kernel can \
+    be compiled: install the CUDA toolkit, or `pip install nvidia-cuda-nvrtc` and add its \
+    nvidia/cu13/lib folder to LD_LIBRARY_PATH (.ci/nvrtc.sh prints it)";
+
+/// NVRTC's version as `(major, minor)`, or why NVRTC is unavailable.
+pub fn version() -> Result<(i32, i32)> {
+    if !nvrtc_present() {
+        return Err(unavailable(NVRTC_MISSING));
+    }
+    let (mut major, mut minor): (c_int, c_int) = (0, 0);
+    // SAFETY: the library is present (checked above); both pointers are valid for writes.
+    unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| cuda_error("nvrtcVersion", e))?;
+    Ok((major, minor))
+}
+
+/// The real architectures this NVRTC can compile for, as numbers (`90` for `sm_90`).
+pub fn supported_archs() -> Result<Vec<u32>> {
+    if !nvrtc_present() {
+        return Err(unavailable(NVRTC_MISSING));
+    }
+    let mut count: c_int = 0;
+    // SAFETY: the library is present; `count` is valid for writes.
+    unsafe { nvrtc_sys::nvrtcGetNumSupportedArchs(&mut count) }
+        .result()
+        .map_err(|e| cuda_error("nvrtcGetNumSupportedArchs", e))?;
+    let mut archs: Vec<c_int> = vec![0; usize::try_from(count).unwrap_or(0)];
+    if !archs.is_empty() {
+        // SAFETY: `archs` holds exactly the `count` elements NVRTC writes.
+        unsafe { nvrtc_sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
+            .result()
+            .map_err(|e| cuda_error("nvrtcGetSupportedArchs", e))?;
+    }
+    Ok(archs
+        .into_iter()
+        .filter_map(|a| u32::try_from(a).ok())
+        .collect())
+}
+
+fn unavailable(reason: &str) -> Error {
+    Error::Unavailable {
+        backend: BackendKind::Cuda,
+        reason: reason.into(),
+    }
+}
+
+/// The `-D` options from [`ENV_DEFINES`]; a malformed entry is an error naming it.
+pub fn env_defines() -> Result<Vec<String>> {
+    let Ok(text) = std::env::var(ENV_DEFINES) else {
+        return Ok(Vec::new());
+    };
+    text.split([' ', ','])
+        .filter(|d| !d.is_empty())
+        .map(|d| {
+            let valid = d
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '=')
+                && d.chars().next().is_some_and(|c| c.is_ascii_alphabetic());
+            if valid {
+                Ok(format!("-D{d}"))
+            } else {
+                Err(Error::Backend {
+                    backend: BackendKind::Cuda,
+                    message: format!(
+                        "{ENV_DEFINES}: {d:?} is not a definition NAME or NAME=VALUE \
+                         (letters, digits and underscores)"
+                    ),
+                })
+            }
+        })
+        .collect()
+}
+
+/// The full text NVRTC compiles: the common helpers, then the kernel file, with `#line`
+/// directives so that the log names the right file and line.
+fn program_text(kernel: &KernelSource) -> String {
+    format!(
+        "#line 1 \"common.cuh\"\n{COMMON}\n#line 1 \"{}\"\n{}",
+        kernel.file, kernel.source
+    )
+}
+
+/// Compiles one kernel file for `arch` (`"sm_90"`) with `defines` (`-DNAME=VALUE` options).
+/// Succeeds with warnings in [`Compiled::log`]; a compile error is an [`Error::Backend`] whose
+/// message carries NVRTC's log.
+pub fn compile(kernel: &KernelSource, arch: &str, defines: &[String]) -> Result<Compiled> {
+    if !nvrtc_present() {
+        return Err(unavailable(NVRTC_MISSING));
+    }
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".to_string(),
+        // Source lines in the image, so compute-sanitizer and profilers can name them.
+        "--generate-line-info".to_string(),
+    ];
+    options.extend(defines.iter().cloned());
+    let text = CString::new(program_text(kernel)).map_err(|e| Error::Backend {
+        backend: BackendKind::Cuda,
+        message: format!("kernels/{}: source holds a NUL byte: {e}", kernel.file),
+    })?;
+    let name = CString::new(kernel.file).map_err(|e| Error::Backend {
+        backend: BackendKind::Cuda,
+        message: format!("kernel file name {:?}: {e}", kernel.file),
+    })?;
+    let program = Program::create(&text, &name)?;
+    let compiled = program.compile(&options);
+    let log = program.log()?;
+    if let Err(e) = compiled {
+        return Err(Error::Backend {
+            backend: BackendKind::Cuda,
+            message: format!(
+                "NVRTC could not compile kernels/{} for {arch} ({e:?}, options {}):\n{log}",
+                kernel.file,
+                options.join(" ")
+            ),
+        });
+    }
+    let cubin = program.cubin()?;
+    Ok(Compiled {
+        cubin,
+        log,
+        options,
+    })
+}
+
+/// An NVRTC program, destroyed when dropped.
+struct Program(nvrtc_sys::nvrtcProgram);
+
+impl Program {
+    fn create(text: &CString, name: &CString) -> Result<Self> {
+        let program = nvrtc_result::create_program(text, Some(name))
+            .map_err(|e| cuda_error("nvrtcCreateProgram", e))?;
+        Ok(Self(program))
+    }
+
+    fn compile(&self, options: &[String]) -> std::result::Result<(), nvrtc_result::NvrtcError> {
+        let c_options: Vec<CString> = options
+            .iter()
+            .filter_map(|o| CString::new(o.as_str()).ok())
+            .collect();
+        let pointers: Vec<*const c_char> = c_options.iter().map(|o| o.as_ptr()).collect();
+        let count = c_int::try_from(pointers.len()).unwrap_or(c_int::MAX);
+        // SAFETY: the program is live (created in `create`, destroyed only in Drop); `pointers`
+        // holds `count` NUL-terminated strings that outlive the call.
+        unsafe { nvrtc_sys::nvrtcCompileProgram(self.0, count, pointers.as_ptr()) }.result()
+    }
+
+    /// The program log, NUL terminator and surrounding whitespace removed.
+    fn log(&self) -> Result<String> {
+        // SAFETY: the program is live.
+        let raw = unsafe { nvrtc_result::get_program_log(self.0) }
+            .map_err(|e| cuda_error("nvrtcGetProgramLog", e))?;
+        let bytes: Vec<u8> = raw
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        Ok(String::from_utf8_lossy(&bytes).trim().to_string())
+    }
+
+    fn cubin(&self) -> Result<Vec<u8>> {
+        let mut size: usize = 0;
+        // SAFETY: the program is live and compiled; `size` is valid for writes.
+        unsafe { nvrtc_sys::nvrtcGetCUBINSize(self.0, &mut size) }
+            .result()
+            .map_err(|e| cuda_error("nvrtcGetCUBINSize", e))?;
+        let mut cubin = vec![0u8; size];
+        // SAFETY: `cubin` has the `size` bytes NVRTC writes.
+        unsafe { nvrtc_sys::nvrtcGetCUBIN(self.0, cubin.as_mut_ptr().cast::<c_char>()) }
+            .result()
+            .map_err(|e| cuda_error("nvrtcGetCUBIN", e))?;
+        if cubin.is_empty() {
+            return Err(Error::Backend {
+                backend: BackendKind::Cuda,
+                message: "NVRTC returned an empty CUBIN (was a virtual compute_XX \
+                          architecture given instead of sm_XX?)"
+                    .into(),
+            });
+        }
+        Ok(cubin)
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: the program was created by nvrtcCreateProgram and is destroyed once, here.
+        // A failure to destroy only leaks host memory, so it is ignored.
+        let _ = unsafe { nvrtc_result::destroy_program(self.0) };
+    }
+}
+
+/// Key of the process-wide cache: file, architecture, definitions.
+type CacheKey = (&'static str, String, Vec<String>);
+
+static CACHE: LazyLock<Mutex<HashMap<CacheKey, Arc<Vec<u8>>>>> =
+    LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// The CUBIN of `kernel` for `arch`, compiled at most once per process (per set of
+/// definitions). Two threads asking at once may both compile; one result is kept.
+pub(crate) fn cubin_cached(
+    kernel: &KernelSource,
+    arch: &str,
+    defines: &[String],
+) -> Result<Arc<Vec<u8>>> {
+    let key: CacheKey = (kernel.file, arch.to_string(), defines.to_vec());
+    let poisoned = |_| probe::internal("the NVRTC cache lock is poisoned");
+    if let Some(cubin) = CACHE.lock().map_err(poisoned)?.get(&key) {
+        return Ok(cubin.clone());
+    }
+    let cubin = Arc::new(compile(kernel, arch, defines)?.cubin);
+    Ok(CACHE
+        .lock()
+        .map_err(poisoned)?
+        .entry(key)
+        .or_insert(cubin)
+        .clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_kernel_file_declares_its_entries() {
+        for k in KERNELS {
+            for e in k.entries {
+                assert!(
+                    k.source.contains(&format!("({e},")) || k.source.contains(&format!(" {e}(")),
+                    "{} does not define {e}",
+                    k.file
+                );
+            }
+            assert!(
+                k.source.contains("#ifndef MACKO_COMMON_CUH"),
+                "{} must guard its include of common.cuh",
+                k.file
+            );
+        }
+    }
+
+    #[test]
+    fn program_text_restarts_line_numbers_at_the_kernel_file() {
+        let text = program_text(&MACKO);
+        assert!(text.starts_with("#line 1 \"common.cuh\"\n"));
+        assert!(text.contains("\n#line 1 \"macko.cu\"\n"));
+    }
+}

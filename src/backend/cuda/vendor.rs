@@ -1,0 +1,456 @@
+//! The vendor baselines, for benchmarks only: dense f16 GEMV through cuBLAS (`cublasGemmEx`,
+//! f16 operands, f32 compute, as the MACKO paper measured it) and CSR SpMV through cuSPARSE
+//! (`cusparseSpMV`, f16 values, 32-bit indices, f32 compute). They are reached through the same
+//! `spmv`/`time_spmv` path as macko's kernels: the matrix's storage says which runs.
+//!
+//! Each library is probed with `is_culib_present` before its first call (cudarc panics on a
+//! missing library) and gets one handle per backend, created on first use, bound to the
+//! backend's stream and used under a lock (a handle must not be used by two threads at once).
+
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use cudarc::cublas::{result as blas_result, sys as blas};
+use cudarc::cusparse::{result as sparse_result, sys as sparse};
+use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
+use macko_format::{CsrMatrix, DenseMatrix};
+
+use super::memory::{dim, CudaMatrix, DenseDev, DeviceArray, VectorData};
+use super::probe::internal;
+use super::{cuda_error, launch::Plan};
+use crate::backend::BackendKind;
+use crate::error::{Error, Result};
+
+fn unavailable(reason: impl Into<String>) -> Error {
+    Error::Unavailable {
+        backend: BackendKind::Cuda,
+        reason: reason.into(),
+    }
+}
+
+/// A cuBLAS handle bound to the backend's stream.
+struct CublasHandle(blas::cublasHandle_t);
+
+// SAFETY: a cuBLAS handle may be used from any thread as long as two threads never use it at
+// once; it only lives inside a Mutex.
+unsafe impl Send for CublasHandle {}
+
+impl Drop for CublasHandle {
+    fn drop(&mut self) {
+        // SAFETY: the handle was created by cublasCreate and is destroyed once, here. A failure
+        // only leaks the handle.
+        let _ = unsafe { blas_result::destroy_handle(self.0) };
+    }
+}
+
+/// A cuSPARSE handle bound to the backend's stream.
+struct CusparseHandle(sparse::cusparseHandle_t);
+
+// SAFETY: as for CublasHandle: used by one thread at a time, behind a Mutex.
+unsafe impl Send for CusparseHandle {}
+
+impl Drop for CusparseHandle {
+    fn drop(&mut self) {
+        // SAFETY: created by cusparseCreate, destroyed once.
+        let _ = unsafe { sparse_result::destroy(self.0) };
+    }
+}
+
+/// The library handles of one backend.
+pub(crate) struct Vendor {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    cublas: Mutex<Option<CublasHandle>>,
+    cusparse: Mutex<Option<CusparseHandle>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> Result<MutexGuard<'_, T>> {
+    m.lock()
+        .map_err(|_| internal("a vendor library lock is poisoned"))
+}
+
+impl Vendor {
+    pub fn new(ctx: Arc<CudaContext>, stream: Arc<CudaStream>) -> Self {
+        Self {
+            ctx,
+            stream,
+            cublas: Mutex::new(None),
+            cusparse: Mutex::new(None),
+        }
+    }
+
+    fn bind(&self) -> Result<()> {
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| cuda_error("binding the CUDA context", e))
+    }
+
+    /// The cuBLAS handle, created on first use.
+    fn cublas(&self) -> Result<MutexGuard<'_, Option<CublasHandle>>> {
+        let mut guard = lock(&self.cublas)?;
+        if guard.is_none() {
+            // SAFETY: only tries to dlopen libcublas (and, through it, libcublasLt).
+            if !unsafe { blas::is_culib_present() } {
+                return Err(unavailable(
+                    "cuBLAS (libcublas.so.13) was not found: the cuBLAS baseline needs the \
+                     CUDA toolkit's libraries on the library path",
+                ));
+            }
+            self.bind()?;
+            let handle = CublasHandle(
+                blas_result::create_handle().map_err(|e| cuda_error("cublasCreate", e))?,
+            );
+            // SAFETY: the handle is live; the stream belongs to the bound context.
+            unsafe { blas_result::set_stream(handle.0, self.stream.cu_stream() as _) }
+                .map_err(|e| cuda_error("cublasSetStream", e))?;
+            *guard = Some(handle);
+        }
+        Ok(guard)
+    }
+
+    /// The cuSPARSE handle, created on first use.
+    fn cusparse(&self) -> Result<MutexGuard<'_, Option<CusparseHandle>>> {
+        let mut guard = lock(&self.cusparse)?;
+        if guard.is_none() {
+            // SAFETY: only tries to dlopen libcusparse.
+            if !unsafe { sparse::is_culib_present() } {
+                return Err(unavailable(
+                    "cuSPARSE (libcusparse.so.12/13) was not found: the cuSPARSE baseline needs \
+                     the CUDA toolkit's libraries on the library path",
+                ));
+            }
+            self.bind()?;
+            let handle = CusparseHandle(
+                sparse_result::create().map_err(|e| cuda_error("cusparseCreate", e))?,
+            );
+            // SAFETY: the handle is live; the stream belongs to the bound context.
+            unsafe { sparse::cusparseSetStream(handle.0, self.stream.cu_stream() as _) }
+                .result()
+                .map_err(|e| cuda_error("cusparseSetStream", e))?;
+            *guard = Some(handle);
+        }
+        Ok(guard)
+    }
+
+    /// Uploads a dense matrix for cuBLAS (probing cuBLAS first, so a missing library is an
+    /// error here rather than at the first product).
+    pub fn upload_cublas(&self, m: &DenseMatrix) -> Result<CudaMatrix> {
+        drop(self.cublas()?);
+        let values: &[u16] = bytemuck::cast_slice(m.values());
+        Ok(CudaMatrix::Cublas(DenseDev {
+            rows: dim(m.rows(), "rows")?,
+            cols: dim(m.cols(), "columns")?,
+            values: DeviceArray::upload(&self.stream, values, "the dense matrix (cuBLAS)")?,
+            plan: Plan {
+                grid: 0,
+                smem_bytes: 0,
+            },
+        }))
+    }
+
+    /// Queues y = A·x through `cublasGemmEx`: A is row-major rows × cols, which column-major
+    /// cuBLAS sees as the cols × rows matrix Aᵀ, so y = op(Aᵀ)·x with op = transpose, m = rows,
+    /// n = 1, k = cols.
+    pub fn cublas_gemv(
+        &self,
+        a: &DenseDev,
+        x: &DeviceArray<u16>,
+        y: &mut VectorData,
+    ) -> Result<()> {
+        if a.rows == 0 {
+            return Ok(());
+        }
+        if a.cols == 0 {
+            return clear(y, &self.stream);
+        }
+        let guard = self.cublas()?;
+        let handle = guard
+            .as_ref()
+            .ok_or_else(|| internal("cuBLAS handle missing"))?;
+        self.bind()?;
+        let (m, k) = (a.rows as i32, a.cols as i32);
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let (a_ptr, _a_sync) = a.values.buf().device_ptr(&self.stream);
+        let (x_ptr, _x_sync) = x.buf().device_ptr(&self.stream);
+        let (y_ptr, y_type, _y_sync) = output_ptr(y, &self.stream);
+        // SAFETY: A holds rows·cols halves (lda = cols ≥ k), x holds cols halves, y holds rows
+        // elements of y_type (ldc = rows ≥ m); alpha and beta are f32, as CUBLAS_COMPUTE_32F
+        // requires; the handle is bound to this stream and used under its lock.
+        unsafe {
+            blas_result::gemm_ex(
+                handle.0,
+                blas::cublasOperation_t::CUBLAS_OP_T,
+                blas::cublasOperation_t::CUBLAS_OP_N,
+                m,
+                1,
+                k,
+                (&alpha as *const f32).cast::<c_void>(),
+                a_ptr as *const c_void,
+                blas::cudaDataType::CUDA_R_16F,
+                k,
+                x_ptr as *const c_void,
+                blas::cudaDataType::CUDA_R_16F,
+                k,
+                (&beta as *const f32).cast::<c_void>(),
+                y_ptr as *mut c_void,
+                y_type.blas(),
+                m,
+                blas::cublasComputeType_t::CUBLAS_COMPUTE_32F,
+                blas::cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
+            )
+        }
+        .map_err(|e| cuda_error("cublasGemmEx", e))
+    }
+
+    /// Uploads a CSR matrix for cuSPARSE: its descriptor and the SpMV workspace (sized for
+    /// either output precision) are made here, so a product only queues `cusparseSpMV`.
+    pub fn upload_cusparse(&self, m: &CsrMatrix) -> Result<CudaMatrix> {
+        let rows = dim(m.rows(), "rows")?;
+        let cols = dim(m.cols(), "columns")?;
+        if m.nnz() > i32::MAX as usize {
+            return Err(Error::Backend {
+                backend: BackendKind::Cuda,
+                message: format!(
+                    "cuSPARSE with 32-bit indices takes at most {} entries, not {}",
+                    i32::MAX,
+                    m.nnz()
+                ),
+            });
+        }
+        let guard = self.cusparse()?;
+        let handle = guard
+            .as_ref()
+            .ok_or_else(|| internal("cuSPARSE handle missing"))?;
+        let values: &[u16] = bytemuck::cast_slice(m.values());
+        let mut csr = CusparseCsr {
+            rows,
+            cols,
+            descr: None,
+            workspace: DeviceArray::zeros(&self.stream, 0, "the cuSPARSE workspace")?,
+            values: DeviceArray::upload(&self.stream, values, "CSR values (cuSPARSE)")?,
+            col_idx: DeviceArray::upload(&self.stream, m.col_idx(), "CSR indices (cuSPARSE)")?,
+            row_ptr: DeviceArray::upload(&self.stream, m.row_ptr(), "CSR rows (cuSPARSE)")?,
+        };
+        if rows == 0 || cols == 0 || m.nnz() == 0 {
+            return Ok(CudaMatrix::Cusparse(csr));
+        }
+        self.bind()?;
+        csr.descr = Some(SpMat::csr(&mut csr, &self.stream, m.nnz() as i64)?);
+        let bytes = self.spmv_buffer_size(handle, &csr)?;
+        csr.workspace = DeviceArray::zeros(&self.stream, bytes, "the cuSPARSE workspace")?;
+        Ok(CudaMatrix::Cusparse(csr))
+    }
+
+    /// The larger of the workspaces cusparseSpMV asks for with an f16 and with an f32 y.
+    fn spmv_buffer_size(&self, handle: &CusparseHandle, csr: &CusparseCsr) -> Result<usize> {
+        let descr = csr
+            .descr
+            .as_ref()
+            .ok_or_else(|| internal("cuSPARSE descriptor missing"))?;
+        let x = DeviceArray::<u16>::zeros(&self.stream, csr.cols as usize, "cuSPARSE probe x")?;
+        let (rows, what) = (csr.rows as usize, "cuSPARSE probe y");
+        let mut outputs = [
+            VectorData::F16(DeviceArray::zeros(&self.stream, rows, what)?),
+            VectorData::F32(DeviceArray::zeros(&self.stream, rows, what)?),
+        ];
+        let mut most = 0usize;
+        for y in outputs.iter_mut() {
+            let (x_ptr, _x_sync) = x.buf().device_ptr(&self.stream);
+            let (y_ptr, y_type, _y_sync) = output_ptr(y, &self.stream);
+            let vx = DnVec::new(i64::from(csr.cols), x_ptr, OutputType::F16)?;
+            let vy = DnVec::new(i64::from(csr.rows), y_ptr, y_type)?;
+            let (alpha, beta) = (1.0f32, 0.0f32);
+            let mut size = 0usize;
+            // SAFETY: handle, descriptors and pointers are live; alpha/beta are f32 for the
+            // CUDA_R_32F compute type; `size` is valid for writes.
+            unsafe {
+                sparse::cusparseSpMV_bufferSize(
+                    handle.0,
+                    sparse::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                    (&alpha as *const f32).cast::<c_void>(),
+                    descr.0,
+                    vx.0,
+                    (&beta as *const f32).cast::<c_void>(),
+                    vy.0,
+                    sparse::cudaDataType::CUDA_R_32F,
+                    sparse::cusparseSpMVAlg_t::CUSPARSE_SPMV_ALG_DEFAULT,
+                    &mut size,
+                )
+            }
+            .result()
+            .map_err(|e| cuda_error("cusparseSpMV_bufferSize", e))?;
+            most = most.max(size);
+        }
+        Ok(most)
+    }
+
+    /// Queues y = A·x through `cusparseSpMV`.
+    pub fn cusparse_spmv(
+        &self,
+        a: &CusparseCsr,
+        x: &DeviceArray<u16>,
+        y: &mut VectorData,
+    ) -> Result<()> {
+        let Some(descr) = a.descr.as_ref() else {
+            // No entries, rows or columns: y is all zeros (or empty).
+            return clear(y, &self.stream);
+        };
+        let guard = self.cusparse()?;
+        let handle = guard
+            .as_ref()
+            .ok_or_else(|| internal("cuSPARSE handle missing"))?;
+        self.bind()?;
+        let (x_ptr, _x_sync) = x.buf().device_ptr(&self.stream);
+        let (y_ptr, y_type, _y_sync) = output_ptr(y, &self.stream);
+        let vx = DnVec::new(i64::from(a.cols), x_ptr, OutputType::F16)?;
+        let vy = DnVec::new(i64::from(a.rows), y_ptr, y_type)?;
+        let (w_ptr, _w_sync) = a.workspace.buf().device_ptr(&self.stream);
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        // SAFETY: handle, descriptors, workspace (sized at upload for both output types) and
+        // vectors are live and on this stream; alpha/beta are f32 for CUDA_R_32F compute.
+        unsafe {
+            sparse::cusparseSpMV(
+                handle.0,
+                sparse::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                (&alpha as *const f32).cast::<c_void>(),
+                descr.0,
+                vx.0,
+                (&beta as *const f32).cast::<c_void>(),
+                vy.0,
+                sparse::cudaDataType::CUDA_R_32F,
+                sparse::cusparseSpMVAlg_t::CUSPARSE_SPMV_ALG_DEFAULT,
+                w_ptr as *mut c_void,
+            )
+        }
+        .result()
+        .map_err(|e| cuda_error("cusparseSpMV", e))
+    }
+}
+
+/// Zeros y (a product with no terms).
+fn clear(y: &mut VectorData, stream: &Arc<CudaStream>) -> Result<()> {
+    match y {
+        VectorData::F16(a) => a.clear(stream),
+        VectorData::F32(a) => a.clear(stream),
+    }
+}
+
+/// Element type of a vector as the libraries name it.
+#[derive(Debug, Clone, Copy)]
+enum OutputType {
+    F16,
+    F32,
+}
+
+impl OutputType {
+    fn blas(self) -> blas::cudaDataType {
+        match self {
+            OutputType::F16 => blas::cudaDataType::CUDA_R_16F,
+            OutputType::F32 => blas::cudaDataType::CUDA_R_32F,
+        }
+    }
+    fn sparse(self) -> sparse::cudaDataType {
+        match self {
+            OutputType::F16 => sparse::cudaDataType::CUDA_R_16F,
+            OutputType::F32 => sparse::cudaDataType::CUDA_R_32F,
+        }
+    }
+}
+
+/// Device pointer and type of an output vector.
+fn output_ptr<'s>(
+    y: &'s mut VectorData,
+    stream: &'s CudaStream,
+) -> (u64, OutputType, SyncOnDrop<'s>) {
+    match y {
+        VectorData::F16(a) => {
+            let (p, s) = a.buf_mut().device_ptr_mut(stream);
+            (p, OutputType::F16, s)
+        }
+        VectorData::F32(a) => {
+            let (p, s) = a.buf_mut().device_ptr_mut(stream);
+            (p, OutputType::F32, s)
+        }
+    }
+}
+
+/// A cuSPARSE dense-vector descriptor, destroyed when dropped (descriptors are host objects:
+/// creating one per product costs no device work).
+struct DnVec(sparse::cusparseDnVecDescr_t);
+
+impl DnVec {
+    fn new(len: i64, ptr: u64, t: OutputType) -> Result<Self> {
+        let mut d: sparse::cusparseDnVecDescr_t = std::ptr::null_mut();
+        // SAFETY: `ptr` is a live device allocation of `len` elements of type `t`.
+        unsafe { sparse::cusparseCreateDnVec(&mut d, len, ptr as *mut c_void, t.sparse()) }
+            .result()
+            .map_err(|e| cuda_error("cusparseCreateDnVec", e))?;
+        Ok(Self(d))
+    }
+}
+
+impl Drop for DnVec {
+    fn drop(&mut self) {
+        // SAFETY: created by cusparseCreateDnVec, destroyed once.
+        let _ = unsafe { sparse::cusparseDestroyDnVec(self.0) };
+    }
+}
+
+/// A cuSPARSE sparse-matrix descriptor, destroyed when dropped.
+struct SpMat(sparse::cusparseSpMatDescr_t);
+
+impl SpMat {
+    fn csr(m: &mut CusparseCsr, stream: &CudaStream, nnz: i64) -> Result<Self> {
+        let (rp, _s1) = m.row_ptr.buf_mut().device_ptr_mut(stream);
+        let (ci, _s2) = m.col_idx.buf_mut().device_ptr_mut(stream);
+        let (va, _s3) = m.values.buf_mut().device_ptr_mut(stream);
+        let mut d: sparse::cusparseSpMatDescr_t = std::ptr::null_mut();
+        // SAFETY: the three arrays are live device allocations of rows + 1, nnz and nnz
+        // elements, owned by the same CusparseCsr as the descriptor, which drops the
+        // descriptor before them.
+        unsafe {
+            sparse::cusparseCreateCsr(
+                &mut d,
+                i64::from(m.rows),
+                i64::from(m.cols),
+                nnz,
+                rp as *mut c_void,
+                ci as *mut c_void,
+                va as *mut c_void,
+                sparse::cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                sparse::cusparseIndexType_t::CUSPARSE_INDEX_32I,
+                sparse::cusparseIndexBase_t::CUSPARSE_INDEX_BASE_ZERO,
+                sparse::cudaDataType::CUDA_R_16F,
+            )
+        }
+        .result()
+        .map_err(|e| cuda_error("cusparseCreateCsr", e))?;
+        Ok(Self(d))
+    }
+}
+
+impl Drop for SpMat {
+    fn drop(&mut self) {
+        // SAFETY: created by cusparseCreateCsr, destroyed once, before the arrays it points to
+        // (it is the first field of CusparseCsr).
+        let _ = unsafe { sparse::cusparseDestroySpMat(self.0) };
+    }
+}
+
+/// A CSR matrix uploaded for cuSPARSE. Field order matters: the descriptor is dropped before
+/// the arrays it points to.
+pub(crate) struct CusparseCsr {
+    pub rows: u32,
+    pub cols: u32,
+    descr: Option<SpMat>,
+    workspace: DeviceArray<u8>,
+    values: DeviceArray<u16>,
+    col_idx: DeviceArray<u32>,
+    row_ptr: DeviceArray<u32>,
+}
+
+// SAFETY: the descriptor is a host object that cuSPARSE only reads during cusparseSpMV, which
+// runs under the handle's lock; the arrays are ordinary device allocations.
+unsafe impl Send for CusparseCsr {}
+// SAFETY: as above: shared references only pass the descriptor to calls serialised by the lock.
+unsafe impl Sync for CusparseCsr {}

@@ -1,0 +1,149 @@
+//! Compiles every CUDA kernel of `kernels/` with NVRTC for sm_80 and sm_90 and fails on any error
+//! or warning, so that a broken kernel never lands unseen. Needs NVRTC only (no GPU, no driver):
+//! CI gets it from PyPI through `.ci/nvrtc.sh`. Where NVRTC is missing the tests print a line
+//! and pass, unless `MACKO_REQUIRE_NVRTC=1`.
+#![cfg(feature = "cuda")]
+
+use macko::backend::cuda::nvrtc::{self, KernelSource, KERNELS};
+use macko::Error;
+
+/// Architectures every kernel must compile for: Ampere (the oldest the kernels target) and
+/// Hopper (the machines the benchmarks run on).
+const ARCHS: [&str; 2] = ["sm_80", "sm_90"];
+
+/// Whether NVRTC is usable; panics where it is required but missing.
+fn nvrtc_or_skip(test: &str) -> bool {
+    match nvrtc::version() {
+        Ok((major, minor)) => {
+            println!("{test}: NVRTC {major}.{minor}");
+            true
+        }
+        Err(e) if std::env::var("MACKO_REQUIRE_NVRTC").is_ok_and(|v| v.trim() == "1") => {
+            panic!("{test}: MACKO_REQUIRE_NVRTC=1 but NVRTC is unavailable: {e}")
+        }
+        Err(e) => {
+            println!("skipping {test}: {e}");
+            false
+        }
+    }
+}
+
+/// Whether `bytes` contains `needle` (an entry name in the CUBIN's symbol table).
+fn contains(bytes: &[u8], needle: &str) -> bool {
+    bytes.windows(needle.len()).any(|w| w == needle.as_bytes())
+}
+
+/// Writes the CUBIN to `$MACKO_CUBIN_DIR/<file>.<arch>.cubin` when that variable is set, for
+/// `cuobjdump -res-usage` / `-sass` without a GPU.
+fn save_cubin(kernel: &KernelSource, arch: &str, cubin: &[u8]) {
+    if let Some(dir) = std::env::var_os("MACKO_CUBIN_DIR") {
+        let path = std::path::Path::new(&dir).join(format!("{}.{arch}.cubin", kernel.file));
+        if let Err(e) = std::fs::write(&path, cubin) {
+            panic!("writing {}: {e}", path.display());
+        }
+    }
+}
+
+#[test]
+fn every_kernel_compiles_without_warnings_for_ampere_and_hopper() {
+    if !nvrtc_or_skip("kernel compile") {
+        return;
+    }
+    let mut failures = Vec::new();
+    for kernel in KERNELS {
+        for arch in ARCHS {
+            match nvrtc::compile(&kernel, arch, &[]) {
+                Ok(c) if !c.log.is_empty() => failures.push(format!(
+                    "kernels/{} for {arch}: warnings:\n{}",
+                    kernel.file, c.log
+                )),
+                Ok(c) => {
+                    save_cubin(&kernel, arch, &c.cubin);
+                    for entry in kernel.entries {
+                        if !contains(&c.cubin, entry) {
+                            failures.push(format!(
+                                "kernels/{} for {arch}: no entry point {entry} in the CUBIN",
+                                kernel.file
+                            ));
+                        }
+                    }
+                    println!(
+                        "kernels/{} for {arch}: {} bytes of CUBIN",
+                        kernel.file,
+                        c.cubin.len()
+                    );
+                }
+                Err(e) => failures.push(e.to_string()),
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn the_tuning_knobs_compile_at_other_settings() {
+    if !nvrtc_or_skip("tuning knobs") {
+        return;
+    }
+    let settings: [(&KernelSource, &[&str]); 4] = [
+        (&nvrtc::MACKO, &["-DMACKO_CHUNKS=2"]),
+        (&nvrtc::MACKO, &["-DMACKO_CHUNKS=8"]),
+        (&nvrtc::DENSE, &["-DDENSE_CHUNKS=2"]),
+        (&nvrtc::CSR, &["-DCSR_CHUNKS=8"]),
+    ];
+    for (kernel, defines) in settings {
+        let defines: Vec<String> = defines.iter().map(|d| d.to_string()).collect();
+        let compiled = nvrtc::compile(kernel, "sm_90", &defines)
+            .unwrap_or_else(|e| panic!("kernels/{} with {defines:?}: {e}", kernel.file));
+        assert!(
+            compiled.log.is_empty(),
+            "kernels/{} with {defines:?} warns:\n{}",
+            kernel.file,
+            compiled.log
+        );
+    }
+}
+
+#[test]
+fn a_compile_error_returns_nvrtcs_log() {
+    if !nvrtc_or_skip("compile error") {
+        return;
+    }
+    let broken = KernelSource {
+        file: "broken.cu",
+        source: "extern \"C\" __global__ void broken(float* y) { y[0] = undeclared_name; }\n",
+        entries: &["broken"],
+    };
+    match nvrtc::compile(&broken, "sm_90", &[]) {
+        Err(Error::Backend { message, .. }) => {
+            assert!(
+                message.contains("undeclared_name"),
+                "log missing: {message}"
+            );
+            assert!(
+                message.contains("broken.cu"),
+                "file name missing: {message}"
+            );
+        }
+        other => panic!("expected a compile error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_warning_reaches_the_log() {
+    if !nvrtc_or_skip("warning") {
+        return;
+    }
+    // An unused variable: compiles, but must not pass the zero-warning rule above unseen.
+    let warns = KernelSource {
+        file: "warns.cu",
+        source: "extern \"C\" __global__ void warns(float* y) { int unused = 3; y[0] = 1.0f; }\n",
+        entries: &["warns"],
+    };
+    let compiled = nvrtc::compile(&warns, "sm_90", &[]).expect("compiles");
+    assert!(
+        compiled.log.contains("unused"),
+        "expected a warning about the unused variable, log: {:?}",
+        compiled.log
+    );
+}
