@@ -372,6 +372,19 @@ fn a_row_longer_than_the_binding_cap_is_too_large() {
 }
 
 #[test]
+fn a_vector_too_long_to_bind_is_too_large() {
+    let Some(dev) = open("wgpu", wgpu_options()) else {
+        return;
+    };
+    // 4 TiB of f32: beyond any adapter's binding limit, refused before anything is allocated.
+    match dev.zeros(1 << 40, Precision::F32) {
+        Err(Error::TooLarge { needed, limit, .. }) => assert!(needed > limit),
+        Err(e) => panic!("expected TooLarge, got {e}"),
+        Ok(_) => panic!("a 4 TiB vector was allocated"),
+    }
+}
+
+#[test]
 fn a_large_upload_goes_through_the_staging_buffer() {
     // 700×700 f16 = 980 KB: above the small-write threshold, so the mapped staging path runs.
     let dense = random_dense(700, 700, 0.9, 8);

@@ -35,14 +35,19 @@ fn unavailable(reason: String) -> Error {
     }
 }
 
-/// A headless instance over every API compiled in (`WGPU_BACKEND` narrows it, and `WGPU_*`
-/// debugging flags apply; validation layers stay off unless asked for, since they slow every
-/// call and need not be installed).
-fn instance() -> wgpu::Instance {
+/// A headless instance over `backends` (`WGPU_BACKEND` overrides them, and `WGPU_*` debugging
+/// flags apply; validation layers stay off unless asked for, since they slow every call and
+/// need not be installed).
+fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     let mut desc = wgpu::InstanceDescriptor::new_without_display_handle();
-    desc.backends = wgpu::Backends::all().with_env();
+    desc.backends = backends.with_env();
     desc.flags = wgpu::InstanceFlags::empty().with_env();
     wgpu::Instance::new(desc)
+}
+
+/// The adapters of some APIs.
+fn enumerate(backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
+    pollster::block_on(instance(backends).enumerate_adapters(wgpu::Backends::all()))
 }
 
 /// Lower is better: the kind of device first, then the API (GL lacks subgroups and is slower).
@@ -66,13 +71,46 @@ fn describe(info: &wgpu::AdapterInfo) -> String {
     format!("{} ({})", info.name, info.backend)
 }
 
-/// The best usable adapter, or why there is none.
+/// The best usable adapter: of Vulkan, Metal or DX12 if one is usable, else of GL (which lacks
+/// subgroups, and whose headless probing wakes up display libraries for nothing). When none is
+/// usable, the reasons found among the first APIs' adapters.
 fn choose_adapter(opts: &DeviceOptions) -> Result<wgpu::Adapter> {
-    let adapters = pollster::block_on(instance().enumerate_adapters(wgpu::Backends::all()));
+    let primary = pick(enumerate(wgpu::Backends::PRIMARY), opts);
+    match primary {
+        Ok(adapter) => Ok(adapter),
+        Err(first) => pick(enumerate(wgpu::Backends::SECONDARY), opts).map_err(|second| {
+            match (&first, &second) {
+                (Choice::NoAdapter, _) => second.into_error(),
+                _ => first.into_error(),
+            }
+        }),
+    }
+}
+
+/// Why no adapter of a set was chosen.
+enum Choice {
+    NoAdapter,
+    Unusable(String),
+}
+
+impl Choice {
+    fn into_error(self) -> Error {
+        unavailable(match self {
+            Choice::NoAdapter => {
+                "no wgpu adapter found (no Vulkan, Metal, DX12 or GL driver answered)".into()
+            }
+            Choice::Unusable(reason) => reason,
+        })
+    }
+}
+
+/// The best usable adapter of `adapters`, by [`rank`].
+fn pick(
+    adapters: Vec<wgpu::Adapter>,
+    opts: &DeviceOptions,
+) -> std::result::Result<wgpu::Adapter, Choice> {
     if adapters.is_empty() {
-        return Err(unavailable(
-            "no wgpu adapter found (no Vulkan, Metal, DX12 or GL driver answered)".into(),
-        ));
+        return Err(Choice::NoAdapter);
     }
     let mut software_skipped = Vec::new();
     let mut incapable = Vec::new();
@@ -106,7 +144,7 @@ fn choose_adapter(opts: &DeviceOptions) -> Result<wgpu::Adapter> {
             incapable.join("; ")
         ));
     }
-    Err(unavailable(reasons.join("; ")))
+    Err(Choice::Unusable(reasons.join("; ")))
 }
 
 /// Opens the device `opts` asks for on the best adapter. Subgroups are not even requested when

@@ -99,7 +99,12 @@ impl Gpu {
         opened
             .device
             .set_device_lost_callback(move |reason, message| {
-                *lock(&on_lost.lost) = Some(format!("{reason:?}: {message}"));
+                let detail = if message.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {message}")
+                };
+                *lock(&on_lost.lost) = Some(format!("{reason:?}{detail}"));
             });
         Self {
             device: opened.device,

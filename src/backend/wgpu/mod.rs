@@ -227,3 +227,38 @@ impl Backend for WgpuBackend {
         self.stream_read_impl(bytes, warmup, iters).map(Some)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The backend on lavapipe or any adapter, or `None` (printed) where wgpu has none.
+    fn backend() -> Option<WgpuBackend> {
+        match WgpuBackend::open(&DeviceOptions::for_backend(BackendKind::Wgpu)) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                println!("skipping: {e}");
+                None
+            }
+        }
+    }
+
+    #[test]
+    fn a_lost_device_turns_every_later_call_into_an_error() {
+        let Some(b) = backend() else { return };
+        let x = b.upload_vector(&[f16::ONE; 8]).unwrap();
+        b.gpu.device.destroy();
+        let after: [(&str, Result<()>); 4] = [
+            ("synchronize", b.synchronize()),
+            ("download", b.download(&x).map(|_| ())),
+            ("upload", b.upload_vector(&[f16::ONE; 8]).map(|_| ())),
+            ("alloc", b.alloc_vector(8, Precision::F32).map(|_| ())),
+        ];
+        for (what, r) in after {
+            match r {
+                Err(e) => println!("{what}: {e}"),
+                Ok(()) => panic!("{what} succeeded on a destroyed device"),
+            }
+        }
+    }
+}
