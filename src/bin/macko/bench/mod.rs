@@ -3,7 +3,7 @@
 //! and densities, each result checked against the f64 reference before it is timed, with the
 //! device's streaming-read ceiling over the same bytes measured in the same run.
 
-// PLOTS mod plots;
+mod plots;
 mod record;
 mod report;
 
@@ -437,8 +437,7 @@ pub fn run(args: &BenchArgs) -> Result<(), Error> {
     if let Some(dir) = &args.out {
         let infos: Vec<_> = benches.iter().map(|b| b.dev.info().clone()).collect();
         let written = report::write_files(&records, &infos, args, dir)?;
-        match Ok::<Vec<PathBuf>, String>(Vec::new()) {
-            // PLOTS
+        match plots::write_plots(&records, dir) {
             Ok(paths) => written
                 .iter()
                 .chain(&paths)
