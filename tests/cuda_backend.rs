@@ -1,0 +1,542 @@
+//! The CUDA backend against the f64 reference (`macko::reference`), on a GPU: random matrices in
+//! every format and both output precisions, edge shapes, NaN/∞ in x, non-canonical matrices,
+//! the cuBLAS and cuSPARSE baselines, queued products and the CUDA-event timers.
+//!
+//! Without a GPU (or driver, or NVRTC) every test prints why and passes, unless
+//! `MACKO_REQUIRE_BACKENDS` names `cuda`. The `edge_` tests are small and quick: run them under
+//! `compute-sanitizer --tool memcheck` (kernels/NOTES.md has the command).
+#![cfg(feature = "cuda")]
+
+use half::f16;
+use macko::{
+    reference, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, DeviceVector, Error,
+    HostVector, MackoMatrix, MatrixRef, Precision, VendorBaseline,
+};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// The CUDA device, or `None` (with a printed line) where there is none and it is not required.
+fn cuda(test: &str) -> Option<Device> {
+    let required = std::env::var("MACKO_REQUIRE_BACKENDS")
+        .unwrap_or_default()
+        .split(',')
+        .any(|s| s.trim().eq_ignore_ascii_case("cuda"));
+    match Device::new(BackendKind::Cuda) {
+        Ok(dev) => {
+            println!("{test}: {}", dev.describe());
+            Some(dev)
+        }
+        Err(e) if required => panic!("{test}: MACKO_REQUIRE_BACKENDS names cuda, but: {e}"),
+        Err(e) => {
+            println!("skipping {test}: {e}");
+            None
+        }
+    }
+}
+
+/// A seeded dense matrix with about `density` of its elements non-zero (never exactly zero where
+/// kept), values of both signs.
+fn random_dense(rows: usize, cols: usize, density: f64, seed: u64) -> DenseMatrix {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let values = (0..rows * cols)
+        .map(|_| {
+            if rng.random::<f64>() < density {
+                let v: f32 = rng.random_range(-2.0..2.0);
+                f16::from_f32(if v == 0.0 { 0.75 } else { v })
+            } else {
+                f16::ZERO
+            }
+        })
+        .collect();
+    DenseMatrix::new(rows, cols, values).expect("shape matches")
+}
+
+/// A seeded x in [-1, 1].
+fn random_x(cols: usize, seed: u64) -> Vec<f16> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x9e37_79b9);
+    (0..cols)
+        .map(|_| f16::from_f32(rng.random_range(-1.0..1.0)))
+        .collect()
+}
+
+/// A y of `rows` elements whose every element is NaN, so that a row the kernel never writes
+/// shows up as a disagreement (a zeroed y would hide it where the reference is 0).
+fn poisoned_y(dev: &Device, rows: usize, precision: Precision) -> DeviceVector {
+    let ones = DenseMatrix::new(rows, 1, vec![f16::ONE; rows]).expect("column of ones");
+    let a = dev.upload(&ones).expect("upload");
+    let x = dev.upload_vector(&[f16::NAN]).expect("upload");
+    let mut y = dev.zeros(rows, precision).expect("alloc");
+    dev.spmv(&a, &x, &mut y).expect("poison product");
+    let back = dev.download(&y).expect("download").to_f64();
+    assert!(back.iter().all(|v| v.is_nan()), "poisoning y failed");
+    y
+}
+
+/// y = A·x on the device into a poisoned y, checked row by row against `r`.
+fn check(
+    dev: &Device,
+    what: &str,
+    a: &DeviceMatrix,
+    x: &DeviceVector,
+    r: &reference::Reference,
+    precision: Precision,
+) {
+    let mut y = poisoned_y(dev, a.rows(), precision);
+    dev.spmv(a, x, &mut y)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let got = dev.download(&y).unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_eq!(got.len(), r.y.len(), "{what}: length of y");
+    if let Some((row, got, want, tol)) = r.first_disagreement(&got.to_f64(), precision) {
+        panic!(
+            "{what} ({precision:?}): row {row} is {got}, reference {want} (tolerance {tol:e}, {} terms)",
+            r.terms[row]
+        );
+    }
+}
+
+/// Multiplies `dense` as MACKO, CSR and dense with macko's kernels, both output precisions.
+fn check_formats(dev: &Device, name: &str, dense: &DenseMatrix, x: &[f16]) {
+    let macko = MackoMatrix::from_dense(dense).expect("encode");
+    let csr = CsrMatrix::from_dense(dense).expect("encode");
+    let x_dev = dev.upload_vector(x).expect("upload x");
+    let cases: [(&str, MatrixRef, reference::Reference); 3] = [
+        (
+            "macko",
+            (&macko).into(),
+            reference::spmv_macko(&macko, x).expect("reference"),
+        ),
+        (
+            "csr",
+            (&csr).into(),
+            reference::spmv_csr(&csr, x).expect("reference"),
+        ),
+        (
+            "dense",
+            dense.into(),
+            reference::spmv_dense(dense, x).expect("reference"),
+        ),
+    ];
+    for (format, m, r) in cases {
+        let a = dev.upload(m).expect("upload");
+        for precision in [Precision::F16, Precision::F32] {
+            check(
+                dev,
+                &format!("{name} as {format}"),
+                &a,
+                &x_dev,
+                &r,
+                precision,
+            );
+        }
+    }
+}
+
+#[test]
+fn random_matrices_agree_with_the_reference() {
+    let Some(dev) = cuda("random matrices") else {
+        return;
+    };
+    let shapes = [
+        (1, 1),
+        (3, 7),
+        (17, 33),
+        (64, 4096),
+        (100, 1000),
+        (333, 777),
+        (1000, 3),
+        (5, 20000),
+        (48, 12288),
+    ];
+    for (i, &(rows, cols)) in shapes.iter().enumerate() {
+        for (j, &d) in [0.0, 0.05, 0.3, 0.5, 0.9, 1.0].iter().enumerate() {
+            let seed = (100 * i + j) as u64;
+            let dense = random_dense(rows, cols, d, seed);
+            check_formats(
+                &dev,
+                &format!("{rows}×{cols} d={d}"),
+                &dense,
+                &random_x(cols, seed),
+            );
+        }
+    }
+}
+
+/// Rows of every length 0..=40 in turn, so that rows start and end at every offset inside a
+/// group of 8 entries, with empty rows and gaps that need padding entries (16, 17, 31, 32, 33).
+fn ragged(rows: usize, cols: usize) -> DenseMatrix {
+    let mut values = vec![f16::ZERO; rows * cols];
+    for r in 0..rows {
+        let len = (r * 7) % 41;
+        let gap = [0, 14, 15, 16, 17, 18, 30, 31, 32, 33, 34][r % 11];
+        let mut c = r % 5;
+        for k in 0..len {
+            if c >= cols {
+                break;
+            }
+            values[r * cols + c] = f16::from_f32(((k % 9) as f32 - 4.0) / 4.0 + 0.125);
+            c += 1 + if k % 3 == 0 { gap } else { 0 };
+        }
+    }
+    DenseMatrix::new(rows, cols, values).expect("shape")
+}
+
+#[test]
+fn edge_degenerate_shapes() {
+    let Some(dev) = cuda("degenerate shapes") else {
+        return;
+    };
+    for (rows, cols) in [(0, 0), (0, 9), (9, 0), (1, 1), (1, 8), (8, 1), (2, 9)] {
+        for d in [0.0, 1.0] {
+            let dense = random_dense(rows, cols, d, 7);
+            check_formats(
+                &dev,
+                &format!("{rows}×{cols} d={d}"),
+                &dense,
+                &random_x(cols, 7),
+            );
+        }
+    }
+}
+
+#[test]
+fn edge_ragged_rows_start_and_end_inside_groups() {
+    let Some(dev) = cuda("ragged rows") else {
+        return;
+    };
+    // 123 rows: not a multiple of the 16 warps of a block; 300 and 301 columns: dense rows at
+    // every 16-byte misalignment.
+    for (rows, cols) in [(123, 300), (123, 301), (17, 45), (31, 1000)] {
+        let dense = ragged(rows, cols);
+        check_formats(
+            &dev,
+            &format!("ragged {rows}×{cols}"),
+            &dense,
+            &random_x(cols, 3),
+        );
+    }
+}
+
+#[test]
+fn edge_rows_beyond_one_pass_of_the_grid() {
+    let Some(dev) = cuda("many rows") else {
+        return;
+    };
+    // More rows than warps resident on any current GPU (a warp walks several rows), and empty
+    // rows among them.
+    let dense = random_dense(40_001, 9, 0.3, 11);
+    check_formats(&dev, "40001×9", &dense, &random_x(9, 11));
+}
+
+#[test]
+fn edge_x_too_large_for_shared_memory() {
+    let Some(dev) = cuda("x in global memory") else {
+        return;
+    };
+    // 70000 columns: x staged as f32 would take about 280 KB, more than a block may have, so
+    // the sparse kernels read x from global memory.
+    for d in [0.01, 0.5, 1.0] {
+        let dense = random_dense(3, 70_000, d, 5);
+        check_formats(
+            &dev,
+            &format!("3×70000 d={d}"),
+            &dense,
+            &random_x(70_000, 5),
+        );
+    }
+}
+
+#[test]
+fn edge_long_rows_span_many_batches() {
+    let Some(dev) = cuda("long rows") else {
+        return;
+    };
+    // One row of 40000 dense columns: 5000 groups, 40 batches of a warp.
+    let dense = random_dense(2, 40_000, 1.0, 8);
+    check_formats(&dev, "2×40000", &dense, &random_x(40_000, 8));
+}
+
+/// A valid but non-canonical MACKO matrix: zero-valued entries with any code (not only 15),
+/// −0.0 values, rows that end with zeros, empty rows, and N a multiple of 8 or not.
+fn non_canonical(seed: u64, rows: usize) -> MackoMatrix {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut row_ptr = vec![0u32];
+    let (mut values, mut gaps) = (Vec::new(), Vec::new());
+    let mut cols = 1;
+    for _ in 0..rows {
+        let n = [0, 1, 7, 8, 9, 15, 16, 17, 40, 300][rng.random_range(0..10)];
+        let mut column = 0usize;
+        for i in 0..n {
+            let g: u8 = rng.random_range(0..16);
+            column += g as usize + usize::from(i > 0);
+            gaps.push(g);
+            values.push(match rng.random_range(0..6) {
+                0 => f16::ZERO,
+                1 => f16::NEG_ZERO,
+                _ => f16::from_f32(rng.random_range(-2.0..2.0)),
+            });
+        }
+        cols = cols.max(column + 1 + rng.random_range(0..3));
+        row_ptr.push(values.len() as u32);
+    }
+    let padded = values.len().div_ceil(8) * 8;
+    values.resize(padded, f16::ZERO);
+    gaps.resize(padded, 0);
+    let codes = gaps.chunks(2).map(|p| p[0] | (p[1] << 4)).collect();
+    MackoMatrix::from_parts(rows, cols, row_ptr, values, codes).expect("valid by construction")
+}
+
+#[test]
+fn edge_non_canonical_matrices() {
+    let Some(dev) = cuda("non-canonical") else {
+        return;
+    };
+    for seed in 0..8 {
+        let m = non_canonical(seed, 1 + 37 * seed as usize);
+        let x = random_x(m.cols(), seed);
+        let r = reference::spmv_macko(&m, &x).expect("reference");
+        let a = dev.upload(&m).expect("upload");
+        let x_dev = dev.upload_vector(&x).expect("upload");
+        for precision in [Precision::F16, Precision::F32] {
+            check(
+                &dev,
+                &format!("non-canonical #{seed}"),
+                &a,
+                &x_dev,
+                &r,
+                precision,
+            );
+        }
+    }
+}
+
+#[test]
+fn edge_padding_never_contributes_even_with_nan_and_infinity_in_x() {
+    let Some(dev) = cuda("NaN/∞ under padding") else {
+        return;
+    };
+    let dense = ragged(123, 300);
+    let macko = MackoMatrix::from_dense(&dense).expect("encode");
+    assert!(macko.values().iter().any(|v| v.to_bits() == 0));
+    let csr = CsrMatrix::from_dense(&dense).expect("encode");
+    // NaN or ±∞ exactly in the columns that are zero in every row.
+    let mut x = random_x(300, 4);
+    for (c, xc) in x.iter_mut().enumerate() {
+        if (0..dense.rows()).all(|r| dense.row(r)[c].to_bits() & 0x7fff == 0) {
+            *xc = [f16::NAN, f16::INFINITY, f16::NEG_INFINITY][c % 3];
+        }
+    }
+    assert!(x.iter().any(|v| !v.is_finite()));
+    let x_dev = dev.upload_vector(&x).expect("upload");
+    for (format, m, r) in [
+        (
+            "macko",
+            MatrixRef::from(&macko),
+            reference::spmv_macko(&macko, &x).expect("reference"),
+        ),
+        (
+            "csr",
+            MatrixRef::from(&csr),
+            reference::spmv_csr(&csr, &x).expect("reference"),
+        ),
+    ] {
+        assert!(r.y.iter().all(|v| v.is_finite()));
+        let a = dev.upload(m).expect("upload");
+        for precision in [Precision::F16, Precision::F32] {
+            check(
+                &dev,
+                &format!("{format}, NaN/∞ x"),
+                &a,
+                &x_dev,
+                &r,
+                precision,
+            );
+        }
+    }
+    // Non-canonical zeros (any code, −0.0) too: every column poisoned.
+    let m = non_canonical(99, 50);
+    let poison = vec![f16::NAN; m.cols()];
+    let r = reference::spmv_macko(&m, &poison).expect("reference");
+    let a = dev.upload(&m).expect("upload");
+    let x_dev = dev.upload_vector(&poison).expect("upload");
+    check(&dev, "non-canonical, NaN x", &a, &x_dev, &r, Precision::F32);
+}
+
+#[test]
+fn nan_and_infinity_under_nonzeros_propagate() {
+    let Some(dev) = cuda("NaN/∞ under non-zeros") else {
+        return;
+    };
+    let dense = random_dense(40, 70, 0.5, 5);
+    let mut x = random_x(70, 5);
+    x[3] = f16::NAN;
+    x[10] = f16::INFINITY;
+    x[11] = f16::NEG_INFINITY;
+    check_formats(&dev, "NaN/∞ under non-zeros", &dense, &x);
+}
+
+#[test]
+fn vendor_baselines_agree_with_the_reference() {
+    let Some(dev) = cuda("vendor baselines") else {
+        return;
+    };
+    let shapes = [
+        (0, 0),
+        (0, 5),
+        (5, 0),
+        (1, 1),
+        (33, 77),
+        (256, 4096),
+        (1000, 1001),
+    ];
+    for (i, &(rows, cols)) in shapes.iter().enumerate() {
+        for d in [0.0, 0.1, 0.5, 1.0] {
+            let dense = random_dense(rows, cols, d, i as u64);
+            let csr = CsrMatrix::from_dense(&dense).expect("encode");
+            let x = random_x(cols, i as u64);
+            let x_dev = dev.upload_vector(&x).expect("upload");
+            let name = format!("{rows}×{cols} d={d}");
+            let cublas = dev
+                .upload_vendor(&dense, VendorBaseline::CublasDense)
+                .unwrap_or_else(|e| panic!("cuBLAS upload {name}: {e}"));
+            let cusparse = dev
+                .upload_vendor(&csr, VendorBaseline::CusparseCsr)
+                .unwrap_or_else(|e| panic!("cuSPARSE upload {name}: {e}"));
+            let r_dense = reference::spmv_dense(&dense, &x).expect("reference");
+            let r_csr = reference::spmv_csr(&csr, &x).expect("reference");
+            for precision in [Precision::F16, Precision::F32] {
+                check(
+                    &dev,
+                    &format!("cuBLAS {name}"),
+                    &cublas,
+                    &x_dev,
+                    &r_dense,
+                    precision,
+                );
+                check(
+                    &dev,
+                    &format!("cuSPARSE {name}"),
+                    &cusparse,
+                    &x_dev,
+                    &r_csr,
+                    precision,
+                );
+            }
+        }
+    }
+    // A baseline refuses the wrong format with an error, not a panic.
+    let m = MackoMatrix::from_dense(&random_dense(4, 4, 0.5, 1)).expect("encode");
+    assert!(dev.upload_vendor(&m, VendorBaseline::CublasDense).is_err());
+}
+
+#[test]
+fn many_products_queued_before_one_wait() {
+    let Some(dev) = cuda("queued products") else {
+        return;
+    };
+    let cases: Vec<(MackoMatrix, Vec<f16>)> = (0..24)
+        .map(|s| {
+            let (rows, cols) = (50 + 37 * s, 90 + 101 * s);
+            let dense = random_dense(rows, cols, 0.4, s as u64);
+            (
+                MackoMatrix::from_dense(&dense).expect("encode"),
+                random_x(cols, s as u64),
+            )
+        })
+        .collect();
+    let mut queued = Vec::new();
+    for (m, x) in &cases {
+        let a = dev.upload(m).expect("upload");
+        let x_dev = dev.upload_vector(x).expect("upload");
+        let mut y = dev.zeros(m.rows(), Precision::F32).expect("alloc");
+        dev.spmv(&a, &x_dev, &mut y).expect("queue");
+        queued.push((a, x_dev, y));
+    }
+    dev.synchronize().expect("synchronize");
+    for ((m, x), (_, _, y)) in cases.iter().zip(&queued) {
+        let r = reference::spmv_macko(m, x).expect("reference");
+        let got = dev.download(y).expect("download");
+        assert!(
+            r.first_disagreement(&got.to_f64(), Precision::F32)
+                .is_none(),
+            "queued product of {}×{}",
+            m.rows(),
+            m.cols()
+        );
+    }
+}
+
+#[test]
+fn chained_f16_output_is_a_valid_input() {
+    let Some(dev) = cuda("chained products") else {
+        return;
+    };
+    let a = MackoMatrix::from_dense(&random_dense(64, 96, 0.5, 1)).expect("encode");
+    let b = MackoMatrix::from_dense(&random_dense(48, 64, 0.5, 2)).expect("encode");
+    let x = random_x(96, 1);
+    let (a_dev, b_dev) = (
+        dev.upload(&a).expect("upload"),
+        dev.upload(&b).expect("upload"),
+    );
+    let x_dev = dev.upload_vector(&x).expect("upload");
+    let mut y1 = dev.zeros(64, Precision::F16).expect("alloc");
+    dev.spmv(&a_dev, &x_dev, &mut y1).expect("first product");
+    let y1_host = match dev.download(&y1).expect("download") {
+        HostVector::F16(v) => v,
+        other => panic!("y1 came back as {other:?}"),
+    };
+    let r = reference::spmv_macko(&b, &y1_host).expect("reference");
+    check(&dev, "chained", &b_dev, &y1, &r, Precision::F32);
+}
+
+#[test]
+fn timers_are_cuda_events() {
+    let Some(dev) = cuda("timers") else {
+        return;
+    };
+    assert_eq!(dev.backend().timer(), "cuda events");
+    let dense = random_dense(512, 1024, 0.3, 3);
+    let m = MackoMatrix::from_dense(&dense).expect("encode");
+    let copies: Vec<DeviceMatrix> = (0..3).map(|_| dev.upload(&m).expect("upload")).collect();
+    let refs: Vec<&DeviceMatrix> = copies.iter().collect();
+    let x = dev.upload_vector(&random_x(1024, 3)).expect("upload");
+    let mut y = dev.zeros(512, Precision::F16).expect("alloc");
+    let times = dev.time_spmv(&refs, &x, &mut y, 3, 20).expect("time");
+    assert_eq!(times.len(), 20);
+    assert!(
+        times.iter().all(|t| t.is_finite() && *t > 0.0 && *t < 1.0),
+        "{times:?}"
+    );
+    // The timed products computed the right thing too.
+    let r = reference::spmv_macko(&m, &random_x(1024, 3)).expect("reference");
+    let got = dev.download(&y).expect("download").to_f64();
+    assert!(r.first_disagreement(&got, Precision::F16).is_none());
+    // Vendor baselines go through the same timer.
+    let cublas = dev
+        .upload_vendor(&dense, VendorBaseline::CublasDense)
+        .expect("cuBLAS");
+    assert_eq!(
+        dev.time_spmv(&[&cublas], &x, &mut y, 2, 5)
+            .expect("time")
+            .len(),
+        5
+    );
+    let ceiling = dev
+        .backend()
+        .stream_read(m.bytes(), 2, 10)
+        .expect("stream read")
+        .expect("the CUDA backend has a streaming-read kernel");
+    assert_eq!(ceiling.len(), 10);
+    assert!(ceiling.iter().all(|t| t.is_finite() && *t > 0.0));
+}
+
+#[test]
+fn unavailable_cuda_says_why() {
+    match Device::new(BackendKind::Cuda) {
+        Ok(dev) => assert!(dev.describe().contains("sm_"), "{}", dev.describe()),
+        Err(Error::Unavailable { reason, .. }) => {
+            println!("cuda unavailable: {reason}");
+            assert!(!reason.is_empty());
+        }
+        Err(other) => panic!("opening CUDA must fail only as Unavailable, got: {other}"),
+    }
+}
