@@ -3,9 +3,11 @@
 //! reference, timed, and its storage reported.
 
 use clap::Args;
+
+use crate::error::CliError;
 use macko::{
-    reference, synthetic, BackendKind, CsrMatrix, Device, DeviceOptions, Error, MackoMatrix,
-    MatrixRef, Precision,
+    reference, synthetic, BackendKind, CsrMatrix, Device, DeviceOptions, MackoMatrix, MatrixRef,
+    Precision,
 };
 
 #[derive(Args)]
@@ -32,12 +34,12 @@ fn median_us(mut t: Vec<f64>) -> f64 {
     t.get(t.len() / 2).map_or(f64::NAN, |s| s * 1e6)
 }
 
-pub fn run(args: &DemoArgs) -> Result<(), Error> {
+pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     if !(args.density > 0.0 && args.density <= 1.0) {
-        return Err(Error::Backend {
-            backend: BackendKind::Cpu,
-            message: format!("--density {} is outside (0, 1]", args.density),
-        });
+        return Err(CliError::Usage(format!(
+            "--density {} is outside (0, 1]",
+            args.density
+        )));
     }
     let dev = match args.backend {
         Some(kind) => Device::with_options(&DeviceOptions {
@@ -90,10 +92,10 @@ pub fn run(args: &DemoArgs) -> Result<(), Error> {
     }
     println!("\ntimer: {}", dev.backend().timer());
     if failed {
-        return Err(Error::Backend {
-            backend: dev.kind(),
-            message: "some rows disagree with the f64 reference".into(),
-        });
+        return Err(CliError::Check(format!(
+            "{}: some rows disagree with the f64 reference",
+            dev.describe()
+        )));
     }
     println!("all rows agree with the f64 reference");
     Ok(())

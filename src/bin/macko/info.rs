@@ -2,7 +2,7 @@
 
 use macko::Device;
 
-pub fn run() -> Result<(), macko::Error> {
+pub fn run() -> Result<(), crate::error::CliError> {
     for status in Device::available() {
         match status.device {
             Ok(info) => {

@@ -3,6 +3,7 @@
 
 mod bench;
 mod demo;
+mod error;
 mod info;
 
 use clap::{Parser, Subcommand};

@@ -18,6 +18,8 @@ use macko::{
 };
 pub use record::Record;
 
+use crate::error::CliError;
+
 /// The 31 LLM weight shapes (rows × cols) of the MACKO paper.
 pub const PAPER_SHAPES: [(usize, usize); 31] = [
     (4096, 4096),
@@ -118,7 +120,7 @@ struct Plan {
     densities: Vec<f64>,
 }
 
-fn plan(args: &BenchArgs) -> Result<Plan, Error> {
+fn plan(args: &BenchArgs) -> Result<Plan, CliError> {
     let shapes = if !args.shapes.is_empty() {
         args.shapes.clone()
     } else if args.quick {
@@ -134,16 +136,9 @@ fn plan(args: &BenchArgs) -> Result<Plan, Error> {
         DEFAULT_DENSITIES.to_vec()
     };
     if let Some(d) = densities.iter().find(|d| !(**d > 0.0 && **d <= 1.0)) {
-        return Err(usage(format!("density {d} is outside (0, 1]")));
+        return Err(CliError::Usage(format!("density {d} is outside (0, 1]")));
     }
     Ok(Plan { shapes, densities })
-}
-
-fn usage(message: String) -> Error {
-    Error::Backend {
-        backend: BackendKind::Cpu,
-        message,
-    }
 }
 
 fn open_devices(args: &BenchArgs) -> Vec<Bench> {
@@ -339,11 +334,11 @@ fn ceiling_gbps(b: &Bench, bytes: u64, args: &BenchArgs) -> Option<f64> {
     (median > 0.0).then(|| bytes as f64 / median / 1e9)
 }
 
-pub fn run(args: &BenchArgs) -> Result<(), Error> {
+pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     let plan = plan(args)?;
     let benches = open_devices(args);
     if benches.is_empty() {
-        return Err(usage("no backend could be opened".into()));
+        return Err(CliError::Usage("no backend could be opened".into()));
     }
     let total = (plan.shapes.len() * plan.densities.len()) as u64;
     let bar = ProgressBar::new(total);
@@ -446,13 +441,10 @@ pub fn run(args: &BenchArgs) -> Result<(), Error> {
         }
     }
     if !failures.is_empty() {
-        return Err(Error::Backend {
-            backend: BackendKind::Cpu,
-            message: format!(
-                "{} kernel result(s) disagreed with the f64 reference (listed above)",
-                failures.len()
-            ),
-        });
+        return Err(CliError::Check(format!(
+            "{} kernel result(s) disagreed with the f64 reference (listed above)",
+            failures.len()
+        )));
     }
     Ok(())
 }

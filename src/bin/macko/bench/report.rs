@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use macko::{DeviceInfo, Error};
+use macko::DeviceInfo;
+
+use crate::error::CliError;
 
 use super::{BenchArgs, Record};
 
@@ -121,10 +123,10 @@ pub fn summary(records: &[Record]) {
     println!("(medians over shapes; speedups are over cuBLAS on cuda, our dense GEMV elsewhere)");
 }
 
-fn io_error(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Backend {
-        backend: macko::BackendKind::Cpu,
-        message: format!("writing {}: {e}", path.display()),
+fn io_error(path: &Path, e: impl std::fmt::Display) -> CliError {
+    CliError::Write {
+        path: path.display().to_string(),
+        message: e.to_string(),
     }
 }
 
@@ -152,7 +154,7 @@ pub fn write_files(
     devices: &[DeviceInfo],
     args: &BenchArgs,
     dir: &Path,
-) -> Result<Vec<PathBuf>, Error> {
+) -> Result<Vec<PathBuf>, CliError> {
     std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
     let csv_path = dir.join("results.csv");
     let mut csv = String::from(
