@@ -114,6 +114,7 @@ pub(crate) struct Kernels {
     dense_aligned: ByOutput,
     dense_any: ByOutput,
     stream_read: CudaFunction,
+    ctx: Arc<CudaContext>,
     sms: u32,
     smem_optin: u32,
     x_policy: XPolicy,
@@ -197,6 +198,7 @@ impl Kernels {
             dense_aligned,
             dense_any,
             stream_read,
+            ctx: ctx.clone(),
             sms: props.sms,
             smem_optin: props.smem_per_block_optin,
             x_policy,
@@ -206,6 +208,10 @@ impl Kernels {
     /// Persistent grid for `f` with `smem` bytes per block: resident blocks, at most one warp
     /// per row. 0 blocks resident means the kernel cannot run with that much shared memory.
     fn grid(&self, f: &CudaFunction, smem: u32, rows: u32) -> Result<Option<u32>> {
+        // The occupancy query goes straight to the driver: make this thread's context current.
+        self.ctx
+            .bind_to_thread()
+            .map_err(|e| cuda_error("binding the CUDA context", e))?;
         let per_sm = f
             .occupancy_max_active_blocks_per_multiprocessor(BLOCK, smem as usize, None)
             .map_err(|e| cuda_error("computing occupancy", e))?;
