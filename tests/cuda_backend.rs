@@ -374,6 +374,17 @@ fn nan_and_infinity_under_nonzeros_propagate() {
     check_formats(&dev, "NaN/∞ under non-zeros", &dense, &x);
 }
 
+/// Whether cuSPARSE multiplies this f16 matrix into an f32 y: the one vendor limitation the
+/// backend reports as an error instead of a product (it says CUSPARSE_STATUS_NOT_SUPPORTED).
+fn cusparse_takes_f32_y(dev: &Device, a: &DeviceMatrix, x: &DeviceVector) -> bool {
+    let mut y = dev.zeros(a.rows(), Precision::F32).expect("alloc");
+    match dev.spmv(a, x, &mut y) {
+        Ok(()) => true,
+        Err(Error::Backend { message, .. }) if message.contains("NOT_SUPPORTED") => false,
+        Err(e) => panic!("cuSPARSE with an f32 y: {e}"),
+    }
+}
+
 #[test]
 fn vendor_baselines_agree_with_the_reference() {
     let Some(dev) = cuda("vendor baselines") else {
@@ -412,6 +423,10 @@ fn vendor_baselines_agree_with_the_reference() {
                     &r_dense,
                     precision,
                 );
+                if precision == Precision::F32 && !cusparse_takes_f32_y(&dev, &cusparse, &x_dev) {
+                    println!("cuSPARSE {name}: no f16 × f32 SpMV in this cuSPARSE, skipped");
+                    continue;
+                }
                 check(
                     &dev,
                     &format!("cuSPARSE {name}"),

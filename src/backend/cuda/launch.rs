@@ -116,7 +116,8 @@ pub(crate) struct Kernels {
     stream_read: CudaFunction,
     ctx: Arc<CudaContext>,
     sms: u32,
-    smem_optin: u32,
+    /// Dynamic shared memory a staging kernel may use per block.
+    smem_limit: u32,
     x_policy: XPolicy,
 }
 
@@ -155,17 +156,31 @@ fn two_pairs(mut f: Vec<CudaFunction>, file: &str) -> Result<(ByOutput, ByOutput
     ))
 }
 
-/// Lets a kernel that stages x use all the shared memory a block may opt in to (above 48 KiB
-/// a kernel must ask).
-fn allow_large_smem(k: &ByOutput, bytes: u32) -> Result<()> {
+/// Shared memory a block may use without asking (every CUDA GPU since Kepler).
+const DEFAULT_SMEM: u32 = 48 << 10;
+
+/// Lets a kernel that stages x use all the dynamic shared memory a block may opt in to (above
+/// 48 KiB a kernel must ask), minus what it declares statically. Returns the limit in force for
+/// both output variants: the opt-in one, or 48 KiB if the driver refused (x then goes to global
+/// memory for wider matrices instead of the launch failing).
+fn allow_large_smem(k: &ByOutput, optin: u32) -> Result<u32> {
+    let mut limit = optin;
     for f in [&k.f16, &k.f32] {
-        f.set_attribute(
+        let fixed = f
+            .shared_size_bytes()
+            .map_err(|e| cuda_error("reading a kernel's static shared memory", e))?;
+        let dynamic = optin.saturating_sub(u32::try_from(fixed).unwrap_or(0));
+        let raised = f.set_attribute(
             CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            i32::try_from(bytes).unwrap_or(i32::MAX),
-        )
-        .map_err(|e| cuda_error("raising a kernel's shared-memory limit", e))?;
+            i32::try_from(dynamic).unwrap_or(i32::MAX),
+        );
+        limit = limit.min(if raised.is_ok() {
+            dynamic
+        } else {
+            DEFAULT_SMEM
+        });
     }
-    Ok(())
+    Ok(limit)
 }
 
 impl Kernels {
@@ -188,8 +203,8 @@ impl Kernels {
         let stream_read = load_file(ctx, &nvrtc::STREAM, &arch, &defines)?
             .pop()
             .ok_or_else(|| internal("kernels/stream.cu has no entry"))?;
-        allow_large_smem(&macko_xs, props.smem_per_block_optin)?;
-        allow_large_smem(&csr_xs, props.smem_per_block_optin)?;
+        let smem_limit = allow_large_smem(&macko_xs, props.smem_per_block_optin)?
+            .min(allow_large_smem(&csr_xs, props.smem_per_block_optin)?);
         Ok(Self {
             macko_xs,
             macko_xg,
@@ -200,7 +215,7 @@ impl Kernels {
             stream_read,
             ctx: ctx.clone(),
             sms: props.sms,
-            smem_optin: props.smem_per_block_optin,
+            smem_limit,
             x_policy,
         })
     }
@@ -225,7 +240,7 @@ impl Kernels {
     /// Plan of a sparse kernel pair (x staged or gathered) for a `rows × cols` matrix.
     fn sparse_plan(&self, xs: &ByOutput, xg: &ByOutput, rows: u32, cols: u32) -> Result<Plan> {
         let smem = x_smem_bytes(cols);
-        if self.x_policy != XPolicy::Global && smem <= u64::from(self.smem_optin) {
+        if self.x_policy != XPolicy::Global && smem <= u64::from(self.smem_limit) {
             let smem = u32::try_from(smem).map_err(|_| internal("smem size"))?;
             if let Some(grid) = self.grid(&xs.f32, smem, rows)? {
                 return Ok(Plan {
@@ -239,7 +254,7 @@ impl Kernels {
                 backend: BackendKind::Cuda,
                 what: format!("x of {cols} columns staged in shared memory ({ENV_X}=smem)"),
                 needed: smem,
-                limit: u64::from(self.smem_optin),
+                limit: u64::from(self.smem_limit),
             });
         }
         let grid = self

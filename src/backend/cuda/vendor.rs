@@ -225,6 +225,7 @@ impl Vendor {
         let mut csr = CusparseCsr {
             rows,
             cols,
+            f32_output: true,
             descr: None,
             workspace: DeviceArray::zeros(&self.stream, 0, "the cuSPARSE workspace")?,
             values: DeviceArray::upload(&self.stream, values, "CSR values (cuSPARSE)")?,
@@ -236,13 +237,19 @@ impl Vendor {
         }
         self.bind()?;
         csr.descr = Some(SpMat::csr(&mut csr, &self.stream, m.nnz() as i64)?);
-        let bytes = self.spmv_buffer_size(handle, &csr)?;
+        let (bytes, f32_output) = self.spmv_buffer_size(handle, &csr)?;
         csr.workspace = DeviceArray::zeros(&self.stream, bytes, "the cuSPARSE workspace")?;
+        csr.f32_output = f32_output;
         Ok(CudaMatrix::Cusparse(csr))
     }
 
-    /// The larger of the workspaces cusparseSpMV asks for with an f16 and with an f32 y.
-    fn spmv_buffer_size(&self, handle: &CusparseHandle, csr: &CusparseCsr) -> Result<usize> {
+    /// The larger of the workspaces cusparseSpMV asks for with an f16 and with an f32 y, and
+    /// whether this cuSPARSE takes an f32 y with f16 values at all (an f16 y it must take).
+    fn spmv_buffer_size(
+        &self,
+        handle: &CusparseHandle,
+        csr: &CusparseCsr,
+    ) -> Result<(usize, bool)> {
         let descr = csr
             .descr
             .as_ref()
@@ -253,7 +260,7 @@ impl Vendor {
             VectorData::F16(DeviceArray::zeros(&self.stream, rows, what)?),
             VectorData::F32(DeviceArray::zeros(&self.stream, rows, what)?),
         ];
-        let mut most = 0usize;
+        let (mut most, mut f32_output) = (0usize, true);
         for y in outputs.iter_mut() {
             let (x_ptr, _x_sync) = x.buf().device_ptr(&self.stream);
             let (y_ptr, y_type, _y_sync) = output_ptr(y, &self.stream);
@@ -263,7 +270,7 @@ impl Vendor {
             let mut size = 0usize;
             // SAFETY: handle, descriptors and pointers are live; alpha/beta are f32 for the
             // CUDA_R_32F compute type; `size` is valid for writes.
-            unsafe {
+            let status = unsafe {
                 sparse::cusparseSpMV_bufferSize(
                     handle.0,
                     sparse::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
@@ -276,12 +283,18 @@ impl Vendor {
                     sparse::cusparseSpMVAlg_t::CUSPARSE_SPMV_ALG_DEFAULT,
                     &mut size,
                 )
+            };
+            match (status.result(), y_type) {
+                (Ok(()), _) => most = most.max(size),
+                (Err(e), OutputType::F32)
+                    if e.0 == sparse::cusparseStatus_t::CUSPARSE_STATUS_NOT_SUPPORTED =>
+                {
+                    f32_output = false
+                }
+                (Err(e), _) => return Err(cuda_error("cusparseSpMV_bufferSize", e)),
             }
-            .result()
-            .map_err(|e| cuda_error("cusparseSpMV_bufferSize", e))?;
-            most = most.max(size);
         }
-        Ok(most)
+        Ok((most, f32_output))
     }
 
     /// Queues y = A·x through `cusparseSpMV`.
@@ -302,6 +315,14 @@ impl Vendor {
         self.bind()?;
         let (x_ptr, _x_sync) = x.buf().device_ptr(&self.stream);
         let (y_ptr, y_type, _y_sync) = output_ptr(y, &self.stream);
+        if matches!(y_type, OutputType::F32) && !a.f32_output {
+            return Err(Error::Backend {
+                backend: BackendKind::Cuda,
+                message: "this cuSPARSE does not multiply f16 values into an f32 y \
+                          (CUSPARSE_STATUS_NOT_SUPPORTED): use an f16 y for the baseline"
+                    .into(),
+            });
+        }
         let vx = DnVec::new(i64::from(a.cols), x_ptr, OutputType::F16)?;
         let vy = DnVec::new(i64::from(a.rows), y_ptr, y_type)?;
         let (w_ptr, _w_sync) = a.workspace.buf().device_ptr(&self.stream);
@@ -442,6 +463,8 @@ impl Drop for SpMat {
 pub(crate) struct CusparseCsr {
     pub rows: u32,
     pub cols: u32,
+    /// Whether cuSPARSE accepted an f32 y for this matrix (see `spmv_buffer_size`).
+    f32_output: bool,
     descr: Option<SpMat>,
     workspace: DeviceArray<u8>,
     values: DeviceArray<u16>,
