@@ -1,8 +1,11 @@
 //! Every WGSL shader in shaders/ parses and validates with naga, with exactly the capabilities
 //! the wgpu backend relies on: the subgroup kernels (`*_sg.wgsl`) with SUBGROUP, everything else
-//! with none (so the workgroup path and the streaming read run on adapters without subgroups),
+//! without it (so the workgroup path and the streaming read run on adapters without subgroups),
 //! and both values of the `Y_F16` pipeline constant resolved. Runs without a GPU, so a broken
 //! shader fails CI on any machine.
+//!
+//! A kernel is compiled as `common.wgsl`, then its family's prelude if there is one (`macko.wgsl`
+//! for `macko_sg.wgsl`), then its own file — the order src/backend/wgpu/pipelines.rs uses.
 #![cfg(feature = "wgpu")]
 
 use std::path::{Path, PathBuf};
@@ -17,16 +20,36 @@ fn shader_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("shaders")
 }
 
-/// The kernel files (every .wgsl but the common prelude), sorted.
+/// The kernel files (`<family>_sg.wgsl`, `<family>_wg.wgsl`, `stream.wgsl`), sorted.
 fn kernels() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(shader_dir())
         .expect("shaders/ is readable")
         .map(|e| e.expect("directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "wgsl"))
-        .filter(|p| p.file_name().is_some_and(|n| n != COMMON))
+        .filter(|p| {
+            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
+                n.ends_with("_sg.wgsl") || n.ends_with("_wg.wgsl") || n == "stream.wgsl"
+            })
+        })
         .collect();
     files.sort();
     files
+}
+
+fn read(name: &str) -> String {
+    std::fs::read_to_string(shader_dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// The full source of a kernel: common.wgsl, the family prelude if any, the kernel.
+fn kernel_source(path: &Path) -> String {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let mut source = read(COMMON);
+    if let Some((family, _)) = name.split_once('_') {
+        let prelude = format!("{family}.wgsl");
+        if shader_dir().join(&prelude).exists() {
+            source = format!("{source}\n{}", read(&prelude));
+        }
+    }
+    format!("{source}\n{}", read(name))
 }
 
 /// What every kernel may use: `unpack2x16float` and `pack2x16float` (wgpu grants this where the
@@ -72,7 +95,6 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
 
 #[test]
 fn every_kernel_validates_with_the_capabilities_the_backend_enables() {
-    let common = std::fs::read_to_string(shader_dir().join(COMMON)).expect("common.wgsl");
     let files = kernels();
     assert!(
         files.len() >= 7,
@@ -86,10 +108,7 @@ fn every_kernel_validates_with_the_capabilities_the_backend_enables() {
             .and_then(|n| n.to_str())
             .unwrap_or("?")
             .to_string();
-        let source = format!(
-            "{common}\n{}",
-            std::fs::read_to_string(path).expect("kernel readable")
-        );
+        let source = kernel_source(path);
         if let Err(e) = check(&name, &source, capabilities_for(&name)) {
             failures.push(e);
         }
@@ -101,12 +120,11 @@ fn every_kernel_validates_with_the_capabilities_the_backend_enables() {
 fn subgroup_kernels_are_refused_without_the_subgroup_capability() {
     // Guards the test above: were the capability not checked, the workgroup kernels could use
     // subgroup operations unnoticed.
-    let common = std::fs::read_to_string(shader_dir().join(COMMON)).expect("common.wgsl");
     for path in kernels()
         .iter()
         .filter(|p| p.to_string_lossy().ends_with("_sg.wgsl"))
     {
-        let source = format!("{common}\n{}", std::fs::read_to_string(path).unwrap());
+        let source = kernel_source(path);
         assert!(
             check("sg", &source, BASE).is_err(),
             "{} validated without SUBGROUP",
@@ -116,7 +134,13 @@ fn subgroup_kernels_are_refused_without_the_subgroup_capability() {
 }
 
 #[test]
-fn the_common_prelude_validates_on_its_own() {
-    let common = std::fs::read_to_string(shader_dir().join(COMMON)).expect("common.wgsl");
+fn the_preludes_validate_on_their_own() {
+    let common = read(COMMON);
     check(COMMON, &common, BASE).unwrap();
+    check(
+        "macko.wgsl",
+        &format!("{common}\n{}", read("macko.wgsl")),
+        BASE,
+    )
+    .unwrap();
 }

@@ -52,6 +52,8 @@ pub(crate) struct WgpuBackend {
     vector_limit: u64,
     /// The artificial cap, for `info`.
     binding_cap: Option<u64>,
+    /// Bound as the f32 copy of y when y is f32 (which has none): 16 bytes never written.
+    no_wide_copy: wgpu::Buffer,
     pending: Mutex<Pending>,
 }
 
@@ -96,7 +98,13 @@ impl WgpuBackend {
             .max_storage_buffer_binding_size
             .min(gpu.limits.max_buffer_size);
         let cap = opts.max_binding_bytes.unwrap_or(u64::MAX);
+        let no_wide_copy = gpu.create_buffer(
+            16,
+            wgpu::BufferUsages::STORAGE,
+            "placeholder for the f32 copy of an f32 y",
+        )?;
         Ok(Self {
+            no_wide_copy,
             matrix_limit: adapter_limit.min(cap) / 16 * 16,
             vector_limit: adapter_limit / 16 * 16,
             binding_cap: opts.max_binding_bytes,

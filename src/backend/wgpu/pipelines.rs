@@ -2,8 +2,9 @@
 //! (compiled once, on first use, then reused by every product: a device that only lists its
 //! adapter, or only ever multiplies dense matrices, never compiles the other kernels).
 //!
-//! Every product kernel is `shaders/common.wgsl` followed by its own file; the output precision
-//! is the pipeline constant `Y_F16`, so each kernel yields two pipelines.
+//! Every kernel is `shaders/common.wgsl`, then its family's prelude if any (`macko.wgsl`), then
+//! its own file; the output precision is the pipeline constant `Y_F16`, so each product kernel
+//! yields two pipelines.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -14,12 +15,12 @@ use crate::error::Result;
 
 use super::gpu::{lock, Gpu};
 
+/// A kernel's full source: common.wgsl, then the given preludes and the kernel file.
 macro_rules! kernel_source {
-    ($file:literal) => {
+    ($($file:literal),+) => {
         concat!(
             include_str!("../../../shaders/common.wgsl"),
-            "\n",
-            include_str!(concat!("../../../shaders/", $file))
+            $("\n", include_str!(concat!("../../../shaders/", $file))),+
         )
     };
 }
@@ -77,8 +78,8 @@ impl Kernel {
 
     fn source(self) -> &'static str {
         match self {
-            Kernel::MackoSubgroup => kernel_source!("macko_sg.wgsl"),
-            Kernel::MackoWorkgroup => kernel_source!("macko_wg.wgsl"),
+            Kernel::MackoSubgroup => kernel_source!("macko.wgsl", "macko_sg.wgsl"),
+            Kernel::MackoWorkgroup => kernel_source!("macko.wgsl", "macko_wg.wgsl"),
             Kernel::CsrSubgroup => kernel_source!("csr_sg.wgsl"),
             Kernel::CsrWorkgroup => kernel_source!("csr_wg.wgsl"),
             Kernel::DenseSubgroup => kernel_source!("dense_sg.wgsl"),
@@ -191,8 +192,9 @@ impl Pipelines {
             );
             let dense = bgl("dense matrix", &[uniform(0), storage(2, true)]);
             let stream = bgl("stream", &[uniform(0), storage(1, true), storage(2, false)]);
-            let x = bgl("x", &[storage(0, true)]);
-            let y = bgl("y", &[storage(0, false)]);
+            // Each vector binds its f16 words and its f32 copy (see common.wgsl).
+            let x = bgl("x", &[storage(0, true), storage(1, true)]);
+            let y = bgl("y", &[storage(0, false), storage(1, false)]);
             let layout = |label: &str, groups: &[Option<&wgpu::BindGroupLayout>]| {
                 d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                     label: Some(label),

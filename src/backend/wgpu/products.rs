@@ -8,7 +8,9 @@
 //! blocks are written with atomics (see common.wgsl), so blocks may start at any row.
 //!
 //! A vector is one buffer (a vector too long for one binding is `Error::TooLarge`) with its bind
-//! groups as x (if f16) and as y, made at allocation, so a product creates no bind group.
+//! groups as x (if f16) and as y, made at allocation, so a product creates no bind group. An f16
+//! vector also has an f32 copy ("wide"), written by its upload and by every product storing
+//! into it, from which the sparse kernels gather x (a single 4-byte load per entry).
 
 use std::ops::Range;
 
@@ -60,6 +62,8 @@ pub(super) struct GpuMatrix {
 /// A vector on the device.
 pub(super) struct GpuVector {
     pub buffer: wgpu::Buffer,
+    /// The f32 copy of an f16 vector (kept alive here; bound in both groups).
+    _wide: Option<wgpu::Buffer>,
     pub len: usize,
     pub precision: Precision,
     /// Bind group as x (f16 vectors only).
@@ -362,34 +366,47 @@ impl WgpuBackend {
         })
     }
 
-    /// Refuses a vector whose buffer would not fit one binding of the adapter.
+    /// Refuses a vector whose buffers would not fit one binding of the adapter; returns the
+    /// size of its main buffer.
     fn check_vector(&self, len: usize, precision: Precision) -> Result<u64> {
         let size = buffer_size(len as u64 * element_bytes(precision));
-        if size > self.vector_limit {
+        // f16 vectors also have their f32 copy.
+        let largest = buffer_size(len as u64 * 4);
+        if largest > self.vector_limit {
             return Err(Error::TooLarge {
                 backend: BackendKind::Wgpu,
                 what: format!(
-                    "a vector of {len} {} elements (vectors are bound whole)",
+                    "a vector of {len} {} elements (vectors are bound whole, with an f32 copy)",
                     match precision {
                         Precision::F16 => "f16",
                         Precision::F32 => "f32",
                     }
                 ),
-                needed: size,
+                needed: largest,
                 limit: self.vector_limit,
             });
         }
         Ok(size)
     }
 
-    fn vector(&self, buffer: wgpu::Buffer, len: usize, precision: Precision) -> Result<GpuVector> {
-        let as_x = match precision {
-            Precision::F16 => Some(self.bind_group(&self.pipelines.x, &[(0, &buffer)], "x")?),
-            Precision::F32 => None,
+    /// Bind groups of a vector: as x (f16 only: its words and its f32 copy) and as y (f32 y
+    /// binds a placeholder where the f32 copy would be; the f32-output kernels never write it).
+    fn vector(
+        &self,
+        buffer: wgpu::Buffer,
+        wide: Option<wgpu::Buffer>,
+        len: usize,
+        precision: Precision,
+    ) -> Result<GpuVector> {
+        let as_x = match &wide {
+            Some(w) => Some(self.bind_group(&self.pipelines.x, &[(0, &buffer), (1, w)], "x")?),
+            None => None,
         };
-        let as_y = self.bind_group(&self.pipelines.y, &[(0, &buffer)], "y")?;
+        let second = wide.as_ref().unwrap_or(&self.no_wide_copy);
+        let as_y = self.bind_group(&self.pipelines.y, &[(0, &buffer), (1, second)], "y")?;
         Ok(GpuVector {
             buffer,
+            _wide: wide,
             len,
             precision,
             as_x,
@@ -406,13 +423,27 @@ impl WgpuBackend {
         let buffer = self
             .gpu
             .upload(bytemuck::cast_slice(x), Self::VECTOR_USAGE, "vector")?;
-        self.vector(buffer, x.len(), Precision::F16)
+        let widened: Vec<f32> = x.iter().map(|v| v.to_f32()).collect();
+        let wide = self.gpu.upload(
+            bytemuck::cast_slice(&widened),
+            Self::VECTOR_USAGE,
+            "vector (f32 copy)",
+        )?;
+        self.vector(buffer, Some(wide), x.len(), Precision::F16)
     }
 
     pub(super) fn alloc_vector_impl(&self, len: usize, precision: Precision) -> Result<GpuVector> {
         let size = self.check_vector(len, precision)?;
         let buffer = self.gpu.create_buffer(size, Self::VECTOR_USAGE, "vector")?;
-        self.vector(buffer, len, precision)
+        let wide = match precision {
+            Precision::F16 => Some(self.gpu.create_buffer(
+                buffer_size(len as u64 * 4),
+                Self::VECTOR_USAGE,
+                "vector (f32 copy)",
+            )?),
+            Precision::F32 => None,
+        };
+        self.vector(buffer, wide, len, precision)
     }
 
     pub(super) fn download_impl(&self, v: &GpuVector) -> Result<HostVector> {

@@ -1,0 +1,186 @@
+// macko.wgsl: the MACKO-16-4 prelude, after common.wgsl and before macko_sg.wgsl or
+// macko_wg.wgsl: the matrix bindings, the decoding of a group of 8 entries, and the loads of the
+// 4 groups an invocation handles per step. See NOTES.md.
+
+@group(0) @binding(0) var<uniform> params: MatrixParams;
+// Row pointers of this block, rebased so that entry 0 is the block's first 16-byte word.
+@group(0) @binding(1) var<storage, read> row_ptr: array<u32>;
+// Entry values: 8 binary16 per vec4<u32>.
+@group(0) @binding(2) var<storage, read> values: array<vec4<u32>>;
+// Entry codes: 8 nibbles per u32, at the same index as their values.
+@group(0) @binding(3) var<storage, read> codes: array<u32>;
+
+// // A group is 8 entries: one vec4<u32> of values (entry 2k in the low half of component k,
+// entry 2k+1 in the high half) and one u32 of codes (entry j in bits 4j..4j+3).
+
+// Byte mask of the bytes below byte n (n in 0..=4+): bytes 0..n set.
+fn bytes_below(n: u32) -> u32 {
+    return select((1u << (min(n, 3u) * 8u)) - 1u, 0xffffffffu, n >= 4u);
+}
+
+// Bytes lo..hi (clamped to 0..4) set.
+fn byte_range(lo: u32, hi: u32) -> u32 {
+    return bytes_below(hi) & ~bytes_below(lo);
+}
+
+// The 4 nibbles of the low 16 bits of `w`, one per byte (nibble j to byte j).
+fn spread4(w: u32) -> u32 {
+    var v = w & 0xffffu;
+    v = (v | (v << 8u)) & 0x00ff00ffu;
+    return (v | (v << 4u)) & 0x0f0f0f0fu;
+}
+
+// Byte j of the result is the sum over kept entries k <= j of (code_k + 1): the column step
+// from the previous entry. Each byte is at most 4 * 16 = 64, so no byte carries into the next.
+fn steps4(w: u32, keep: u32) -> u32 {
+    return ((spread4(w) + 0x01010101u) & keep) * 0x01010101u;
+}
+
+// One group, as far as it belongs to the current row: which entries (bits lo..hi of 0..8)
+// count, and the inclusive column steps of its two halves.
+struct Decoded {
+    // Inclusive steps of entries 0..3, one per byte (entries outside lo..hi step 0).
+    low: u32,
+    // Inclusive steps of entries 4..7, counted from the start of entry 4.
+    high: u32,
+    // Bit j set when entry j belongs to the row (lo <= j < hi).
+    kept: u32,
+    // Sum of the steps of the kept entries: how far the row's column advances.
+    total: u32,
+}
+
+fn decode_group(code_word: u32, lo: u32, hi: u32) -> Decoded {
+    var d: Decoded;
+    d.low = steps4(code_word, byte_range(lo, hi));
+    d.high = steps4(code_word >> 16u, byte_range(max(lo, 4u) - 4u, max(hi, 4u) - 4u));
+    d.kept = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+    d.total = (d.low >> 24u) + (d.high >> 24u);
+    return d;
+}
+
+// Contribution of two entries packed in one u32 of values: entry `j` (low half) and j+1 (high
+// half), whose inclusive steps are `step_lo` and `step_hi` past column `base`. An entry counts
+// only when it belongs to the row (bit of `kept`) and its value is not +-0 (padding);
+// otherwise it contributes an exact 0 even if x there is NaN or infinite (select, never a
+// multiplication by zero), and x is read at column 0 instead so no address depends on a masked
+// entry. With `kept` a constant 0xff (groups wholly inside the row) the row test folds away.
+fn pair_terms(v: u32, j: u32, kept: u32, base: u32, step_lo: u32, step_hi: u32) -> f32 {
+    let f = unpack2x16float(v);
+    let live_lo = ((kept >> j) & 1u) == 1u && f.x != 0.0;
+    let live_hi = ((kept >> (j + 1u)) & 1u) == 1u && f.y != 0.0;
+    let c_lo = select(0u, base + step_lo - 1u, live_lo);
+    let c_hi = select(0u, base + step_hi - 1u, live_hi);
+    let t_lo = select(0.0, f.x * load_x(c_lo), live_lo);
+    let t_hi = select(0.0, f.y * load_x(c_hi), live_hi);
+    return t_lo + t_hi;
+}
+
+// Sum of the live entries of one decoded group whose first kept entry follows column base - 1
+// (base = the row's column count before this group).
+fn group_dot(vals: vec4<u32>, d: Decoded, base: u32) -> f32 {
+    let b4 = base + (d.low >> 24u);
+    var s = pair_terms(vals.x, 0u, d.kept, base, d.low & 0xffu, (d.low >> 8u) & 0xffu);
+    s += pair_terms(vals.y, 2u, d.kept, base, (d.low >> 16u) & 0xffu, d.low >> 24u);
+    s += pair_terms(vals.z, 4u, d.kept, b4, d.high & 0xffu, (d.high >> 8u) & 0xffu);
+    s += pair_terms(vals.w, 6u, d.kept, b4, (d.high >> 16u) & 0xffu, d.high >> 24u);
+    return s;
+}
+
+// Entries of group g (entries 8g..8g+8) that lie in the row's entries s..e, as lo..hi within
+// 0..8 (lo >= hi, so nothing counts, for a group outside the row).
+fn group_lo(g: u32, s: u32) -> u32 {
+    let first = g * 8u;
+    return min(max(s, first) - first, 8u);
+}
+
+fn group_hi(g: u32, e: u32) -> u32 {
+    let first = g * 8u;
+    return min(max(e, first) - first, 8u);
+}
+
+// ---- Four groups per invocation ------------------------------------------------------------
+//
+// Both MACKO kernels give each invocation the groups g0 + u * lanes + lane, u in 0..4, per step
+// (every load instruction of the subgroup or workgroup is contiguous), issue all 8 loads before
+// using any, and scan the 4 groups' column steps at once: a group's total is at most
+// 8 * 16 = 128 and a scan over at most 128 invocations at most 16384, so the 4 totals travel as
+// the 16-bit halves of a vec2<u32> and one scan and one sum serve all 4.
+
+struct Four {
+    v0: vec4<u32>,
+    v1: vec4<u32>,
+    v2: vec4<u32>,
+    v3: vec4<u32>,
+    d0: Decoded,
+    d1: Decoded,
+    d2: Decoded,
+    d3: Decoded,
+}
+
+// One loaded group: its values and its decoded codes.
+struct Group {
+    vals: vec4<u32>,
+    d: Decoded,
+}
+
+// Group g of a row whose entries are s..e and whose groups end at gend, decoded as far as it
+// belongs to the row. Invocations past the row read the row's last group again (a cached,
+// in-bounds read) and keep no entry of it.
+fn load_partial(g: u32, gend: u32, s: u32, e: u32) -> Group {
+    let gi = min(g, gend - 1u);
+    return Group(values[gi], decode_group(codes[gi], group_lo(g, s), group_hi(g, e)));
+}
+
+// The 4 groups of an invocation in a step that may touch the row's first or last group.
+fn load_four(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32) -> Four {
+    let a = load_partial(g0 + lane, gend, s, e);
+    let b = load_partial(g0 + lanes + lane, gend, s, e);
+    let c = load_partial(g0 + 2u * lanes + lane, gend, s, e);
+    let d = load_partial(g0 + 3u * lanes + lane, gend, s, e);
+    return Four(a.vals, b.vals, c.vals, d.vals, a.d, b.d, c.d, d.d);
+}
+
+// The 4 groups of an invocation in a step whose groups all lie wholly inside the row: no
+// clamping, and the constant lo = 0, hi = 8 lets the compiler drop every row test.
+fn load_four_inside(g0: u32, lane: u32, lanes: u32) -> Four {
+    let g = g0 + lane;
+    var f: Four;
+    f.v0 = values[g];
+    f.v1 = values[g + lanes];
+    f.v2 = values[g + 2u * lanes];
+    f.v3 = values[g + 3u * lanes];
+    f.d0 = decode_group(codes[g], 0u, 8u);
+    f.d1 = decode_group(codes[g + lanes], 0u, 8u);
+    f.d2 = decode_group(codes[g + 2u * lanes], 0u, 8u);
+    f.d3 = decode_group(codes[g + 3u * lanes], 0u, 8u);
+    return f;
+}
+
+// Whether the step starting at group g0 (4 * lanes groups) lies wholly inside entries s..e.
+fn step_inside(g0: u32, lanes: u32, s: u32, e: u32) -> bool {
+    return g0 * 8u >= s && (g0 + 4u * lanes) * 8u <= e;
+}
+
+// The 4 column-step totals, packed as 16-bit halves.
+fn four_totals(f: Four) -> vec2<u32> {
+    return vec2<u32>(f.d0.total | (f.d1.total << 16u), f.d2.total | (f.d3.total << 16u));
+}
+
+// Sum of the 4 packed totals of a whole step.
+fn step_total(all: vec2<u32>) -> u32 {
+    return (all.x & 0xffffu) + (all.x >> 16u) + (all.y & 0xffffu) + (all.y >> 16u);
+}
+
+// The 4 groups' products, given the row's column count before the step, the exclusive scan of
+// the packed totals (`before`) and their sum over the step (`all`).
+fn four_dot(f: Four, column: u32, before: vec2<u32>, all: vec2<u32>) -> f32 {
+    let t0 = all.x & 0xffffu;
+    let t1 = all.x >> 16u;
+    let t2 = all.y & 0xffffu;
+    var acc = group_dot(f.v0, f.d0, column + (before.x & 0xffffu));
+    acc += group_dot(f.v1, f.d1, column + t0 + (before.x >> 16u));
+    acc += group_dot(f.v2, f.d2, column + t0 + t1 + (before.y & 0xffffu));
+    acc += group_dot(f.v3, f.d3, column + t0 + t1 + t2 + (before.y >> 16u));
+    return acc;
+}
+
