@@ -1,4 +1,5 @@
-// Streaming read: the ceiling every product is compared against (Backend::stream_read).
+// Streaming read: the ceiling every product is compared against (Backend::stream_read); and
+// spin_wait, which holds the stream while the host queues the products a measurement times.
 //
 // Reads n 16-byte words once, grid-stride over a persistent grid with STREAM_CHUNKS loads in
 // flight per thread, the same streaming (evict-first) loads as the matrix kernels, and folds them
@@ -40,4 +41,16 @@ extern "C" __global__ void __launch_bounds__(STREAM_BLOCK)
         for (unsigned k = 0; k < (blockDim.x >> 5); ++k) total += partial[k];
         out[blockIdx.x] = total;
     }
+}
+
+// Holds the stream for `ns` nanoseconds of the GPU's global timer (one thread). Queued before a
+// timed sequence, it lets the host queue every product and event of the sequence before the GPU
+// reaches the first, so small products run back to back and their events measure GPU time, not
+// the host's launch rate.
+extern "C" __global__ void __launch_bounds__(32) spin_wait(unsigned long long ns) {
+    unsigned long long start, now;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
 }

@@ -114,6 +114,7 @@ pub(crate) struct Kernels {
     dense_aligned: ByOutput,
     dense_any: ByOutput,
     stream_read: CudaFunction,
+    spin_wait: CudaFunction,
     ctx: Arc<CudaContext>,
     sms: u32,
     /// Dynamic shared memory a staging kernel may use per block.
@@ -200,9 +201,11 @@ impl Kernels {
             load_file(ctx, &nvrtc::DENSE, &arch, &defines)?,
             nvrtc::DENSE.file,
         )?;
-        let stream_read = load_file(ctx, &nvrtc::STREAM, &arch, &defines)?
-            .pop()
-            .ok_or_else(|| internal("kernels/stream.cu has no entry"))?;
+        let mut timing = load_file(ctx, &nvrtc::STREAM, &arch, &defines)?;
+        let (spin_wait, stream_read) = match (timing.pop(), timing.pop()) {
+            (Some(spin), Some(read)) => (spin, read),
+            _ => return Err(internal("kernels/stream.cu should have 2 entries")),
+        };
         let smem_limit = allow_large_smem(&macko_xs, props.smem_per_block_optin)?
             .min(allow_large_smem(&csr_xs, props.smem_per_block_optin)?);
         Ok(Self {
@@ -213,6 +216,7 @@ impl Kernels {
             dense_aligned,
             dense_any,
             stream_read,
+            spin_wait,
             ctx: ctx.clone(),
             sms: props.sms,
             smem_limit,
@@ -356,6 +360,22 @@ impl Kernels {
             VectorData::F16(y) => dense_into(stream, pair.pick(Precision::F16), m, x, y.buf_mut()),
             VectorData::F32(y) => dense_into(stream, pair.pick(Precision::F32), m, x, y.buf_mut()),
         }
+    }
+
+    /// Queues a one-thread kernel that holds the stream for `ns` nanoseconds (see
+    /// kernels/stream.cu, `spin_wait`).
+    pub fn spin_wait(&self, stream: &CudaStream, ns: u64) -> Result<()> {
+        let mut args = stream.launch_builder(&self.spin_wait);
+        args.arg(&ns);
+        let cfg = LaunchConfig {
+            grid_dim: (1, 1, 1),
+            block_dim: (1, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: matches `spin_wait(unsigned long long)`; the kernel touches no memory.
+        unsafe { args.launch(cfg) }
+            .map(|_| ())
+            .map_err(|e| cuda_error("launching the spin-wait kernel", e))
     }
 
     /// Grid of the streaming-read kernel: every block resident once.

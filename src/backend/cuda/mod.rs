@@ -256,9 +256,14 @@ impl Backend for CudaBackend {
         }
         let x = downcast::<CudaVector>(x, BackendKind::Cuda, "x")?;
         let y = downcast_mut::<CudaVector>(y, BackendKind::Cuda, "y")?;
-        timing::time_queued(&self.gpu.ctx, self.stream(), warmup, iters, |i| {
-            self.product(matrices[i % matrices.len()], x, y)
-        })
+        timing::time_queued(
+            &self.gpu.ctx,
+            self.stream(),
+            warmup,
+            iters,
+            |ns| self.kernels.spin_wait(self.stream(), ns),
+            |i| self.product(matrices[i % matrices.len()], x, y),
+        )
     }
 
     fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
@@ -266,17 +271,20 @@ impl Backend for CudaBackend {
         let copies = timing::stream_copies(bytes, self.gpu.props.l2_bytes);
         let mut bufs = timing::StreamBuffers::new(self.stream(), bytes, copies, grid)?;
         let words = bufs.words;
-        let times = timing::time_queued(&self.gpu.ctx, self.stream(), warmup, iters, |i| {
-            let n = bufs.copies.len();
-            let (copies, out) = (&bufs.copies, &mut bufs.out);
-            self.kernels.stream_read(
-                self.stream(),
-                copies[i % n].buf(),
-                words,
-                out.buf_mut(),
-                grid,
-            )
-        })?;
+        let times = timing::time_queued(
+            &self.gpu.ctx,
+            self.stream(),
+            warmup,
+            iters,
+            |ns| self.kernels.spin_wait(self.stream(), ns),
+            |i| {
+                let n = bufs.copies.len();
+                let (copies, out) = (&bufs.copies, &mut bufs.out);
+                let copy = copies[i % n].buf();
+                self.kernels
+                    .stream_read(self.stream(), copy, words, out.buf_mut(), grid)
+            },
+        )?;
         Ok(Some(times))
     }
 
@@ -329,6 +337,13 @@ mod tests {
             assert_eq!(launch::x_smem_bytes(cols), 4 * floats);
         }
         assert!(launch::x_smem_bytes(12288) < 64 << 10);
+    }
+
+    #[test]
+    fn the_stream_is_held_long_enough_to_queue_but_bounded() {
+        assert_eq!(timing::hold_ns(0), 100_000);
+        assert!(timing::hold_ns(100) >= 100 * 10_000);
+        assert_eq!(timing::hold_ns(usize::MAX), 200_000_000);
     }
 
     #[test]

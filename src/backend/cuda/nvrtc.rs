@@ -75,11 +75,11 @@ pub const DENSE: KernelSource = KernelSource {
     ],
 };
 
-/// The streaming-read ceiling.
+/// The streaming-read ceiling, and the spin that holds the stream during timing.
 pub const STREAM: KernelSource = KernelSource {
     file: "stream.cu",
     source: include_str!("../../../kernels/stream.cu"),
-    entries: &["stream_read"],
+    entries: &["stream_read", "spin_wait"],
 };
 
 /// Every kernel file.

@@ -1,8 +1,11 @@
 //! Timing with CUDA events: every product of a measurement is queued between its own pair of
 //! timing-enabled events (cudarc creates events with timing disabled unless asked), all of them
-//! on the one stream before a single synchronisation; the elapsed times are read afterwards. So
-//! the host's launch overhead overlaps the GPU's work, as it does in real use, and each figure is
-//! the GPU time of one product.
+//! on the one stream before a single synchronisation; the elapsed times are read afterwards.
+//!
+//! A product shorter than the host's launch time would otherwise be timed with the GPU idle
+//! between its start event and its kernel, waiting for the host: so a spin kernel first holds
+//! the stream for longer than the host needs to queue the whole sequence, after which the
+//! products run back to back and each event pair brackets GPU time only.
 
 use std::sync::Arc;
 
@@ -26,18 +29,37 @@ pub(crate) fn event_pairs(ctx: &Arc<CudaContext>, n: usize) -> Result<Vec<(CudaE
     (0..n).map(|_| Ok((timed()?, timed()?))).collect()
 }
 
-/// Queues `warmup` untimed runs of `run(i)`, then `iters` runs each between its own event pair,
-/// waits once, and returns the seconds of each timed run.
+/// Host time allowed for queueing one timed product and its two events, generously: cudarc's
+/// launch path costs a few microseconds.
+const QUEUE_NS_PER_RUN: u64 = 20_000;
+/// The longest the stream is held before a timed sequence.
+const MAX_HOLD_NS: u64 = 200_000_000;
+
+/// How long to hold the stream so that the host can queue `iters` timed runs first.
+pub(crate) fn hold_ns(iters: usize) -> u64 {
+    (iters as u64)
+        .saturating_mul(QUEUE_NS_PER_RUN)
+        .saturating_add(100_000)
+        .min(MAX_HOLD_NS)
+}
+
+/// Queues `warmup` untimed runs of `run(i)`, then holds the stream with `hold(ns)` while it
+/// queues `iters` runs each between its own event pair, waits once, and returns the seconds of
+/// each timed run.
 pub(crate) fn time_queued(
     ctx: &Arc<CudaContext>,
     stream: &Arc<CudaStream>,
     warmup: usize,
     iters: usize,
+    hold: impl FnOnce(u64) -> Result<()>,
     mut run: impl FnMut(usize) -> Result<()>,
 ) -> Result<Vec<f64>> {
     let events = event_pairs(ctx, iters)?;
     for i in 0..warmup {
         run(i)?;
+    }
+    if iters > 0 {
+        hold(hold_ns(iters))?;
     }
     for (i, (start, end)) in events.iter().enumerate() {
         start
