@@ -54,11 +54,141 @@ fn write_entries(
     k
 }
 
-fn dense_nonzeros(row: &[f16]) -> impl Iterator<Item = (usize, f16)> + '_ {
-    row.iter()
-        .enumerate()
-        .filter(|(_, v)| !is_zero(**v))
-        .map(|(c, v)| (c, *v))
+// Dense rows are scanned 64 elements at a time. A per-element filter (`if !is_zero(v)`)
+// mispredicts about half the time at density 0.5, which alone held the first encoder to about
+// 0.4 GB/s. Instead each block of 64 elements becomes a bit mask of its non-zeros with
+// branch-free code that the compiler vectorises, and only the set bits are visited
+// (`trailing_zeros`). The per-non-zero work is then branch-free for counting and has one
+// well-predicted branch (a gap of 16 or more) for writing.
+
+/// Elements per mask: one bit each in a u64.
+const BLOCK: usize = 64;
+
+/// Bit i set where `block[i]` is not zero (±0.0 are zero, NaN is not; see [`is_zero`]).
+#[inline]
+fn nonzero_mask(block: &[f16; BLOCK]) -> u64 {
+    // One byte (0 or 1) per element: a plain compare loop, which vectorises.
+    let mut flags = [0u8; BLOCK];
+    for (flag, v) in flags.iter_mut().zip(block) {
+        *flag = u8::from(v.to_bits() & 0x7fff != 0);
+    }
+    // Eight bytes to eight bits: multiplying by Σ 2^(7j+7) moves byte i's low bit to bit 56 + i
+    // with no carries from the other partial products (their exponents are distinct and < 56).
+    let mut mask = 0u64;
+    for (j, group) in flags.chunks_exact(8).enumerate() {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(group);
+        let gathered = u64::from_le_bytes(bytes).wrapping_mul(0x0102_0408_1020_4080) >> 56;
+        mask |= gathered << (8 * j);
+    }
+    mask
+}
+
+/// The non-zero masks of a dense row, block by block, as `(column of bit 0, mask)`; the last
+/// partial block is read through a zero-padded copy (zeros produce nothing).
+struct Masks<'a> {
+    blocks: std::slice::ChunksExact<'a, f16>,
+    tail: &'a [f16],
+    base: usize,
+}
+
+fn masks(row: &[f16]) -> Masks<'_> {
+    let blocks = row.chunks_exact(BLOCK);
+    Masks {
+        tail: blocks.remainder(),
+        blocks,
+        base: 0,
+    }
+}
+
+impl Iterator for Masks<'_> {
+    type Item = (usize, u64);
+
+    #[inline]
+    fn next(&mut self) -> Option<(usize, u64)> {
+        let base = self.base;
+        self.base += BLOCK;
+        if let Some(block) = self.blocks.next() {
+            let block = <&[f16; BLOCK]>::try_from(block).ok()?;
+            return Some((base, nonzero_mask(block)));
+        }
+        if self.tail.is_empty() {
+            return None;
+        }
+        let mut block = [f16::ZERO; BLOCK];
+        block[..self.tail.len()].copy_from_slice(self.tail);
+        self.tail = &[];
+        Some((base, nonzero_mask(&block)))
+    }
+}
+
+/// Whether a block may need padding entries: a gap of 16 or more zeros before one of its
+/// non-zeros, either before its first one (counting from `next`, the column after the row's
+/// previous entry) or between two of its own.
+#[inline]
+fn block_needs_padding(base: usize, mask: u64, next: usize) -> bool {
+    let first = base + mask.trailing_zeros() as usize;
+    // Bit i of `run` is set when the block's bits i to i + 15 are all zero. A run reaching the
+    // top of the block is cut there (the shifts bring in ones of `mask`, i.e. zeros of
+    // `zeros`): it only matters if a later block has a non-zero, where `first - next` sees it.
+    let zeros = !mask;
+    let mut run = zeros & (zeros >> 1);
+    run &= run >> 2;
+    run &= run >> 4;
+    run &= run >> 8;
+    first - next >= 16 || run != 0 && run.trailing_zeros() < 63 - mask.leading_zeros()
+}
+
+/// Entries (padding included) that the canonical encoding of a dense row produces: each
+/// non-zero after a gap of g zeros costs 1 + ⌊g/16⌋. Blocks without long gaps cost one
+/// popcount.
+#[inline]
+fn count_dense_row(row: &[f16]) -> u64 {
+    let mut next = 0usize;
+    let mut count = 0u64;
+    for (base, mut mask) in masks(row) {
+        if mask == 0 {
+            continue;
+        }
+        if !block_needs_padding(base, mask, next) {
+            count += u64::from(mask.count_ones());
+            next = base + BLOCK - mask.leading_zeros() as usize;
+            continue;
+        }
+        while mask != 0 {
+            let c = base + mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            count += 1 + ((c - next) / 16) as u64;
+            next = c + 1;
+        }
+    }
+    count
+}
+
+/// Writes the canonical entries of a dense row (one code per byte, packed later); returns how
+/// many were written. The slices must hold [`count_dense_row`] entries.
+#[inline]
+fn write_dense_row(row: &[f16], values: &mut [f16], codes: &mut [u8]) -> usize {
+    let mut next = 0usize;
+    let mut k = 0usize;
+    for (base, mut mask) in masks(row) {
+        while mask != 0 {
+            let c = base + mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            let mut gap = c - next;
+            while gap >= 16 {
+                values[k] = f16::ZERO;
+                codes[k] = MAX_CODE;
+                k += 1;
+                gap -= 16;
+            }
+            values[k] = row[c];
+            codes[k] = gap as u8;
+            k += 1;
+            next = c + 1;
+        }
+    }
+    k
 }
 
 /// Row pointers from per-row entry counts, refusing a total whose padding exceeds u32.
@@ -88,24 +218,63 @@ fn pack_codes(unpacked: &[u8]) -> Vec<u8> {
     packed
 }
 
-/// Splits `values` and `codes` into one pair of slices per task of [`ROWS_PER_TASK`] rows.
+/// One parallel task of [`MackoMatrix::from_dense`]: its first row, and the parts of the output
+/// that only it writes.
+struct Task<'a> {
+    first_row: usize,
+    /// Global index of the task's first entry.
+    start: usize,
+    /// Its entries' values.
+    values: &'a mut [f16],
+    /// The packed code bytes that hold only its codes: bytes ⌈start/2⌉ .. ⌈end/2⌉. When `start`
+    /// is odd, its first code shares byte ⌊start/2⌋ with the previous task's last code and is
+    /// returned to the caller instead (see [`pack_into`]).
+    codes: &'a mut [u8],
+}
+
+/// Splits the output arrays into one [`Task`] per [`ROWS_PER_TASK`] rows.
 fn split_by_tasks<'a>(
     row_ptr: &[u32],
     mut values: &'a mut [f16],
     mut codes: &'a mut [u8],
-) -> Vec<(usize, &'a mut [f16], &'a mut [u8])> {
+) -> Vec<Task<'a>> {
     let rows = row_ptr.len() - 1;
-    let mut parts = Vec::with_capacity(rows.div_ceil(ROWS_PER_TASK));
-    for first in (0..rows).step_by(ROWS_PER_TASK) {
-        let last = (first + ROWS_PER_TASK).min(rows);
-        let len = (row_ptr[last] - row_ptr[first]) as usize;
-        let (v, v_rest) = std::mem::take(&mut values).split_at_mut(len);
-        let (c, c_rest) = std::mem::take(&mut codes).split_at_mut(len);
+    let mut tasks = Vec::with_capacity(rows.div_ceil(ROWS_PER_TASK));
+    for first_row in (0..rows).step_by(ROWS_PER_TASK) {
+        let last = (first_row + ROWS_PER_TASK).min(rows);
+        let (start, end) = (row_ptr[first_row] as usize, row_ptr[last] as usize);
+        let (v, v_rest) = std::mem::take(&mut values).split_at_mut(end - start);
+        let code_bytes = end.div_ceil(2) - start.div_ceil(2);
+        let (c, c_rest) = std::mem::take(&mut codes).split_at_mut(code_bytes);
         values = v_rest;
         codes = c_rest;
-        parts.push((first, v, c));
+        tasks.push(Task {
+            first_row,
+            start,
+            values: v,
+            codes: c,
+        });
     }
-    parts
+    tasks
+}
+
+/// Packs a task's codes (one per byte, for global entries `start..`) into its bytes; returns
+/// the code that belongs in the high nibble of byte `start / 2` when `start` is odd.
+fn pack_into(start: usize, unpacked: &[u8], packed: &mut [u8]) -> Option<(usize, u8)> {
+    let (orphan, rest) = match (start % 2, unpacked.split_first()) {
+        (1, Some((&first, rest))) => (Some((start / 2, first)), rest),
+        _ => (None, unpacked),
+    };
+    for (byte, pair) in packed.iter_mut().zip(rest.chunks_exact(2)) {
+        *byte = pair[0] | (pair[1] << 4);
+    }
+    if rest.len() % 2 == 1 {
+        // An odd count leaves a last code alone in the low nibble of the task's last byte.
+        if let (Some(byte), Some(&code)) = (packed.get_mut(rest.len() / 2), rest.last()) {
+            *byte = code;
+        }
+    }
+    orphan
 }
 
 impl MackoMatrix {
@@ -128,24 +297,33 @@ impl MackoMatrix {
         let counts: Vec<u64> = (0..rows)
             .into_par_iter()
             .with_min_len(ROWS_PER_TASK)
-            .map(|r| count_entries(dense_nonzeros(row(r)).map(|(c, _)| c)))
+            .map(|r| count_dense_row(row(r)))
             .collect();
         let row_ptr = row_ptr_from_counts(&counts)?;
         let entries = row_ptr[rows] as u64;
         let padded = padded_len(entries)?;
         let mut values = vec![f16::ZERO; padded];
-        let mut unpacked = vec![0u8; padded];
-        split_by_tasks(&row_ptr, &mut values, &mut unpacked)
+        let mut codes = vec![0u8; padded / 2];
+        // Codes are written one per byte into a small per-task buffer (it stays in cache) and
+        // packed straight into `codes`: no matrix-sized unpacked array, no separate pass.
+        let orphans: Vec<Option<(usize, u8)>> = split_by_tasks(&row_ptr, &mut values, &mut codes)
             .into_par_iter()
-            .for_each(|(first, mut v, mut c)| {
-                let last = (first + ROWS_PER_TASK).min(rows);
-                for r in first..last {
-                    let n = write_entries(dense_nonzeros(row(r)), v, c);
+            .map_init(Vec::new, |unpacked: &mut Vec<u8>, task| {
+                let last = (task.first_row + ROWS_PER_TASK).min(rows);
+                unpacked.clear();
+                unpacked.resize(task.values.len(), 0);
+                let (mut v, mut c) = (task.values, unpacked.as_mut_slice());
+                for r in task.first_row..last {
+                    let n = write_dense_row(row(r), v, c);
                     v = &mut std::mem::take(&mut v)[n..];
                     c = &mut std::mem::take(&mut c)[n..];
                 }
-            });
-        let codes = pack_codes(&unpacked);
+                pack_into(task.start, unpacked, task.codes)
+            })
+            .collect();
+        for (byte, code) in orphans.into_iter().flatten() {
+            codes[byte] |= code << 4;
+        }
         Ok(Self::from_trusted(rows, cols, row_ptr, values, codes))
     }
 

@@ -97,6 +97,53 @@ fn entries_by_formula(d: &DenseMatrix) -> usize {
         .sum()
 }
 
+/// FORMAT.md's canonical encoding, transcribed literally (one element at a time with a counter
+/// z of skipped columns, then the entries after a row's last non-zero dropped): an oracle that
+/// shares no code with the library's encoder. Returns row_ptr, values and one code per entry.
+fn naive_encode(d: &DenseMatrix) -> (Vec<u32>, Vec<u16>, Vec<u8>) {
+    let (mut row_ptr, mut values, mut codes) = (vec![0u32], Vec::new(), Vec::new());
+    for r in 0..d.rows() {
+        let mut entries: Vec<(u16, u8, bool)> = Vec::new(); // (bits, code, is a real non-zero)
+        let mut z = 0u8;
+        for v in d.row(r) {
+            let zero = *v == f16::ZERO; // IEEE comparison: true for ±0.0, false for NaN
+            if !zero || z == 15 {
+                entries.push((if zero { 0 } else { v.to_bits() }, z, !zero));
+                z = 0;
+            } else {
+                z += 1;
+            }
+        }
+        while entries.last().is_some_and(|e| !e.2) {
+            entries.pop();
+        }
+        values.extend(entries.iter().map(|e| e.0));
+        codes.extend(entries.iter().map(|e| e.1));
+        row_ptr.push(values.len() as u32);
+    }
+    (row_ptr, values, codes)
+}
+
+fn assert_matches_naive(m: &MackoMatrix, d: &DenseMatrix) {
+    let (row_ptr, values, codes) = naive_encode(d);
+    assert_eq!(
+        m.row_ptr(),
+        row_ptr.as_slice(),
+        "row_ptr differs from the literal scan"
+    );
+    let n = m.entries();
+    assert_eq!(&bits(m.values())[..n], values.as_slice(), "values");
+    assert!(
+        m.values()[n..].iter().all(|v| v.to_bits() == 0),
+        "tail values"
+    );
+    let ours: Vec<u8> = (0..m.padded_entries())
+        .map(|i| macko_format::code_at(m.codes(), i))
+        .collect();
+    assert_eq!(&ours[..n], codes.as_slice(), "codes");
+    assert!(ours[n..].iter().all(|&c| c == 0), "tail codes");
+}
+
 /// Bit-exact equality (derived `PartialEq` would call NaN unequal to itself).
 fn assert_same_macko(a: &MackoMatrix, b: &MackoMatrix, what: &str) {
     assert_eq!((a.rows(), a.cols()), (b.rows(), b.cols()), "{what}: shape");
@@ -140,6 +187,9 @@ proptest! {
     ) {
         let dense = generate(rows, cols, density, gaps, seed);
         let m = MackoMatrix::from_dense(&dense).unwrap();
+
+        // The literal scan of FORMAT.md gives the same arrays.
+        assert_matches_naive(&m, &dense);
 
         // Entry count and padded length follow the formulas.
         prop_assert_eq!(m.entries(), entries_by_formula(&dense));
@@ -233,6 +283,31 @@ fn gap_lengths_around_the_padding_thresholds() {
         );
         assert_eq!(m.to_dense().unwrap(), d);
     }
+}
+
+#[test]
+fn every_pair_of_columns_across_block_boundaries() {
+    // The encoder scans rows in blocks of 64 columns; gaps that start or end on either side of
+    // a block boundary (and of the partial last block) are where a fast path could go wrong.
+    // One row per pair of non-zero columns (a, b), plus one row per single non-zero.
+    let cols = 200;
+    let mut rows: Vec<Vec<f16>> = Vec::new();
+    for a in 0..cols {
+        let mut single = vec![f16::ZERO; cols];
+        single[a] = h(1.0);
+        rows.push(single);
+        for b in a + 1..cols {
+            let mut row = vec![f16::ZERO; cols];
+            row[a] = h(1.0);
+            row[b] = h(-2.0);
+            rows.push(row);
+        }
+    }
+    let n = rows.len();
+    let d = DenseMatrix::new(n, cols, rows.concat()).unwrap();
+    let m = MackoMatrix::from_dense(&d).unwrap();
+    assert_matches_naive(&m, &d);
+    assert_eq!(m.to_dense().unwrap(), d);
 }
 
 #[test]
