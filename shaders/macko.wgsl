@@ -10,6 +10,38 @@
 // Entry codes: 8 nibbles per u32, at the same index as their values.
 @group(0) @binding(3) var<storage, read> codes: array<u32>;
 
+// Where x is gathered from. With X_SHARED (pipeline constants, set by the backend when x fits),
+// every workgroup first copies x (f16 pairs, X_WORDS words >= (cols + 1) / 2) into workgroup
+// memory and gathers from there: the 8 columns a lane needs per group are spread over the row,
+// and workgroup memory serves such scattered reads far faster than the L1 cache. Otherwise x
+// is gathered from its f32 copy in memory.
+override X_SHARED: bool = false;
+override X_WORDS: u32 = 1u;
+var<workgroup> xs: array<u32, X_WORDS>;
+
+fn x_at(c: u32) -> f32 {
+    if X_SHARED {
+        return unpack2x16float(xs[c >> 1u] >> ((c & 1u) * 16u)).x;
+    }
+    return load_x(c);
+}
+
+// Copies x into workgroup memory (with X_SHARED), 16 bytes per load; every invocation of the
+// workgroup calls it once, at the start, in uniform control flow (it ends with a barrier).
+fn stage_x(t: u32, invocations: u32) {
+    if X_SHARED {
+        let words = (params.cols + 1u) / 2u;
+        for (var i = t; 4u * i < words; i += invocations) {
+            let v = x[i];
+            xs[4u * i] = v.x;
+            xs[4u * i + 1u] = v.y;
+            xs[4u * i + 2u] = v.z;
+            xs[4u * i + 3u] = v.w;
+        }
+    }
+    workgroupBarrier();
+}
+
 // // A group is 8 entries: one vec4<u32> of values (entry 2k in the low half of component k,
 // entry 2k+1 in the high half) and one u32 of codes (entry j in bits 4j..4j+3).
 
@@ -70,8 +102,8 @@ fn pair_terms(v: u32, j: u32, kept: u32, base: u32, step_lo: u32, step_hi: u32) 
     let live_hi = ((kept >> (j + 1u)) & 1u) == 1u && f.y != 0.0;
     let c_lo = select(0u, base + step_lo - 1u, live_lo);
     let c_hi = select(0u, base + step_hi - 1u, live_hi);
-    let t_lo = select(0.0, f.x * load_x(c_lo), live_lo);
-    let t_hi = select(0.0, f.y * load_x(c_hi), live_hi);
+    let t_lo = select(0.0, f.x * x_at(c_lo), live_lo);
+    let t_hi = select(0.0, f.y * x_at(c_hi), live_hi);
     return t_lo + t_hi;
 }
 

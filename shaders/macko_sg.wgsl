@@ -5,6 +5,9 @@
 // subgroups, and whether subgroups are full or not. A lane's index and the number of lanes are
 // counted by the subgroup itself (an exclusive scan and a sum of 1), never assumed.
 //
+// A workgroup first stages x in workgroup memory where it fits (X_SHARED, see macko.wgsl); the
+// backend then dispatches a bounded number of workgroups that each work through many rows.
+//
 // Within a row, each lane takes 4 groups of 8 entries per step (see macko.wgsl); the column
 // where each group starts is the running column of the row plus an exclusive scan of the
 // groups' column steps across the subgroup (subgroupExclusiveAdd), and the running column moves
@@ -54,7 +57,8 @@ fn row_dot(row: u32, lane: u32, lanes: u32) -> f32 {
 }
 
 @compute @workgroup_size(WORKGROUP)
-fn main() {
+fn main(@builtin(local_invocation_index) t: u32) {
+    stage_x(t, WORKGROUP);
     let lane = subgroupExclusiveAdd(1u);
     let lanes = subgroupAdd(1u);
     // The next row is claimed before the current one is computed, so the counter's latency

@@ -65,29 +65,46 @@ fn capabilities_for(name: &str) -> Capabilities {
 
 const BASE: Capabilities = Capabilities::SHADER_FLOAT16_IN_FLOAT32;
 
-/// Parses and validates `source`, then resolves the pipeline constant `Y_F16` both ways, as
-/// the backend does when it builds the f16-output and f32-output pipelines.
+/// Parses and validates `source`, then resolves its pipeline constants in every combination
+/// the backend builds (f16 or f32 y; for MACKO, x from memory or from workgroup memory).
 fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
     let module = naga::front::wgsl::parse_str(source)
         .map_err(|e| format!("{name}: parse error:\n{}", e.emit_to_string(source)))?;
     let info = Validator::new(ValidationFlags::all(), caps)
         .validate(&module)
         .map_err(|e| format!("{name}: invalid:\n{}", e.emit_to_string(source)))?;
-    let uses_y_f16 = module
-        .overrides
-        .iter()
-        .any(|(_, o)| o.name.as_deref() == Some("Y_F16"));
-    if uses_y_f16 {
-        for value in [0.0, 1.0] {
-            let mut constants = naga::back::PipelineConstants::default();
-            constants.insert("Y_F16".to_string(), value);
-            naga::back::pipeline_constants::process_overrides(
-                &module,
-                &info,
-                Some((naga::ShaderStage::Compute, "main")),
-                &constants,
-            )
-            .map_err(|e| format!("{name}: Y_F16 = {value}: {e}"))?;
+    let has = |name: &str| {
+        module
+            .overrides
+            .iter()
+            .any(|(_, o)| o.name.as_deref() == Some(name))
+    };
+    // The pipeline constants the backend sets: Y_F16 both ways, and for MACKO, x gathered from
+    // memory or staged in 2048 words of workgroup memory.
+    let x_modes: &[&[(&str, f64)]] = if has("X_SHARED") {
+        &[
+            &[("X_SHARED", 0.0)],
+            &[("X_SHARED", 1.0), ("X_WORDS", 2048.0)],
+        ]
+    } else {
+        &[&[]]
+    };
+    if has("Y_F16") {
+        for y_f16 in [0.0, 1.0] {
+            for x_mode in x_modes {
+                let mut constants = naga::back::PipelineConstants::default();
+                constants.insert("Y_F16".to_string(), y_f16);
+                for (k, v) in x_mode.iter() {
+                    constants.insert(k.to_string(), *v);
+                }
+                naga::back::pipeline_constants::process_overrides(
+                    &module,
+                    &info,
+                    Some((naga::ShaderStage::Compute, "main")),
+                    &constants,
+                )
+                .map_err(|e| format!("{name}: {constants:?}: {e}"))?;
+            }
         }
     }
     Ok(())

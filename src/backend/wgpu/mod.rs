@@ -33,6 +33,10 @@ use gpu::Gpu;
 use pipelines::{KernelPath, Pipelines};
 use products::{GpuMatrix, GpuVector, Pending};
 
+/// Environment variable that, set to `0`, makes the MACKO subgroup kernel gather x from memory
+/// even where x fits in workgroup memory (for comparisons and tests of that path).
+pub const ENV_X_IN_WORKGROUP: &str = "MACKO_WGPU_X_IN_WORKGROUP";
+
 /// Opens the wgpu device `opts` asks for.
 pub(crate) fn open(opts: &DeviceOptions) -> Result<Arc<dyn Backend>> {
     Ok(Arc::new(WgpuBackend::open(opts)?))
@@ -52,6 +56,9 @@ pub(crate) struct WgpuBackend {
     vector_limit: u64,
     /// The artificial cap, for `info`.
     binding_cap: Option<u64>,
+    /// Whether the MACKO subgroup kernel may stage x in workgroup memory (where it fits);
+    /// `MACKO_WGPU_X_IN_WORKGROUP=0` turns it off, to compare with gathering from memory.
+    x_in_workgroup: bool,
     /// Bound as the f32 copy of y when y is f32 (which has none): 16 bytes never written.
     no_wide_copy: wgpu::Buffer,
     pending: Mutex<Pending>,
@@ -103,7 +110,12 @@ impl WgpuBackend {
             wgpu::BufferUsages::STORAGE,
             "placeholder for the f32 copy of an f32 y",
         )?;
+        let x_in_workgroup = !matches!(
+            std::env::var(ENV_X_IN_WORKGROUP).as_deref().map(str::trim),
+            Ok("0" | "false" | "off" | "no")
+        );
         Ok(Self {
+            x_in_workgroup,
             no_wide_copy,
             matrix_limit: adapter_limit.min(cap) / 16 * 16,
             vector_limit: adapter_limit / 16 * 16,
@@ -164,7 +176,19 @@ impl WgpuBackend {
                 features.join(", ")
             },
         ));
-        p.push(("kernels".to_string(), self.path_reason.clone()));
+        let mut kernels = self.path_reason.clone();
+        if self.path == KernelPath::Subgroup {
+            kernels += if self.x_in_workgroup {
+                "; MACKO stages x in workgroup memory where it fits"
+            } else {
+                "; MACKO gathers x from memory (MACKO_WGPU_X_IN_WORKGROUP=0)"
+            };
+        }
+        p.push(("kernels".to_string(), kernels));
+        p.push((
+            "max_compute_workgroup_storage_size".to_string(),
+            bytes_text(l.max_compute_workgroup_storage_size as u64),
+        ));
         p.push(("timer".to_string(), self.timer().to_string()));
         p
     }

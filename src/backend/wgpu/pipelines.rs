@@ -157,6 +157,19 @@ fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
     }
 }
 
+/// What distinguishes two pipelines of one kernel: f16 or f32 y, and for the MACKO subgroup
+/// kernel the words of workgroup memory x is staged in (0: gathered from memory).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) struct PipelineKey {
+    pub kernel: Kernel,
+    pub y_f16: bool,
+    pub x_words: u32,
+}
+
+/// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
+/// widths share one pipeline.
+pub(super) const X_WORDS_GRANULE: u32 = 1024;
+
 /// Bind group layouts and pipeline layouts, made at open; pipelines, made on first use.
 pub(super) struct Pipelines {
     pub sparse: wgpu::BindGroupLayout,
@@ -167,7 +180,7 @@ pub(super) struct Pipelines {
     sparse_layout: wgpu::PipelineLayout,
     dense_layout: wgpu::PipelineLayout,
     stream_layout: wgpu::PipelineLayout,
-    built: Mutex<HashMap<(Kernel, bool), wgpu::ComputePipeline>>,
+    built: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
 }
 
 impl Pipelines {
@@ -219,25 +232,47 @@ impl Pipelines {
         })
     }
 
-    /// The pipeline of `kernel` writing y as f16 (`y_f16`) or f32, compiled on first use.
-    pub fn get(&self, gpu: &Gpu, kernel: Kernel, y_f16: bool) -> Result<wgpu::ComputePipeline> {
-        let key = (kernel, y_f16 && kernel.writes_y());
+    /// The pipeline of `key`, compiled on first use.
+    pub fn get(&self, gpu: &Gpu, key: PipelineKey) -> Result<wgpu::ComputePipeline> {
+        let key = PipelineKey {
+            y_f16: key.y_f16 && key.kernel.writes_y(),
+            x_words: if key.kernel == Kernel::MackoSubgroup {
+                key.x_words
+            } else {
+                0
+            },
+            ..key
+        };
         let mut built = lock(&self.built);
         if let Some(p) = built.get(&key) {
             return Ok(p.clone());
         }
+        let kernel = key.kernel;
         let layout = match kernel.layout() {
             MatrixLayout::Sparse => &self.sparse_layout,
             MatrixLayout::Dense => &self.dense_layout,
             MatrixLayout::Stream => &self.stream_layout,
         };
         let what = format!(
-            "compiling kernel {}{}",
+            "compiling kernel {}{}{}",
             kernel.name(),
-            if key.1 { " (f16 y)" } else { "" }
+            if key.y_f16 { " (f16 y)" } else { "" },
+            if key.x_words > 0 {
+                format!(" (x in {} words of workgroup memory)", key.x_words)
+            } else {
+                String::new()
+            }
         );
-        let y_f16_value = [("Y_F16", if key.1 { 1.0 } else { 0.0 })];
-        let constants: &[(&str, f64)] = if kernel.writes_y() { &y_f16_value } else { &[] };
+        let mut constants: Vec<(&str, f64)> = Vec::new();
+        if kernel.writes_y() {
+            constants.push(("Y_F16", if key.y_f16 { 1.0 } else { 0.0 }));
+        }
+        if matches!(kernel, Kernel::MackoSubgroup | Kernel::MackoWorkgroup) {
+            constants.push(("X_SHARED", if key.x_words > 0 { 1.0 } else { 0.0 }));
+            if key.x_words > 0 {
+                constants.push(("X_WORDS", key.x_words as f64));
+            }
+        }
         let pipeline = gpu.scoped(&what, 0, || {
             let module = gpu
                 .device
@@ -252,7 +287,7 @@ impl Pipelines {
                     module: &module,
                     entry_point: Some("main"),
                     compilation_options: wgpu::PipelineCompilationOptions {
-                        constants,
+                        constants: &constants,
                         zero_initialize_workgroup_memory: true,
                     },
                     cache: None,

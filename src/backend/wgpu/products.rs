@@ -22,12 +22,18 @@ use crate::backend::{BackendKind, HostVector, MatrixFormat, MatrixRef, Precision
 use crate::error::{Error, Result};
 
 use super::gpu::{backend_error, buffer_size, lock, round_up};
-use super::pipelines::{Kernel, DENSE_ROWS_PER_WORKGROUP};
+use super::pipelines::{Kernel, PipelineKey, DENSE_ROWS_PER_WORKGROUP, X_WORDS_GRANULE};
 use super::WgpuBackend;
 
 /// Products recorded into one command encoder before it is submitted without waiting (a later
 /// `synchronize` or download submits the rest and waits once).
 const MAX_PENDING_PRODUCTS: usize = 256;
+
+/// Rows per workgroup aimed at when x is staged in workgroup memory (the copy of x is then a
+/// small fraction of a workgroup's reads), and the most such workgroups dispatched (enough to
+/// fill the largest GPUs; more would only copy x and find no row left).
+const ROWS_PER_STAGED_WORKGROUP: u32 = 16;
+const MAX_STAGED_WORKGROUPS: u32 = 1024;
 
 /// What every matrix kernel reads from its uniform (MatrixParams in common.wgsl).
 #[repr(C)]
@@ -53,6 +59,7 @@ pub(super) struct Block {
 pub(super) struct GpuMatrix {
     pub format: MatrixFormat,
     pub rows: usize,
+    pub cols: usize,
     pub blocks: Vec<Block>,
     /// One row counter per block (sparse formats), zeroed before each product on the
     /// subgroup path.
@@ -279,6 +286,7 @@ impl WgpuBackend {
         Ok(GpuMatrix {
             format: MatrixFormat::Macko,
             rows: m.rows(),
+            cols: m.cols(),
             blocks,
             counters: Some(counters),
         })
@@ -313,6 +321,7 @@ impl WgpuBackend {
         Ok(GpuMatrix {
             format: MatrixFormat::Csr,
             rows: m.rows(),
+            cols: m.cols(),
             blocks,
             counters: Some(counters),
         })
@@ -361,6 +370,7 @@ impl WgpuBackend {
         Ok(GpuMatrix {
             format: MatrixFormat::Dense,
             rows,
+            cols,
             blocks,
             counters: None,
         })
@@ -469,14 +479,36 @@ impl WgpuBackend {
         })
     }
 
+    /// Words of workgroup memory the MACKO subgroup kernel stages x in for `cols` columns, or 0
+    /// where x does not fit (or staging is turned off): then x is gathered from memory.
+    fn x_words(&self, kernel: Kernel, cols: usize) -> u32 {
+        if kernel != Kernel::MackoSubgroup || !self.x_in_workgroup {
+            return 0;
+        }
+        let budget = (self.gpu.limits.max_compute_workgroup_storage_size / 4) as u64;
+        let words = round_up((cols as u64).div_ceil(2).max(1), X_WORDS_GRANULE as u64);
+        if words <= budget {
+            words as u32
+        } else {
+            0
+        }
+    }
+
     /// Workgroups to dispatch for a block of `rows` rows, as (x, y).
-    fn grid(&self, kernel: Kernel, rows: u32) -> (u32, u32) {
+    fn grid(&self, kernel: Kernel, rows: u32, x_words: u32) -> (u32, u32) {
         let max = self.gpu.limits.max_compute_workgroups_per_dimension.max(1);
         let grid_2d = |n: u32| {
             let x = n.clamp(1, max);
             (x, n.div_ceil(x).max(1))
         };
         match kernel {
+            // With x staged in workgroup memory, each workgroup pays for copying x, so a
+            // bounded number of them (enough to fill a large GPU) work through the rows.
+            Kernel::MackoSubgroup if x_words > 0 => (
+                rows.div_ceil(ROWS_PER_STAGED_WORKGROUP)
+                    .clamp(1, MAX_STAGED_WORKGROUPS.min(max)),
+                1,
+            ),
             // Rows are handed out by the counter: enough subgroups for every row to start at
             // once if the GPU can hold them (assuming the smallest subgroups, so the most of
             // them), capped by the dispatch limit; subgroups loop over rows beyond that.
@@ -505,9 +537,15 @@ impl WgpuBackend {
         timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<()> {
         let kernel = Kernel::for_product(a.format, self.path);
-        let pipeline = self
-            .pipelines
-            .get(&self.gpu, kernel, y.precision == Precision::F16)?;
+        let x_words = self.x_words(kernel, a.cols);
+        let pipeline = self.pipelines.get(
+            &self.gpu,
+            PipelineKey {
+                kernel,
+                y_f16: y.precision == Precision::F16,
+                x_words,
+            },
+        )?;
         let x_group = x
             .as_x
             .as_ref()
@@ -525,7 +563,7 @@ impl WgpuBackend {
         pass.set_bind_group(1, x_group, &[]);
         pass.set_bind_group(2, &y.as_y, &[]);
         for block in &a.blocks {
-            let (gx, gy) = self.grid(kernel, block.rows);
+            let (gx, gy) = self.grid(kernel, block.rows, x_words);
             pass.set_bind_group(0, &block.bind_group, &[]);
             pass.dispatch_workgroups(gx, gy, 1);
         }

@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::error::Result;
 
 use super::gpu::{buffer_size, round_up};
-use super::pipelines::{Kernel, STREAM_UNROLL, STREAM_WORKGROUP};
+use super::pipelines::{Kernel, PipelineKey, STREAM_UNROLL, STREAM_WORKGROUP};
 use super::products::{GpuMatrix, GpuVector};
 use super::WgpuBackend;
 
@@ -207,7 +207,14 @@ impl WgpuBackend {
             return Ok(vec![0.0; iters]);
         }
         let chunks = self.stream_chunks(round_up(bytes, 16))?;
-        let pipeline = self.pipelines.get(&self.gpu, Kernel::Stream, false)?;
+        let pipeline = self.pipelines.get(
+            &self.gpu,
+            PipelineKey {
+                kernel: Kernel::Stream,
+                y_f16: false,
+                x_words: 0,
+            },
+        )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
                       writes: Option<wgpu::ComputePassTimestampWrites<'_>>| {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
