@@ -265,7 +265,24 @@ fn pack_into(start: usize, unpacked: &[u8], packed: &mut [u8]) -> Option<(usize,
         (1, Some((&first, rest))) => (Some((start / 2, first)), rest),
         _ => (None, unpacked),
     };
-    for (byte, pair) in packed.iter_mut().zip(rest.chunks_exact(2)) {
+    // Eight codes (one per byte, each < 16) to four bytes at a time: OR-ing each byte with the
+    // next one's low nibble shifted up leaves the pairs in the even bytes, which two
+    // shift-and-mask steps then gather.
+    let mut out = packed.chunks_exact_mut(4);
+    let mut codes = rest.chunks_exact(8);
+    for (four, eight) in out.by_ref().zip(codes.by_ref()) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(eight);
+        let x = u64::from_le_bytes(word);
+        let pairs = (x | (x >> 4)) & 0x00ff_00ff_00ff_00ff;
+        let halves = (pairs | (pairs >> 8)) & 0x0000_ffff_0000_ffff;
+        let gathered = (halves | (halves >> 16)) as u32;
+        four.copy_from_slice(&gathered.to_le_bytes());
+    }
+    // The last fewer than eight codes, a pair at a time.
+    let done = rest.len() - codes.remainder().len();
+    let tail_bytes = packed.get_mut(done / 2..).unwrap_or_default();
+    for (byte, pair) in tail_bytes.iter_mut().zip(codes.remainder().chunks_exact(2)) {
         *byte = pair[0] | (pair[1] << 4);
     }
     if rest.len() % 2 == 1 {
