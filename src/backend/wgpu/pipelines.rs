@@ -125,6 +125,14 @@ impl Kernel {
         matches!(self, Kernel::MackoSubgroup | Kernel::CsrSubgroup)
     }
 
+    /// Whether the kernel relies on workgroup memory starting at zero (the streaming read's
+    /// atomic sum). The others write every word before reading it, and the staged x of the
+    /// MACKO subgroup kernel (up to 48 KiB) would otherwise be zeroed by every workgroup for
+    /// nothing; the small scan and sum arrays keep wgpu's zeroing.
+    fn needs_zeroed_workgroup_memory(self) -> bool {
+        self != Kernel::MackoSubgroup
+    }
+
     /// Whether the kernel writes y (and so has the `Y_F16` constant).
     fn writes_y(self) -> bool {
         self != Kernel::Stream
@@ -288,7 +296,7 @@ impl Pipelines {
                     entry_point: Some("main"),
                     compilation_options: wgpu::PipelineCompilationOptions {
                         constants: &constants,
-                        zero_initialize_workgroup_memory: true,
+                        zero_initialize_workgroup_memory: kernel.needs_zeroed_workgroup_memory(),
                     },
                     cache: None,
                 })
