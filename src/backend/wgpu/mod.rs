@@ -155,6 +155,10 @@ impl WgpuBackend {
                 bytes_text(l.max_storage_buffer_binding_size),
             ),
             ("max_buffer_size".to_string(), bytes_text(l.max_buffer_size)),
+            (
+                "workgroup memory".to_string(),
+                bytes_text(l.max_compute_workgroup_storage_size as u64),
+            ),
         ];
         if let Some(cap) = self.binding_cap {
             p.push((
@@ -185,10 +189,7 @@ impl WgpuBackend {
             };
         }
         p.push(("kernels".to_string(), kernels));
-        p.push((
-            "max_compute_workgroup_storage_size".to_string(),
-            bytes_text(l.max_compute_workgroup_storage_size as u64),
-        ));
+
         p.push(("timer".to_string(), self.timer().to_string()));
         p
     }
