@@ -1,8 +1,8 @@
 // CSR SpMV (binary16 values, u32 column indices) with subgroup operations (common.wgsl is
 // prepended). See NOTES.md.
 //
-// One row at a time per subgroup, rows handed out by an atomic counter as in macko_sg.wgsl (so
-// any subgroup size and layout works). Lanes stride over the row's entries, two entries in
+// One row at a time per subgroup, rows grid-strided over the dispatch's subgroups (any subgroup
+// size and layout works). Lanes stride over the row's entries, two entries in
 // flight per lane per step; zero-valued entries are masked (never multiplied), and the sum is
 // a subgroupAdd.
 
@@ -13,17 +13,8 @@
 @group(0) @binding(2) var<storage, read> values: array<u32>;
 // Entry columns.
 @group(0) @binding(3) var<storage, read> col_idx: array<u32>;
-@group(0) @binding(4) var<storage, read_write> counters: array<atomic<u32>>;
 
 const WORKGROUP: u32 = 128u;
-
-fn next_row(lane: u32) -> u32 {
-    var r = 0u;
-    if lane == 0u {
-        r = atomicAdd(&counters[params.slot], 1u);
-    }
-    return subgroupBroadcastFirst(r);
-}
 
 // Entry i's product, or an exact 0 for a zero-valued entry.
 fn term(i: u32) -> f32 {
@@ -37,34 +28,35 @@ fn row_dot(row: u32, lane: u32, lanes: u32) -> f32 {
     let s = row_ptr[row];
     let e = row_ptr[row + 1u];
     var acc = 0.0;
-    var i = s + lane;
-    loop {
-        if i + lanes >= e {
-            break;
-        }
-        acc += term(i) + term(i + lanes);
-        i += 2u * lanes;
-    }
-    if i < e {
-        acc += term(i);
+    // The trip count is the same for every lane (the bounds are subgroup-uniform), so the
+    // subgroupAdd below runs in uniform control flow. A loop whose exit differed per lane left
+    // lanes unconverged on lavapipe and lost terms. Lanes past the row's end add an exact 0
+    // (their index is clamped inside the row, the term discarded).
+    for (var base = s; base < e; base += 2u * lanes) {
+        let i = base + lane;
+        let j = i + lanes;
+        acc += select(0.0, term(min(i, e - 1u)), i < e) + select(0.0, term(min(j, e - 1u)), j < e);
     }
     return subgroupAdd(acc);
 }
 
 @compute @workgroup_size(WORKGROUP)
-fn main() {
+fn main(
+    @builtin(workgroup_id) wg: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(num_subgroups) nsg: u32,
+) {
     let lane = subgroupExclusiveAdd(1u);
     let lanes = subgroupAdd(1u);
-    var row = next_row(lane);
-    loop {
-        if row >= params.rows {
-            break;
-        }
-        let following = next_row(lane);
+    // Rows grid-stride over the subgroups of the dispatch, whatever their size and number per
+    // workgroup. (Handing rows out through an atomic counter, as the MACKO kernel does, lost
+    // rows near the end of long-row matrices on lavapipe; this mapping needs no counter.)
+    let stride = nwg.x * nwg.y * nsg;
+    for (var row = (wg.x + wg.y * nwg.x) * nsg + sg; row < params.rows; row += stride) {
         let sum = row_dot(row, lane, lanes);
         if lane == 0u {
             store_y(params.row_offset + row, sum);
         }
-        row = following;
     }
 }

@@ -44,6 +44,7 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
     let dev = match args.backend {
         Some(kind) => Device::with_options(&DeviceOptions {
             backend: Some(kind),
+            allow_software_adapter: true,
             ..DeviceOptions::from_env()?
         })?,
         None => Device::from_env()?,
