@@ -14,7 +14,9 @@
 //! and described by the metadata entry `macko.w`, a JSON object such as
 //! `{"format":"MACKO-16-4","version":1,"kind":"macko","rows":4096,"cols":11008}`. The arrays
 //! are exactly those of FORMAT.md, little-endian, so a GPU backend can upload them unchanged.
-//! `cols` lives in the metadata because MACKO arrays do not determine it.
+//! `cols` lives in the metadata because MACKO arrays do not determine it. On loading, row
+//! pointers and column indices stored as I32 (the reference implementation's dtype) are
+//! accepted too, and refused if any is negative.
 //!
 //! # Trust
 //!
