@@ -280,7 +280,7 @@ impl Device {
             device: self.id,
             rows,
             cols,
-            format: m.format(),
+            format: m.kind(),
             bytes: m.bytes(),
             storage: self.backend.upload_matrix(m)?,
         })
@@ -359,7 +359,7 @@ impl Device {
             device: self.id,
             rows,
             cols,
-            format: m.format(),
+            format: m.kind(),
             bytes: m.bytes(),
             storage: self.backend.upload_vendor(m, vendor)?,
         })

@@ -37,7 +37,7 @@ mod error;
 pub mod synthetic;
 
 pub use backend::{
-    Backend, BackendKind, DeviceInfo, HostVector, MatrixFormat, MatrixRef, Precision,
+    Backend, BackendKind, DeviceInfo, HostVector, MatrixFormat, MatrixKind, MatrixRef, Precision,
     VendorBaseline,
 };
 pub use device::{
@@ -47,6 +47,6 @@ pub use device::{
 pub use error::{Error, Result};
 pub use half;
 pub use macko_format::{
-    self as format, reference, storage, CsrMatrix, DenseMatrix, FormatError, MackoMatrix,
-    OutputPrecision,
+    self as format, reference, storage, AnyMatrix, CsrMatrix, DenseMatrix, FormatError,
+    MackoMatrix, OutputPrecision,
 };

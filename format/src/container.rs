@@ -59,6 +59,7 @@ use crate::csr::CsrMatrix;
 use crate::dense::DenseMatrix;
 use crate::error::{FormatError, Result};
 use crate::macko::{MackoMatrix, FORMAT_NAME, FORMAT_VERSION};
+pub use crate::matrix::{AnyMatrix, MatrixKind, MatrixRef};
 
 /// Prefix of the metadata key that describes a matrix: matrix `w` is described by `macko.w`.
 pub const METADATA_PREFIX: &str = "macko.";
@@ -70,174 +71,18 @@ const MAX_HEADER_BYTES: u64 = 100_000_000;
 /// At most this many names are listed when a name is not found.
 const NAMES_IN_ERRORS: usize = 8;
 
-/// Which of the three formats a stored matrix is in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MatrixKind {
-    /// MACKO-16-4 (`row_ptr`, `values`, `codes`).
-    Macko,
-    /// CSR with u32 indices (`row_ptr`, `col_idx`, `values`).
-    Csr,
-    /// Dense row-major binary16 (one 2-D tensor).
-    Dense,
-}
-
-impl MatrixKind {
-    /// The name written into the metadata: `macko`, `csr` or `dense`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            MatrixKind::Macko => "macko",
-            MatrixKind::Csr => "csr",
-            MatrixKind::Dense => "dense",
-        }
-    }
-
-    fn parse(s: &str) -> Option<Self> {
-        match s {
-            "macko" => Some(MatrixKind::Macko),
-            "csr" => Some(MatrixKind::Csr),
-            "dense" => Some(MatrixKind::Dense),
-            _ => None,
-        }
-    }
-
-    /// The tensor names that hold a matrix of this kind called `name`.
-    fn tensor_names(self, name: &str) -> Vec<String> {
-        match self {
-            MatrixKind::Macko => ["row_ptr", "values", "codes"]
-                .iter()
-                .map(|part| format!("{name}.{part}"))
-                .collect(),
-            MatrixKind::Csr => ["row_ptr", "col_idx", "values"]
-                .iter()
-                .map(|part| format!("{name}.{part}"))
-                .collect(),
-            MatrixKind::Dense => vec![name.to_string()],
-        }
-    }
-}
-
-/// A borrowed matrix of any of the three formats, to be saved.
-#[derive(Debug, Clone, Copy)]
-pub enum MatrixRef<'a> {
-    /// A MACKO-16-4 matrix.
-    Macko(&'a MackoMatrix),
-    /// A CSR matrix.
-    Csr(&'a CsrMatrix),
-    /// A dense matrix.
-    Dense(&'a DenseMatrix),
-}
-
-impl<'a> From<&'a MackoMatrix> for MatrixRef<'a> {
-    fn from(m: &'a MackoMatrix) -> Self {
-        MatrixRef::Macko(m)
-    }
-}
-impl<'a> From<&'a CsrMatrix> for MatrixRef<'a> {
-    fn from(m: &'a CsrMatrix) -> Self {
-        MatrixRef::Csr(m)
-    }
-}
-impl<'a> From<&'a DenseMatrix> for MatrixRef<'a> {
-    fn from(m: &'a DenseMatrix) -> Self {
-        MatrixRef::Dense(m)
-    }
-}
-impl<'a> From<&'a AnyMatrix> for MatrixRef<'a> {
-    fn from(m: &'a AnyMatrix) -> Self {
-        m.as_ref()
-    }
-}
-
-impl MatrixRef<'_> {
-    /// The format of the matrix.
-    pub fn kind(&self) -> MatrixKind {
-        match self {
-            MatrixRef::Macko(_) => MatrixKind::Macko,
-            MatrixRef::Csr(_) => MatrixKind::Csr,
-            MatrixRef::Dense(_) => MatrixKind::Dense,
-        }
-    }
-
-    /// Number of rows.
-    pub fn rows(&self) -> usize {
-        match self {
-            MatrixRef::Macko(m) => m.rows(),
-            MatrixRef::Csr(m) => m.rows(),
-            MatrixRef::Dense(m) => m.rows(),
-        }
-    }
-
-    /// Number of columns.
-    pub fn cols(&self) -> usize {
-        match self {
-            MatrixRef::Macko(m) => m.cols(),
-            MatrixRef::Csr(m) => m.cols(),
-            MatrixRef::Dense(m) => m.cols(),
-        }
-    }
-}
-
-/// An owned, validated matrix of any of the three formats, as loaded from a file.
-#[derive(Debug, Clone, PartialEq)]
-pub enum AnyMatrix {
-    /// A MACKO-16-4 matrix.
-    Macko(MackoMatrix),
-    /// A CSR matrix.
-    Csr(CsrMatrix),
-    /// A dense matrix.
-    Dense(DenseMatrix),
-}
-
-impl From<MackoMatrix> for AnyMatrix {
-    fn from(m: MackoMatrix) -> Self {
-        AnyMatrix::Macko(m)
-    }
-}
-impl From<CsrMatrix> for AnyMatrix {
-    fn from(m: CsrMatrix) -> Self {
-        AnyMatrix::Csr(m)
-    }
-}
-impl From<DenseMatrix> for AnyMatrix {
-    fn from(m: DenseMatrix) -> Self {
-        AnyMatrix::Dense(m)
-    }
-}
-
-impl AnyMatrix {
-    /// Borrows the matrix (to save it again, or to inspect its shape).
-    pub fn as_ref(&self) -> MatrixRef<'_> {
-        match self {
-            AnyMatrix::Macko(m) => MatrixRef::Macko(m),
-            AnyMatrix::Csr(m) => MatrixRef::Csr(m),
-            AnyMatrix::Dense(m) => MatrixRef::Dense(m),
-        }
-    }
-
-    /// The format of the matrix.
-    pub fn kind(&self) -> MatrixKind {
-        self.as_ref().kind()
-    }
-
-    /// Number of rows.
-    pub fn rows(&self) -> usize {
-        self.as_ref().rows()
-    }
-
-    /// Number of columns.
-    pub fn cols(&self) -> usize {
-        self.as_ref().cols()
-    }
-
-    /// The matrix in MACKO-16-4: returned as is when it already is one, canonically encoded
-    /// from CSR or dense otherwise (stored zeros of a CSR are dropped, see
-    /// [`MackoMatrix::from_csr`]).
-    pub fn into_macko(self) -> Result<MackoMatrix> {
-        match self {
-            AnyMatrix::Macko(m) => Ok(m),
-            AnyMatrix::Csr(m) => MackoMatrix::from_csr(&m),
-            AnyMatrix::Dense(m) => MackoMatrix::from_dense(&m),
-        }
+/// The tensor names that hold a matrix of `kind` called `name`.
+fn tensor_names(kind: MatrixKind, name: &str) -> Vec<String> {
+    match kind {
+        MatrixKind::Macko => ["row_ptr", "values", "codes"]
+            .iter()
+            .map(|part| format!("{name}.{part}"))
+            .collect(),
+        MatrixKind::Csr => ["row_ptr", "col_idx", "values"]
+            .iter()
+            .map(|part| format!("{name}.{part}"))
+            .collect(),
+        MatrixKind::Dense => vec![name.to_string()],
     }
 }
 
@@ -354,7 +199,7 @@ fn prepare<'a>(
             }
         };
         for (tensor_name, (dtype, shape, data)) in
-            matrix.kind().tensor_names(name).into_iter().zip(parts)
+            tensor_names(matrix.kind(), name).into_iter().zip(parts)
         {
             if !names.insert(tensor_name.clone()) {
                 return Err(FormatError::Container {

@@ -36,13 +36,15 @@ mod dense;
 mod encode;
 mod error;
 mod macko;
+mod matrix;
 pub mod reference;
 pub mod storage;
 
-pub use container::{AnyMatrix, MatrixFile, MatrixKind, MatrixRef};
+pub use container::MatrixFile;
 pub use csr::CsrMatrix;
 pub use dense::{is_zero, DenseMatrix};
 pub use error::{FormatError, Result};
 pub use half::f16;
 pub use macko::{code_at, padded_len, MackoMatrix, FORMAT_NAME, FORMAT_VERSION, GROUP, MAX_CODE};
+pub use matrix::{AnyMatrix, MatrixKind, MatrixRef};
 pub use reference::OutputPrecision;

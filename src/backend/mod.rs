@@ -8,7 +8,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use half::f16;
-use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix, OutputPrecision};
+use macko_format::OutputPrecision;
 
 use crate::error::{Error, Result};
 
@@ -61,81 +61,13 @@ impl FromStr for BackendKind {
     }
 }
 
-/// A host matrix in any of the library's formats, as handed to [`crate::Device::upload`].
-#[derive(Debug, Clone, Copy)]
-pub enum MatrixRef<'a> {
-    /// MACKO-16-4.
-    Macko(&'a MackoMatrix),
-    /// CSR, u32 indices, f16 values.
-    Csr(&'a CsrMatrix),
-    /// Dense row-major f16.
-    Dense(&'a DenseMatrix),
-}
+/// A host matrix in any format, and which format a device matrix is stored in: the format
+/// crate's own types, so a matrix loaded from a file goes to a device unchanged.
+pub use macko_format::{MatrixKind, MatrixRef};
 
-/// Which format a device matrix is stored in (which kernel multiplies it).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum MatrixFormat {
-    /// MACKO-16-4.
-    Macko,
-    /// CSR.
-    Csr,
-    /// Dense.
-    Dense,
-}
-
-impl MatrixFormat {
-    /// Short lower-case name ("macko", "csr", "dense").
-    pub fn name(self) -> &'static str {
-        match self {
-            MatrixFormat::Macko => "macko",
-            MatrixFormat::Csr => "csr",
-            MatrixFormat::Dense => "dense",
-        }
-    }
-}
-
-impl MatrixRef<'_> {
-    /// `(rows, cols)`.
-    pub fn shape(&self) -> (usize, usize) {
-        match self {
-            MatrixRef::Macko(m) => (m.rows(), m.cols()),
-            MatrixRef::Csr(m) => (m.rows(), m.cols()),
-            MatrixRef::Dense(m) => (m.rows(), m.cols()),
-        }
-    }
-    /// The format.
-    pub fn format(&self) -> MatrixFormat {
-        match self {
-            MatrixRef::Macko(_) => MatrixFormat::Macko,
-            MatrixRef::Csr(_) => MatrixFormat::Csr,
-            MatrixRef::Dense(_) => MatrixFormat::Dense,
-        }
-    }
-    /// Bytes the format stores (what a product must read, x and y aside).
-    pub fn bytes(&self) -> u64 {
-        match self {
-            MatrixRef::Macko(m) => m.bytes(),
-            MatrixRef::Csr(m) => m.bytes(),
-            MatrixRef::Dense(m) => m.bytes(),
-        }
-    }
-}
-
-impl<'a> From<&'a MackoMatrix> for MatrixRef<'a> {
-    fn from(m: &'a MackoMatrix) -> Self {
-        MatrixRef::Macko(m)
-    }
-}
-impl<'a> From<&'a CsrMatrix> for MatrixRef<'a> {
-    fn from(m: &'a CsrMatrix) -> Self {
-        MatrixRef::Csr(m)
-    }
-}
-impl<'a> From<&'a DenseMatrix> for MatrixRef<'a> {
-    fn from(m: &'a DenseMatrix) -> Self {
-        MatrixRef::Dense(m)
-    }
-}
+/// Which format a device matrix is stored in (which kernel multiplies it); the format crate's
+/// [`MatrixKind`] under the name the backends use.
+pub type MatrixFormat = MatrixKind;
 
 /// Element type of a device vector: inputs are f16, outputs f16 or f32.
 pub type Precision = OutputPrecision;

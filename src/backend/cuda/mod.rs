@@ -308,7 +308,7 @@ fn wrong_format(vendor: VendorBaseline, wants: &str, got: MatrixRef<'_>) -> Erro
         message: format!(
             "the {} baseline multiplies {wants} matrices, not {}",
             vendor.name(),
-            got.format().name()
+            got.kind().as_str()
         ),
     }
 }
