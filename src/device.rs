@@ -275,6 +275,11 @@ impl Device {
     /// Copies a matrix (MACKO, CSR or dense) to the device.
     pub fn upload<'a>(&self, m: impl Into<MatrixRef<'a>>) -> Result<DeviceMatrix> {
         let m = m.into();
+        self.wrap_matrix(m, self.backend.upload_matrix(m)?)
+    }
+
+    /// A handle for storage the backend made from `m`.
+    fn wrap_matrix(&self, m: MatrixRef<'_>, storage: Storage) -> Result<DeviceMatrix> {
         let (rows, cols) = m.shape();
         Ok(DeviceMatrix {
             device: self.id,
@@ -282,7 +287,7 @@ impl Device {
             cols,
             format: m.kind(),
             bytes: m.bytes(),
-            storage: self.backend.upload_matrix(m)?,
+            storage,
         })
     }
 
@@ -354,15 +359,7 @@ impl Device {
         vendor: VendorBaseline,
     ) -> Result<DeviceMatrix> {
         let m = m.into();
-        let (rows, cols) = m.shape();
-        Ok(DeviceMatrix {
-            device: self.id,
-            rows,
-            cols,
-            format: m.kind(),
-            bytes: m.bytes(),
-            storage: self.backend.upload_vendor(m, vendor)?,
-        })
+        self.wrap_matrix(m, self.backend.upload_vendor(m, vendor)?)
     }
 
     /// Times products y = A·x with the device's own timer (see [`Backend::time_spmv`]),
