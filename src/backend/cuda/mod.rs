@@ -1,7 +1,7 @@
 //! The CUDA backend: CUDA C kernels from `kernels/`, compiled at run time by NVRTC for the GPU's
 //! own architecture and launched through cudarc, which loads the driver and the libraries at run
 //! time. A binary built without any CUDA installed runs everywhere: where the driver, a GPU and
-//! NVRTC are present this backend opens, elsewhere [`open`] says which is missing and
+//! NVRTC are present this backend opens, elsewhere `open` says which is missing and
 //! `Device::auto()` moves on.
 //!
 //! - `probe`: libraries, device, context, properties;
