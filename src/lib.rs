@@ -32,8 +32,10 @@
 #![deny(missing_docs)]
 
 pub mod backend;
+pub mod checkpoint;
 mod device;
 mod error;
+pub mod prune;
 pub mod synthetic;
 
 pub use backend::{

@@ -1,10 +1,13 @@
 //! The `macko` command: `info` (backends and devices), `demo` (one product on the chosen
-//! device, checked against the f64 reference). Exit status 1 on any error, with the message.
+//! device, checked against the f64 reference), `bench`, `convert` (a checkpoint to MACKO-16-4)
+//! and `verify` (a converted file against the format's rules and its source). Exit status 1 on any error, with the message.
 
 mod bench;
+mod convert;
 mod demo;
 mod error;
 mod info;
+mod verify;
 
 use clap::{Parser, Subcommand};
 
@@ -29,6 +32,13 @@ enum Command {
     /// Multiply a synthetic pruned matrix on one device in MACKO, CSR and dense, check each
     /// against the f64 reference, and print time and storage.
     Demo(demo::DemoArgs),
+    /// Encode the weight matrices of a .safetensors checkpoint as MACKO-16-4 (optionally
+    /// pruning each row to a density first), copy every other tensor, and report the storage
+    /// of each tensor as dense f16, CSR and MACKO.
+    Convert(convert::ConvertArgs),
+    /// Check every matrix of a converted file against the format's rules and, with --against,
+    /// bit for bit against the (pruned) f16 source.
+    Verify(verify::VerifyArgs),
 }
 
 fn main() {
@@ -37,6 +47,8 @@ fn main() {
         Command::Info => info::run(),
         Command::Demo(args) => demo::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Convert(args) => convert::run(&args),
+        Command::Verify(args) => verify::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {e}");

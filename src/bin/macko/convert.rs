@@ -1,0 +1,144 @@
+//! `macko convert`: a checkpoint's weight matrices encoded as MACKO-16-4 (optionally pruned
+//! first), every other tensor copied, written atomically, with a progress bar and a report
+//! table of what each tensor costs as dense f16, CSR and MACKO.
+
+use std::path::PathBuf;
+
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::error::CliError;
+use macko::checkpoint::{
+    self, human_bytes, CheckpointError, ConvertOptions, ConvertReport, Pattern, Progress,
+};
+
+#[derive(Args)]
+pub struct ConvertArgs {
+    /// The checkpoint to read (.safetensors; F32, BF16 or F16 weights).
+    input: PathBuf,
+    /// The file to write (.safetensors): written to a temporary file beside it, then renamed.
+    output: PathBuf,
+    /// Convert only tensors matching this pattern (`*` any characters, `?` one); repeatable.
+    /// Default: every 2-D F16/BF16/F32 tensor. A name without wildcards must exist and be 2-D.
+    #[arg(long, value_name = "PAT")]
+    include: Vec<String>,
+    /// Leave tensors matching this pattern unconverted (copied unchanged); repeatable.
+    #[arg(long, value_name = "PAT")]
+    exclude: Vec<String>,
+    /// Prune each output row to this density first (keep the ⌊d·cols⌋ largest |w| of every
+    /// row), for checkpoints that are not pruned yet. In (0, 1].
+    #[arg(long, value_name = "DENSITY", allow_negative_numbers = true)]
+    prune_to: Option<f64>,
+    /// Leave matrices with fewer elements than this unconverted (names given literally to
+    /// --include are converted whatever their size).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    min_size: u64,
+}
+
+fn bar_style() -> ProgressStyle {
+    ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} {wide_msg}")
+        .unwrap_or_else(|_| ProgressStyle::default_bar())
+}
+
+fn print_report(report: &ConvertReport) {
+    let name_width = report
+        .converted
+        .iter()
+        .map(|t| t.name.chars().count())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    println!(
+        "{:<name_width$} {:>11} {:>5} {:>8} {:>11} {:>11} {:>11} {:>9}",
+        "tensor", "shape", "src", "density", "dense f16", "CSR", "MACKO", "eff.dens"
+    );
+    for t in &report.converted {
+        println!(
+            "{:<name_width$} {:>11} {:>5} {:>8.4} {:>11} {:>11} {:>11} {:>9.4}",
+            t.name,
+            format!("{}×{}", t.rows, t.cols),
+            t.source_dtype,
+            t.density(),
+            human_bytes(t.dense_f16_bytes),
+            human_bytes(t.csr_bytes),
+            human_bytes(t.macko_bytes),
+            t.effective_density()
+        );
+    }
+    let density = if report.elements() == 0 {
+        0.0
+    } else {
+        report.nonzeros() as f64 / report.elements() as f64
+    };
+    let effective = if report.dense_f16_bytes() == 0 {
+        0.0
+    } else {
+        report.macko_bytes() as f64 / report.dense_f16_bytes() as f64
+    };
+    println!(
+        "{:<name_width$} {:>11} {:>5} {:>8.4} {:>11} {:>11} {:>11} {:>9.4}",
+        format!("total ({} tensors)", report.converted.len()),
+        "",
+        "",
+        density,
+        human_bytes(report.dense_f16_bytes()),
+        human_bytes(report.csr_bytes()),
+        human_bytes(report.macko_bytes()),
+        effective
+    );
+    let copied: u64 = report.copied.iter().map(|c| c.bytes).sum();
+    println!(
+        "\ncopied unchanged: {} tensors, {}",
+        report.copied.len(),
+        human_bytes(copied)
+    );
+    match report.prune_to {
+        Some(d) => println!("pruned: every row of every converted tensor to density {d}"),
+        None => println!("pruned: no (weights kept as they are)"),
+    }
+    println!(
+        "file: {} → {}",
+        human_bytes(report.input_bytes),
+        human_bytes(report.output_bytes)
+    );
+}
+
+pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
+    let opts = ConvertOptions {
+        include: args.include.iter().map(Pattern::new).collect(),
+        exclude: args.exclude.iter().map(Pattern::new).collect(),
+        prune_to: args.prune_to,
+        min_size: args.min_size,
+    };
+    if let Some(d) = args.prune_to {
+        macko::prune::check_density(d).map_err(|e| CliError::Usage(format!("--prune-to: {e}")))?;
+    }
+    let bar = ProgressBar::new(0);
+    bar.set_style(bar_style());
+    let result = checkpoint::convert(&args.input, &args.output, &opts, &mut |p| match p {
+        Progress::Planned { tensors } => bar.set_length(tensors as u64),
+        Progress::Converting { index, name } => {
+            bar.set_position(index as u64);
+            bar.set_message(name.to_string());
+        }
+        Progress::Writing => {
+            bar.set_position(bar.length().unwrap_or(0));
+            bar.set_message(format!("writing {}", args.output.display()));
+        }
+    });
+    bar.finish_and_clear();
+    let report = result.map_err(cli_error)?;
+    print_report(&report);
+    println!("wrote {}", args.output.display());
+    Ok(())
+}
+
+/// Checkpoint errors as the command's own: usage for a bad selection, the rest as they are.
+pub fn cli_error(e: CheckpointError) -> CliError {
+    match e {
+        CheckpointError::Format(e) => CliError::Format(e),
+        CheckpointError::Device(e) => CliError::Macko(e),
+        CheckpointError::Write { path, message } => CliError::Write { path, message },
+        other => CliError::Usage(other.to_string()),
+    }
+}

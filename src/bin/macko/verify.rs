@@ -1,0 +1,81 @@
+//! `macko verify`: every matrix of a file checked against the rules of FORMAT.md, and with
+//! `--against` compared bit for bit with the (pruned) f16 source. Prints one line per matrix;
+//! exits non-zero naming every matrix and rule that failed.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::convert::cli_error;
+use crate::error::CliError;
+use macko::checkpoint;
+
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The file to check (.safetensors written by `macko convert` or the container).
+    file: PathBuf,
+    /// The checkpoint it was converted from: each decoded matrix must equal the source tensor
+    /// of the same name, rounded to f16 and, where the file records a pruning density, pruned
+    /// the same way.
+    #[arg(long, value_name = "IN.safetensors")]
+    against: Option<PathBuf>,
+}
+
+pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
+    let report = checkpoint::verify(&args.file, args.against.as_deref()).map_err(cli_error)?;
+    for m in &report.matrices {
+        let status = if m.problems.is_empty() { "ok" } else { "FAIL" };
+        let mut notes = Vec::new();
+        if let Some(n) = m.entries {
+            notes.push(format!("{n} entries"));
+        }
+        if m.canonical == Some(false) {
+            notes.push("valid, not canonical".to_string());
+        }
+        if m.compared {
+            notes.push(match m.prune_to {
+                Some(d) => format!("equals the source pruned to {d}"),
+                None => "equals the source".to_string(),
+            });
+        }
+        if !m.problems.is_empty() {
+            notes.retain(|n| !n.starts_with("equals"));
+        }
+        println!(
+            "{status:<4} {} {} {}×{}{}",
+            m.kind,
+            m.name,
+            m.rows,
+            m.cols,
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join(", "))
+            }
+        );
+        for p in &m.problems {
+            eprintln!("  {}: {p}", m.name);
+        }
+    }
+    let failed: Vec<&str> = report.failures().map(|m| m.name.as_str()).collect();
+    if failed.is_empty() {
+        println!(
+            "{}: all {} matrices pass{}",
+            report.file,
+            report.matrices.len(),
+            match &report.against {
+                Some(a) => format!(" and equal {a}"),
+                None => String::new(),
+            }
+        );
+        Ok(())
+    } else {
+        Err(CliError::Check(format!(
+            "{}: {} of {} matrices fail: {}",
+            report.file,
+            failed.len(),
+            report.matrices.len(),
+            failed.join(", ")
+        )))
+    }
+}

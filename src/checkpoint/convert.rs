@@ -1,0 +1,544 @@
+//! `convert`: every selected 2-D floating tensor of a checkpoint encoded as MACKO-16-4 through
+//! the container, every other tensor copied byte for byte, written atomically.
+
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
+use std::fs::{File, OpenOptions};
+use std::path::{Path, PathBuf};
+
+use macko_format::{container, MackoMatrix, FORMAT_NAME, FORMAT_VERSION};
+use rayon::prelude::*;
+use safetensors::{Dtype, SafeTensors, View};
+
+use super::{Checkpoint, CheckpointError, Pattern, Result, TensorEntry};
+use crate::prune;
+
+/// Metadata key of the file-wide conversion record: a JSON object with the tool, its version,
+/// the format name and version, the pruning density (or null) and the source file's name.
+pub const CONVERT_METADATA_KEY: &str = "macko-convert";
+
+/// Prefix of the per-matrix conversion record: matrix `w` is described by `macko-convert.w`, a
+/// JSON object with `source_dtype`, `source_shape`, `density` (kept non-zeros over elements),
+/// `prune_to` (the pruning density, or null) and the format name and version. `macko verify
+/// --against` reads `prune_to` to prune the source the same way before comparing.
+///
+/// (Not `macko.`: that prefix belongs to the container's matrix descriptions.)
+pub const CONVERT_METADATA_PREFIX: &str = "macko-convert.";
+
+/// What to convert and how.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ConvertOptions {
+    /// Convert only the 2-D floating tensors matching one of these patterns (all of them when
+    /// empty). A literal name must exist and be a 2-D F16/BF16/F32 tensor; a wildcard pattern
+    /// must match at least one tensor.
+    pub include: Vec<Pattern>,
+    /// Leave the tensors matching one of these patterns unconverted (copied). Each pattern must
+    /// match at least one tensor.
+    pub exclude: Vec<Pattern>,
+    /// Prune each row to this density first ([`prune::magnitude_per_row`]); `None` keeps the
+    /// weights as they are (an already-pruned checkpoint).
+    pub prune_to: Option<f64>,
+    /// Leave matrices of fewer elements than this unconverted; tensors named literally by
+    /// `include` are converted whatever their size.
+    pub min_size: u64,
+}
+
+/// Where a conversion is, for a progress bar.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress<'a> {
+    /// The selection is made: this many tensors will be converted.
+    Planned {
+        /// Tensors to convert.
+        tensors: usize,
+    },
+    /// A tensor is about to be converted.
+    Converting {
+        /// Its position in the plan, from 0.
+        index: usize,
+        /// Its name.
+        name: &'a str,
+    },
+    /// Every tensor is converted; the output is being written.
+    Writing,
+}
+
+/// What happened to one converted tensor.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TensorReport {
+    /// The tensor's name (also the matrix's name in the output).
+    pub name: String,
+    /// Rows.
+    pub rows: usize,
+    /// Columns.
+    pub cols: usize,
+    /// The source dtype (`F32`, `BF16`, `F16`).
+    pub source_dtype: String,
+    /// Non-zero weights stored (after pruning).
+    pub nonzeros: u64,
+    /// Bytes as dense binary16: 2·rows·cols.
+    pub dense_f16_bytes: u64,
+    /// Bytes as CSR with u32 indices: 4·(rows + 1) + 6·nonzeros.
+    pub csr_bytes: u64,
+    /// Bytes as MACKO-16-4: 2.5·P + 4·(rows + 1).
+    pub macko_bytes: u64,
+}
+
+impl TensorReport {
+    /// Non-zeros over elements.
+    pub fn density(&self) -> f64 {
+        ratio(self.nonzeros, self.rows as u64 * self.cols as u64)
+    }
+
+    /// MACKO bytes over dense binary16 bytes.
+    pub fn effective_density(&self) -> f64 {
+        ratio(self.macko_bytes, self.dense_f16_bytes)
+    }
+}
+
+fn ratio(a: u64, b: u64) -> f64 {
+    if b == 0 {
+        0.0
+    } else {
+        a as f64 / b as f64
+    }
+}
+
+/// A tensor copied unchanged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CopiedTensor {
+    /// Its name.
+    pub name: String,
+    /// Its dtype.
+    pub dtype: String,
+    /// Its shape.
+    pub shape: Vec<usize>,
+    /// Its bytes.
+    pub bytes: u64,
+}
+
+/// The outcome of [`convert()`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvertReport {
+    /// The converted tensors, in name order.
+    pub converted: Vec<TensorReport>,
+    /// The tensors copied unchanged, in name order.
+    pub copied: Vec<CopiedTensor>,
+    /// The pruning density applied, if any.
+    pub prune_to: Option<f64>,
+    /// Size of the input file.
+    pub input_bytes: u64,
+    /// Size of the file written.
+    pub output_bytes: u64,
+}
+
+impl ConvertReport {
+    /// Total non-zeros of the converted tensors.
+    pub fn nonzeros(&self) -> u64 {
+        self.converted.iter().map(|t| t.nonzeros).sum()
+    }
+    /// Total elements of the converted tensors.
+    pub fn elements(&self) -> u64 {
+        self.converted
+            .iter()
+            .map(|t| t.rows as u64 * t.cols as u64)
+            .sum()
+    }
+    /// Total dense binary16 bytes of the converted tensors.
+    pub fn dense_f16_bytes(&self) -> u64 {
+        self.converted.iter().map(|t| t.dense_f16_bytes).sum()
+    }
+    /// Total CSR bytes of the converted tensors.
+    pub fn csr_bytes(&self) -> u64 {
+        self.converted.iter().map(|t| t.csr_bytes).sum()
+    }
+    /// Total MACKO bytes of the converted tensors.
+    pub fn macko_bytes(&self) -> u64 {
+        self.converted.iter().map(|t| t.macko_bytes).sum()
+    }
+}
+
+/// Chooses the tensors to convert, refusing patterns and names that cannot be honoured.
+fn select(ckpt: &Checkpoint, opts: &ConvertOptions) -> Result<Vec<String>> {
+    let file = ckpt.path().display().to_string();
+    let selection = |message: String| CheckpointError::Selection {
+        file: file.clone(),
+        message,
+    };
+    let tensors = ckpt.tensors();
+    for (flag, patterns) in [("--include", &opts.include), ("--exclude", &opts.exclude)] {
+        for p in patterns {
+            if p.is_literal() {
+                let Some(entry) = ckpt.tensor(p.as_str()) else {
+                    return Err(selection(format!(
+                        "{flag} {p}: no tensor named `{p}`; the file holds {} tensors{}",
+                        tensors.len(),
+                        similar_names(tensors, p.as_str())
+                    )));
+                };
+                if flag == "--include" && !entry.is_float_matrix() {
+                    return Err(selection(format!(
+                        "{flag} {p}: tensor `{p}` is {} with shape {}; only 2-D F16, BF16 or \
+                         F32 tensors can be encoded as matrices",
+                        entry.dtype,
+                        entry.shape_text()
+                    )));
+                }
+            } else if !tensors.iter().any(|t| p.matches(&t.name)) {
+                return Err(selection(format!(
+                    "{flag} {p}: the pattern matches none of the {} tensors",
+                    tensors.len()
+                )));
+            }
+        }
+    }
+    let selected: Vec<String> = tensors
+        .iter()
+        .filter(|t| t.is_float_matrix())
+        .filter(|t| {
+            let literal = opts
+                .include
+                .iter()
+                .any(|p| p.is_literal() && p.as_str() == t.name);
+            let included =
+                opts.include.is_empty() || opts.include.iter().any(|p| p.matches(&t.name));
+            let excluded = opts.exclude.iter().any(|p| p.matches(&t.name));
+            included && !excluded && (literal || t.elements() >= opts.min_size)
+        })
+        .map(|t| t.name.clone())
+        .collect();
+    if selected.is_empty() {
+        return Err(selection(format!(
+            "no tensor selected for conversion ({} tensors, {} of them 2-D F16/BF16/F32; \
+             check --include, --exclude and --min-size)",
+            tensors.len(),
+            tensors.iter().filter(|t| t.is_float_matrix()).count()
+        )));
+    }
+    Ok(selected)
+}
+
+/// ", e.g. a, b" listing names that share the longest prefix with `name`, to spot a typo.
+fn similar_names(tensors: &[TensorEntry], name: &str) -> String {
+    let common = |t: &TensorEntry| {
+        t.name
+            .chars()
+            .zip(name.chars())
+            .take_while(|(a, b)| a == b)
+            .count()
+    };
+    let best = tensors.iter().map(common).max().unwrap_or(0);
+    let names: Vec<&str> = tensors
+        .iter()
+        .filter(|t| common(t) == best)
+        .take(4)
+        .map(|t| t.name.as_str())
+        .collect();
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!(", e.g. {}", names.join(", "))
+    }
+}
+
+/// One tensor written to the output: borrowed or owned little-endian bytes.
+struct OutTensor<'a> {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    data: Cow<'a, [u8]>,
+}
+
+impl View for OutTensor<'_> {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(self.data.as_ref())
+    }
+    fn data_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+/// A file in the output's directory that becomes the output on [`TempOutput::persist`] and is
+/// removed if dropped before (an error, a panic): the output is never half written.
+struct TempOutput {
+    temp: PathBuf,
+    target: PathBuf,
+    persisted: bool,
+}
+
+impl TempOutput {
+    fn create(target: &Path) -> Result<Self> {
+        let label = target.display().to_string();
+        let write_err = |message: String| CheckpointError::Write {
+            path: label.clone(),
+            message,
+        };
+        let Some(name) = target.file_name() else {
+            return Err(write_err("the output path names no file".into()));
+        };
+        let dir = match target.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        if target.is_dir() {
+            return Err(write_err("is a directory".into()));
+        }
+        let pid = std::process::id();
+        let mut last = None;
+        for attempt in 0..100u32 {
+            let mut temp_name = std::ffi::OsString::from(".");
+            temp_name.push(name);
+            temp_name.push(format!(".tmp-{pid}-{attempt}"));
+            let temp = dir.join(temp_name);
+            match OpenOptions::new().write(true).create_new(true).open(&temp) {
+                Ok(_) => {
+                    return Ok(Self {
+                        temp,
+                        target: target.to_path_buf(),
+                        persisted: false,
+                    })
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+                Err(e) => {
+                    return Err(write_err(format!(
+                        "cannot create a temporary file in {}: {e}",
+                        dir.display()
+                    )))
+                }
+            }
+        }
+        Err(write_err(format!(
+            "cannot create a temporary file in {}: {}",
+            dir.display(),
+            last.map_or_else(|| "every name is taken".to_string(), |e| e.to_string())
+        )))
+    }
+
+    /// Flushes the temporary file to disk and renames it over the target.
+    fn persist(mut self) -> Result<()> {
+        let label = self.target.display().to_string();
+        let write_err = |message: String| CheckpointError::Write {
+            path: label.clone(),
+            message,
+        };
+        File::open(&self.temp)
+            .and_then(|f| f.sync_all())
+            .map_err(|e| write_err(format!("flushing {}: {e}", self.temp.display())))?;
+        std::fs::rename(&self.temp, &self.target)
+            .map_err(|e| write_err(format!("renaming {}: {e}", self.temp.display())))?;
+        self.persisted = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempOutput {
+    fn drop(&mut self) {
+        if !self.persisted {
+            let _ = std::fs::remove_file(&self.temp);
+        }
+    }
+}
+
+/// Converts a checkpoint: every selected tensor (by default, every 2-D F16/BF16/F32 tensor) is
+/// rounded to binary16 (a finite value beyond binary16's range is an error naming the tensor,
+/// element and value), pruned per row if `opts.prune_to` says so, encoded as MACKO-16-4 and
+/// stored through the container's layout; every other tensor is copied unchanged; the input's
+/// metadata is kept and the conversion is recorded under [`CONVERT_METADATA_KEY`] and
+/// [`CONVERT_METADATA_PREFIX`].
+///
+/// The output is written to a temporary file beside it and renamed into place only when
+/// complete: on any error (bad input, a full disk) nothing is left behind and an existing
+/// output is untouched. `progress` is told where the conversion is.
+pub fn convert(
+    input: &Path,
+    output: &Path,
+    opts: &ConvertOptions,
+    progress: &mut dyn FnMut(Progress<'_>),
+) -> Result<ConvertReport> {
+    if let Some(d) = opts.prune_to {
+        prune::check_density(d)?;
+    }
+    let ckpt = Checkpoint::open(input)?;
+    let selected = select(&ckpt, opts)?;
+    // Created now, so an unwritable output fails before the work rather than after it.
+    let temp = TempOutput::create(output)?;
+    progress(Progress::Planned {
+        tensors: selected.len(),
+    });
+
+    let mut matrices: Vec<(String, MackoMatrix)> = Vec::with_capacity(selected.len());
+    let mut converted = Vec::with_capacity(selected.len());
+    for (index, name) in selected.iter().enumerate() {
+        progress(Progress::Converting { index, name });
+        let entry = ckpt
+            .tensor(name)
+            .ok_or_else(|| CheckpointError::Selection {
+                file: input.display().to_string(),
+                message: format!("tensor `{name}` vanished from the table"),
+            })?;
+        let mut dense = ckpt.dense(name)?;
+        if let Some(d) = opts.prune_to {
+            dense = prune::magnitude_per_row(&dense, d)?;
+        }
+        let nonzeros = dense
+            .values()
+            .par_iter()
+            .filter(|v| !macko_format::is_zero(**v))
+            .count() as u64;
+        let m = MackoMatrix::from_dense(&dense)?;
+        let rows = m.rows() as u64;
+        converted.push(TensorReport {
+            name: name.clone(),
+            rows: m.rows(),
+            cols: m.cols(),
+            source_dtype: entry.dtype.clone(),
+            nonzeros,
+            dense_f16_bytes: dense.bytes(),
+            csr_bytes: 4 * (rows + 1) + 6 * nonzeros,
+            macko_bytes: m.bytes(),
+        });
+        matrices.push((name.clone(), m));
+    }
+    progress(Progress::Writing);
+
+    let selected_set: BTreeSet<&str> = selected.iter().map(String::as_str).collect();
+    let copied_entries: Vec<&TensorEntry> = ckpt
+        .tensors()
+        .iter()
+        .filter(|t| !selected_set.contains(t.name.as_str()))
+        .collect();
+    let mut copied_data = Vec::with_capacity(copied_entries.len());
+    for entry in &copied_entries {
+        copied_data.push(ckpt.raw_bytes(entry)?);
+    }
+
+    let refs: Vec<(&str, container::MatrixRef<'_>)> = matrices
+        .iter()
+        .map(|(name, m)| (name.as_str(), container::MatrixRef::Macko(m)))
+        .collect();
+    let encoded_bytes = container::to_bytes(&refs)?;
+    drop(refs);
+    drop(matrices);
+    let internal = |e: safetensors::SafeTensorError| CheckpointError::Write {
+        path: output.display().to_string(),
+        message: format!("internal: the container's own bytes do not parse: {e}"),
+    };
+    let (_, encoded_meta) = SafeTensors::read_metadata(&encoded_bytes).map_err(internal)?;
+    let encoded = SafeTensors::deserialize(&encoded_bytes).map_err(internal)?;
+
+    // Tensors: the container's arrays, then the copies; no name may appear twice.
+    let mut names = BTreeSet::new();
+    let mut tensors: Vec<(String, OutTensor<'_>)> = Vec::new();
+    for (name, view) in encoded.tensors() {
+        names.insert(name.clone());
+        tensors.push((
+            name,
+            OutTensor {
+                dtype: view.dtype(),
+                shape: view.shape().to_vec(),
+                data: Cow::Borrowed(view.data()),
+            },
+        ));
+    }
+    for (entry, data) in copied_entries.iter().zip(copied_data) {
+        if !names.insert(entry.name.clone()) {
+            return Err(CheckpointError::Selection {
+                file: input.display().to_string(),
+                message: format!(
+                    "tensor `{}` clashes with an array of a converted matrix (a matrix `w` \
+                     is stored as `w.row_ptr`, `w.values`, `w.codes`); exclude one of them",
+                    entry.name
+                ),
+            });
+        }
+        tensors.push((
+            entry.name.clone(),
+            OutTensor {
+                dtype: entry.dtype_raw,
+                shape: entry.shape.clone(),
+                data: Cow::Owned(data),
+            },
+        ));
+    }
+
+    // Metadata: the input's (minus stale descriptions of the converted names), the
+    // container's matrix descriptions, and the conversion record.
+    let mut metadata: HashMap<String, String> = HashMap::new();
+    if let Some(m) = ckpt.file().metadata() {
+        for (k, v) in m {
+            let stale = k == CONVERT_METADATA_KEY
+                || k.strip_prefix(CONVERT_METADATA_PREFIX)
+                    .is_some_and(|n| selected_set.contains(n))
+                || k.strip_prefix(container::METADATA_PREFIX)
+                    .is_some_and(|n| selected_set.contains(n));
+            if !stale {
+                metadata.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    if let Some(m) = encoded_meta.metadata() {
+        metadata.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    metadata.insert(
+        CONVERT_METADATA_KEY.to_string(),
+        serde_json::json!({
+            "tool": "macko convert",
+            "macko_version": env!("CARGO_PKG_VERSION"),
+            "format": FORMAT_NAME,
+            "format_version": FORMAT_VERSION,
+            "prune_to": opts.prune_to,
+            "source": input.file_name().map(|n| n.to_string_lossy().into_owned()),
+        })
+        .to_string(),
+    );
+    for t in &converted {
+        metadata.insert(
+            format!("{CONVERT_METADATA_PREFIX}{}", t.name),
+            serde_json::json!({
+                "source_dtype": t.source_dtype,
+                "source_shape": [t.rows, t.cols],
+                "density": t.density(),
+                "prune_to": opts.prune_to,
+                "format": FORMAT_NAME,
+                "version": FORMAT_VERSION,
+            })
+            .to_string(),
+        );
+    }
+
+    let label = output.display().to_string();
+    safetensors::serialize_to_file(tensors, Some(metadata), &temp.temp).map_err(|e| {
+        CheckpointError::Write {
+            path: label.clone(),
+            message: e.to_string(),
+        }
+    })?;
+    let output_bytes = std::fs::metadata(&temp.temp)
+        .map(|m| m.len())
+        .map_err(|e| CheckpointError::Write {
+            path: label.clone(),
+            message: e.to_string(),
+        })?;
+    temp.persist()?;
+
+    let input_bytes = std::fs::metadata(input).map(|m| m.len()).unwrap_or(0);
+    Ok(ConvertReport {
+        converted,
+        copied: copied_entries
+            .iter()
+            .map(|e| CopiedTensor {
+                name: e.name.clone(),
+                dtype: e.dtype.clone(),
+                shape: e.shape.clone(),
+                bytes: e.bytes,
+            })
+            .collect(),
+        prune_to: opts.prune_to,
+        input_bytes,
+        output_bytes,
+    })
+}

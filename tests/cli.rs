@@ -1,0 +1,566 @@
+//! End-to-end tests of the `macko` binary's `convert` and `verify`: small safetensors files are
+//! written by hand (so that any dtype, rank or corruption can be built), converted, verified,
+//! and every kind of bad input is checked to fail with a message naming the file, tensor and
+//! problem, a non-zero exit status, and nothing written.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use macko::checkpoint::{Checkpoint, CONVERT_METADATA_PREFIX};
+use macko::format::container::{self, AnyMatrix, MatrixFile};
+use macko::half::{bf16, f16};
+use macko::{DenseMatrix, MackoMatrix};
+
+const BIN: &str = env!("CARGO_BIN_EXE_macko");
+
+/// One command-line argument: a string or a path.
+type Arg<'a> = &'a dyn AsRef<std::ffi::OsStr>;
+
+/// A directory removed when the test ends.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "macko-cli-{}-{}-{name}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        Self(dir)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+    /// Every file in the directory, sorted.
+    fn files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .expect("read temp dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// One tensor of a hand-written file.
+struct T {
+    name: &'static str,
+    dtype: &'static str,
+    shape: Vec<usize>,
+    data: Vec<u8>,
+}
+
+fn f32_tensor(name: &'static str, rows: usize, cols: usize, f: impl Fn(usize, usize) -> f32) -> T {
+    let data = (0..rows * cols)
+        .flat_map(|i| f(i / cols, i % cols).to_le_bytes())
+        .collect();
+    T {
+        name,
+        dtype: "F32",
+        shape: vec![rows, cols],
+        data,
+    }
+}
+
+/// Writes a safetensors file: 8-byte header length, JSON header, data.
+fn write_safetensors(path: &Path, tensors: &[T], metadata: &[(&str, &str)]) {
+    let mut header = serde_json::Map::new();
+    if !metadata.is_empty() {
+        let m: serde_json::Map<String, serde_json::Value> = metadata
+            .iter()
+            .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+            .collect();
+        header.insert("__metadata__".into(), m.into());
+    }
+    let mut data = Vec::new();
+    for t in tensors {
+        let start = data.len();
+        data.extend_from_slice(&t.data);
+        header.insert(
+            t.name.into(),
+            serde_json::json!({"dtype": t.dtype, "shape": t.shape, "data_offsets": [start, data.len()]}),
+        );
+    }
+    let header = serde_json::Value::Object(header).to_string();
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&data);
+    std::fs::write(path, bytes).expect("write test file");
+}
+
+/// A small checkpoint: an F32 weight, a BF16 weight, an F16 weight, a 1-D bias, a 3-D I64
+/// tensor and an F64 matrix.
+fn checkpoint(path: &Path) {
+    let w = |r: usize, c: usize| ((r * 37 + c * 11) % 23) as f32 / 8.0 - 1.375;
+    let bf: Vec<u8> = (0..8 * 40)
+        .flat_map(|i| {
+            bf16::from_f32(((i % 9) as f32 - 4.0) / 4.0)
+                .to_bits()
+                .to_le_bytes()
+        })
+        .collect();
+    let h: Vec<u8> = (0..5 * 70)
+        .flat_map(|i| {
+            let v = if i % 3 == 0 {
+                0.0
+            } else {
+                (i % 13) as f32 - 6.0
+            };
+            f16::from_f32(v).to_bits().to_le_bytes()
+        })
+        .collect();
+    write_safetensors(
+        path,
+        &[
+            f32_tensor("layer.0.weight", 12, 48, w),
+            T {
+                name: "layer.0.bias",
+                dtype: "F32",
+                shape: vec![12],
+                data: (0..12).flat_map(|i| (i as f32).to_le_bytes()).collect(),
+            },
+            T {
+                name: "layer.1.weight",
+                dtype: "BF16",
+                shape: vec![8, 40],
+                data: bf,
+            },
+            T {
+                name: "layer.2.weight",
+                dtype: "F16",
+                shape: vec![5, 70],
+                data: h,
+            },
+            T {
+                name: "positions",
+                dtype: "I64",
+                shape: vec![1, 2, 3],
+                data: (0..6i64).flat_map(|i| i.to_le_bytes()).collect(),
+            },
+            T {
+                name: "table",
+                dtype: "F64",
+                shape: vec![2, 2],
+                data: [1.0f64, 2.0, 3.0, 4.0]
+                    .iter()
+                    .flat_map(|v| v.to_le_bytes())
+                    .collect(),
+            },
+        ],
+        &[("format", "pt")],
+    );
+}
+
+fn macko(args: &[Arg<'_>]) -> Output {
+    let mut cmd = Command::new(BIN);
+    for a in args {
+        cmd.arg(a);
+    }
+    cmd.output().expect("run the macko binary")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts a failed run whose stderr contains every one of `needles`.
+fn assert_fails(o: &Output, needles: &[&str]) {
+    assert!(
+        !o.status.success(),
+        "expected failure, stdout:\n{}",
+        stdout(o)
+    );
+    let err = stderr(o);
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
+    }
+}
+
+/// The f16 rounding of the F32/BF16/F16 test tensors, as the container reads them.
+fn source_f16(path: &Path, name: &str) -> DenseMatrix {
+    container::load_dense_tensor(path, name).expect("source tensor")
+}
+
+fn load_macko(path: &Path, name: &str) -> MackoMatrix {
+    match container::load_matrix(path, name).expect("load matrix") {
+        AnyMatrix::Macko(m) => m,
+        other => panic!("{name} is {:?}, not MACKO", other.kind()),
+    }
+}
+
+#[test]
+fn convert_encodes_every_float_matrix_and_copies_the_rest_bit_for_bit() {
+    let dir = TempDir::new("plain");
+    let (input, output) = (dir.path("in.safetensors"), dir.path("out.safetensors"));
+    checkpoint(&input);
+    let o = macko(&[&"convert", &input, &output]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for name in [
+        "layer.0.weight",
+        "layer.1.weight",
+        "layer.2.weight",
+        "total (3 tensors)",
+    ] {
+        assert!(out.contains(name), "report lacks {name}:\n{out}");
+    }
+    assert_eq!(dir.files(), ["in.safetensors", "out.safetensors"]);
+
+    // Converted: decode to exactly the f16 source (−0.0 aside; the sources have none).
+    for name in ["layer.0.weight", "layer.1.weight", "layer.2.weight"] {
+        let m = load_macko(&output, name);
+        assert!(m.is_canonical());
+        assert_eq!(
+            m.to_dense().expect("decode"),
+            source_f16(&input, name),
+            "{name}"
+        );
+    }
+    // Copied: same dtype, shape and bytes (the 1-D bias, the 3-D I64, the F64 matrix).
+    let (src, dst) = (
+        Checkpoint::open(&input).expect("input"),
+        Checkpoint::open(&output).expect("output"),
+    );
+    for name in ["layer.0.bias", "positions", "table"] {
+        let (a, b) = (
+            src.tensor(name).expect("in source"),
+            dst.tensor(name).expect("copied"),
+        );
+        assert_eq!((&a.dtype, &a.shape), (&b.dtype, &b.shape), "{name}");
+        assert_eq!(
+            src.raw_bytes(a).expect("read"),
+            dst.raw_bytes(b).expect("read"),
+            "{name}"
+        );
+    }
+    assert!(
+        dst.tensor("layer.0.weight").is_none(),
+        "the dense original is replaced"
+    );
+
+    // Metadata: the input's kept, the conversion recorded per matrix.
+    let file = MatrixFile::open(&output).expect("output");
+    let meta = file.metadata().expect("metadata");
+    assert_eq!(meta.get("format").map(String::as_str), Some("pt"));
+    let record: serde_json::Value = serde_json::from_str(
+        meta.get(&format!("{CONVERT_METADATA_PREFIX}layer.1.weight"))
+            .expect("conversion record"),
+    )
+    .expect("JSON");
+    assert_eq!(record["source_dtype"], "BF16");
+    assert_eq!(record["version"], 1);
+    assert!(record["prune_to"].is_null());
+    let density = record["density"].as_f64().expect("density");
+    let expected = source_f16(&input, "layer.1.weight").count_nonzero() as f64 / 320.0;
+    assert!(
+        (density - expected).abs() < 1e-12,
+        "{density} vs {expected}"
+    );
+
+    let v = macko(&[&"verify", &output, &"--against", &input]);
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+    assert!(stdout(&v).contains("all 3 matrices pass"), "{}", stdout(&v));
+}
+
+#[test]
+fn prune_keeps_the_largest_of_each_row_and_verify_reapplies_it() {
+    let dir = TempDir::new("prune");
+    let (input, output) = (dir.path("in.safetensors"), dir.path("out.safetensors"));
+    checkpoint(&input);
+    let o = macko(&[&"convert", &input, &output, &"--prune-to", &"0.25"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for (name, cols) in [("layer.0.weight", 48), ("layer.1.weight", 40)] {
+        let m = load_macko(&output, name);
+        let d = m.to_dense().expect("decode");
+        let src = source_f16(&input, name);
+        for r in 0..m.rows() {
+            let kept: Vec<usize> = (0..cols).filter(|&c| d.row(r)[c].to_bits() != 0).collect();
+            assert!(
+                kept.len() <= cols / 4,
+                "{name} row {r} keeps {}",
+                kept.len()
+            );
+            let min_kept = kept
+                .iter()
+                .map(|&c| src.row(r)[c].to_f32().abs())
+                .fold(f32::INFINITY, f32::min);
+            for c in 0..cols {
+                if kept.contains(&c) {
+                    assert_eq!(d.row(r)[c], src.row(r)[c]);
+                } else {
+                    assert!(
+                        src.row(r)[c].to_f32().abs() <= min_kept,
+                        "{name} ({r},{c}) dropped"
+                    );
+                }
+            }
+        }
+    }
+    let v = macko(&[&"verify", &output, &"--against", &input]);
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+    assert!(stdout(&v).contains("pruned to 0.25"), "{}", stdout(&v));
+}
+
+#[test]
+fn include_exclude_and_min_size_choose_the_tensors() {
+    let dir = TempDir::new("select");
+    let input = dir.path("in.safetensors");
+    checkpoint(&input);
+    let converted = |args: &[&str]| -> Vec<String> {
+        let output = dir.path("out.safetensors");
+        let mut all: Vec<Arg<'_>> = vec![&"convert", &input, &output];
+        for a in args {
+            all.push(a);
+        }
+        let o = macko(&all);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        MatrixFile::open(&output)
+            .expect("output")
+            .matrix_infos()
+            .expect("infos")
+            .into_iter()
+            .map(|i| i.name)
+            .collect()
+    };
+    assert_eq!(
+        converted(&["--include", "layer.?.weight", "--exclude", "layer.1.*"]),
+        ["layer.0.weight", "layer.2.weight"]
+    );
+    assert_eq!(converted(&["--min-size", "400"]), ["layer.0.weight"]);
+    // A literal name is converted whatever its size.
+    assert_eq!(
+        converted(&["--min-size", "400", "--include", "layer.2.weight"]),
+        ["layer.2.weight"]
+    );
+    // F64 is not a weight dtype: left as it is.
+    assert!(!converted(&[]).contains(&"table".to_string()));
+}
+
+#[test]
+fn verify_names_the_tensor_and_rule_when_the_source_differs() {
+    let dir = TempDir::new("mismatch");
+    let (input, output, other) = (
+        dir.path("in.safetensors"),
+        dir.path("out.safetensors"),
+        dir.path("other.safetensors"),
+    );
+    checkpoint(&input);
+    let o = macko(&[&"convert", &input, &output, &"--include", &"layer.0.weight"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // The same checkpoint with one weight changed.
+    write_safetensors(
+        &other,
+        &[f32_tensor("layer.0.weight", 12, 48, |r, c| {
+            if (r, c) == (3, 7) {
+                100.0
+            } else {
+                ((r * 37 + c * 11) % 23) as f32 / 8.0 - 1.375
+            }
+        })],
+        &[],
+    );
+    let v = macko(&[&"verify", &output, &"--against", &other]);
+    assert_fails(&v, &["layer.0.weight", "source check", "(3, 7)", "100"]);
+}
+
+#[test]
+fn verify_names_the_rule_a_stored_matrix_breaks() {
+    let dir = TempDir::new("rule");
+    let path = dir.path("bad.safetensors");
+    // One row of one entry: N = 1, P = 8; tail value 5 is not +0.0 (rule 3).
+    let mut values = vec![0u8; 16];
+    values[..2].copy_from_slice(&f16::from_f32(1.5).to_bits().to_le_bytes());
+    values[10..12].copy_from_slice(&f16::from_f32(2.0).to_bits().to_le_bytes());
+    write_safetensors(
+        &path,
+        &[
+            T {
+                name: "w.row_ptr",
+                dtype: "U32",
+                shape: vec![2],
+                data: [0u32, 1].iter().flat_map(|v| v.to_le_bytes()).collect(),
+            },
+            T {
+                name: "w.values",
+                dtype: "F16",
+                shape: vec![8],
+                data: values,
+            },
+            T {
+                name: "w.codes",
+                dtype: "U8",
+                shape: vec![4],
+                data: vec![0; 4],
+            },
+        ],
+        &[(
+            "macko.w",
+            r#"{"format":"MACKO-16-4","version":1,"kind":"macko","rows":1,"cols":4}"#,
+        )],
+    );
+    let v = macko(&[&"verify", &path]);
+    assert_fails(
+        &v,
+        &["bad.safetensors", "w", "rule 3 (tail padding)", "value 5"],
+    );
+
+    // A column beyond the matrix (rule 4) in a file written by the container itself.
+    let dense = DenseMatrix::new(1, 20, {
+        let mut v = vec![f16::ZERO; 20];
+        v[19] = f16::ONE;
+        v
+    })
+    .expect("dense");
+    let m = MackoMatrix::from_dense(&dense).expect("encode");
+    let good = dir.path("good.safetensors");
+    container::save(&good, &[("m", (&m).into())]).expect("save");
+    assert!(macko(&[&"verify", &good]).status.success());
+    // The metadata JSON sits escaped inside the header's JSON: `\"cols\":20`. Patched in
+    // place to 19, same length, so the header length prefix stays right.
+    let mut bytes = std::fs::read(&good).expect("read");
+    let from = br#"\"cols\":20"#;
+    let at = bytes
+        .windows(from.len())
+        .position(|w| w == from)
+        .expect("metadata holds cols");
+    bytes[at..at + from.len()].copy_from_slice(br#"\"cols\":19"#);
+    let shrunk = dir.path("shrunk.safetensors");
+    std::fs::write(&shrunk, &bytes).expect("write");
+    let v = macko(&[&"verify", &shrunk]);
+    assert_fails(&v, &["shrunk.safetensors", "`m`", "rule 4 (column range)"]);
+}
+
+#[test]
+fn bad_input_fails_clearly_and_writes_nothing() {
+    let dir = TempDir::new("bad");
+    let input = dir.path("in.safetensors");
+    checkpoint(&input);
+    let output = dir.path("out.safetensors");
+    let corrupt = dir.path("corrupt.safetensors");
+    std::fs::write(
+        &corrupt,
+        b"\x10\x00\x00\x00\x00\x00\x00\x00{not json at all}",
+    )
+    .expect("write");
+    let huge = dir.path("huge.safetensors");
+    std::fs::write(&huge, u64::MAX.to_le_bytes()).expect("write");
+    let overflow = dir.path("overflow.safetensors");
+    write_safetensors(
+        &overflow,
+        &[f32_tensor("big.weight", 3, 5, |r, c| {
+            if (r, c) == (2, 1) {
+                1.0e6
+            } else {
+                0.5
+            }
+        })],
+        &[],
+    );
+    let missing = dir.path("missing.safetensors");
+
+    let cases: Vec<(Vec<Arg<'_>>, Vec<&str>)> = vec![
+        (vec![&missing], vec!["missing.safetensors"]),
+        (
+            vec![&input, &"--include", &"layer.9.weight"],
+            vec!["in.safetensors", "layer.9.weight", "no tensor named"],
+        ),
+        (
+            vec![&input, &"--exclude", &"nothing.*"],
+            vec!["in.safetensors", "nothing.*", "matches none"],
+        ),
+        (
+            vec![&input, &"--include", &"positions"],
+            vec!["in.safetensors", "positions", "[1, 2, 3]", "2-D"],
+        ),
+        (vec![&input, &"--include", &"table"], vec!["table", "F64"]),
+        (
+            vec![&corrupt],
+            vec!["corrupt.safetensors", "not a valid safetensors file"],
+        ),
+        (vec![&huge], vec!["huge.safetensors", "header length"]),
+        (
+            vec![&overflow],
+            vec!["overflow.safetensors", "big.weight", "(2, 1)", "1000000"],
+        ),
+        (vec![&input, &"--prune-to", &"0"], vec!["outside (0, 1]"]),
+        (
+            vec![&input, &"--prune-to", &"1.5"],
+            vec!["1.5", "outside (0, 1]"],
+        ),
+        (vec![&input, &"--prune-to", &"-0.5"], vec!["outside (0, 1]"]),
+        (vec![&input, &"--prune-to", &"NaN"], vec!["outside (0, 1]"]),
+    ];
+    let before = dir.files();
+    for (args, needles) in cases {
+        let mut all: Vec<Arg<'_>> = vec![&"convert"];
+        all.extend(args.iter().take(1));
+        all.push(&output);
+        all.extend(args.iter().skip(1));
+        let o = macko(&all);
+        assert_fails(&o, &needles);
+        assert_eq!(o.status.code(), Some(1));
+        assert_eq!(dir.files(), before, "something was written for {needles:?}");
+    }
+
+    // verify: a missing file, a corrupt one, a missing source, a file with no matrix.
+    assert_fails(&macko(&[&"verify", &missing]), &["missing.safetensors"]);
+    assert_fails(
+        &macko(&[&"verify", &corrupt]),
+        &["corrupt.safetensors", "not a valid safetensors file"],
+    );
+    assert_fails(
+        &macko(&[&"verify", &input]),
+        &["in.safetensors", "no MACKO"],
+    );
+    let o = macko(&[&"convert", &input, &output, &"--include", &"layer.0.weight"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_fails(
+        &macko(&[&"verify", &output, &"--against", &missing]),
+        &["missing.safetensors"],
+    );
+    // A source without the matrix's tensor.
+    assert_fails(
+        &macko(&[&"verify", &output, &"--against", &overflow]),
+        &["layer.0.weight", "no tensor named"],
+    );
+}
+
+#[test]
+fn a_failed_conversion_leaves_an_existing_output_untouched() {
+    let dir = TempDir::new("atomic");
+    let input = dir.path("in.safetensors");
+    checkpoint(&input);
+    let output = dir.path("out.safetensors");
+    std::fs::write(&output, b"previous contents").expect("write");
+    let o = macko(&[&"convert", &input, &output, &"--include", &"no.such.tensor"]);
+    assert_fails(&o, &["no.such.tensor"]);
+    assert_eq!(std::fs::read(&output).expect("read"), b"previous contents");
+    assert_eq!(dir.files(), ["in.safetensors", "out.safetensors"]);
+    // An output directory that does not exist: refused, nothing created.
+    let nowhere = dir.path("no-dir").join("out.safetensors");
+    let o = macko(&[&"convert", &input, &nowhere]);
+    assert_fails(&o, &["no-dir", "temporary file"]);
+    // A successful conversion replaces it.
+    let o = macko(&[&"convert", &input, &output]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        MatrixFile::open(&output)
+            .expect("new output")
+            .matrix_infos()
+            .expect("infos")
+            .len(),
+        3
+    );
+}
