@@ -10,7 +10,7 @@
 //! let devices = products::available_devices();
 //! for layer in &layers {
 //!     let x = products::activation_like(layer.macko.cols(), 7);
-//!     for check in products::check_layer(layer, &x, &devices)? {
+//!     for check in products::check_layer(layer, &x, &devices, 9)? {
 //!         assert_eq!(check.disagreeing_rows, 0, "{}", check.device);
 //!     }
 //! }
@@ -120,11 +120,13 @@ pub struct ProductCheck {
 }
 
 /// Multiplies the layer's MACKO matrix by `x` on each device (f32 output), compares every row
-/// with the f64 reference product of the stored weights, and times the product.
+/// with the f64 reference product of the stored weights, and times `timed_runs` products (after
+/// two untimed ones) for the median.
 pub fn check_layer(
     layer: &LinearLayer,
     x: &[f16],
     devices: &[Device],
+    timed_runs: usize,
 ) -> Result<Vec<ProductCheck>> {
     let reference = reference::spmv_macko(&layer.macko, x)?;
     let rows = layer.macko.rows();
@@ -153,7 +155,7 @@ pub fn check_layer(
                 disagreeing_rows += 1;
             }
         }
-        let mut times = dev.time_spmv(&[&a], &x_dev, &mut y_dev, 2, 9)?;
+        let mut times = dev.time_spmv(&[&a], &x_dev, &mut y_dev, 2, timed_runs.max(1))?;
         times.sort_by(f64::total_cmp);
         out.push(ProductCheck {
             device: dev.describe(),

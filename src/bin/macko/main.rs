@@ -1,6 +1,7 @@
 //! The `macko` command: `info` (backends and devices), `demo` (one product on the chosen
 //! device, checked against the f64 reference), `bench`, `convert` (a checkpoint to MACKO-16-4)
-//! and `verify` (a converted file against the format's rules and its source). Exit status 1 on any error, with the message.
+//! and `verify` (a converted file against the format's rules and its source). Exit status 1 on
+//! any error, with the message.
 
 mod bench;
 mod convert;
