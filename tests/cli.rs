@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use macko::checkpoint::{Checkpoint, CONVERT_METADATA_PREFIX};
+use macko::checkpoint::{Checkpoint, CONVERT_METADATA_KEY, CONVERT_METADATA_PREFIX};
 use macko::format::container::{self, AnyMatrix, MatrixFile};
 use macko::half::{bf16, f16};
 use macko::{DenseMatrix, MackoMatrix};
@@ -308,6 +308,12 @@ fn prune_keeps_the_largest_of_each_row_and_verify_reapplies_it() {
             }
         }
     }
+    let file = MatrixFile::open(&output).expect("output");
+    let meta = file.metadata().expect("metadata");
+    let run: serde_json::Value =
+        serde_json::from_str(meta.get(CONVERT_METADATA_KEY).expect("run record")).expect("JSON");
+    assert_eq!(run["prune_to"], 0.25);
+    assert_eq!(run["format"], "MACKO-16-4");
     let v = macko(&[&"verify", &output, &"--against", &input]);
     assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
     assert!(stdout(&v).contains("pruned to 0.25"), "{}", stdout(&v));

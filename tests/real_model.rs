@@ -40,7 +40,8 @@ fn every_linear_weight_pruned_and_multiplied_on_every_backend() {
     let density = 0.5;
     let layers = products::prune_linear_weights(&ckpt, density).expect("prune and encode");
     assert!(!layers.is_empty(), "no linear weight in {}", path.display());
-    if is_minilm(&ckpt) {
+    let minilm = is_minilm(&ckpt);
+    if minilm {
         // 6 layers × (query, key, value, attention output, intermediate, output) + pooler.
         assert_eq!(layers.len(), 37);
         assert!(layers.iter().all(|l| l.source_dtype == "F32"));
@@ -56,13 +57,14 @@ fn every_linear_weight_pruned_and_multiplied_on_every_backend() {
     let (mut dense_bytes, mut macko_bytes) = (0u64, 0u64);
     for (k, layer) in layers.iter().enumerate() {
         let (rows, cols) = (layer.macko.rows(), layer.macko.cols());
-        // Exactly ⌊d·cols⌋ non-zeros per row: real weights have no zeros to start with.
-        assert_eq!(
-            layer.nonzeros,
-            rows * prune::keep_count(cols, density),
-            "{}",
-            layer.name
-        );
+        // At most ⌊d·cols⌋ non-zeros per row; exactly that many in MiniLM, whose weights
+        // hold no zeros to start with.
+        let most = rows * prune::keep_count(cols, density);
+        if minilm {
+            assert_eq!(layer.nonzeros, most, "{}", layer.name);
+        } else {
+            assert!(layer.nonzeros <= most, "{}", layer.name);
+        }
         assert!(layer.macko.is_canonical(), "{}", layer.name);
         dense_bytes += layer.dense_f16_bytes();
         macko_bytes += layer.macko_bytes();

@@ -12,6 +12,7 @@ use macko::checkpoint::{
     self, human_bytes, CheckpointError, ConvertOptions, ConvertReport, Pattern, Progress,
 };
 
+/// Arguments of `macko convert` (the help text is the fields' documentation).
 #[derive(Args)]
 pub struct ConvertArgs {
     /// The checkpoint to read (.safetensors; F32, BF16 or F16 weights).
@@ -103,6 +104,7 @@ fn print_report(report: &ConvertReport) {
     );
 }
 
+/// Runs `macko convert`: converts, then prints the report table.
 pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
     let opts = ConvertOptions {
         include: args.include.iter().map(Pattern::new).collect(),

@@ -10,6 +10,7 @@ use crate::convert::cli_error;
 use crate::error::CliError;
 use macko::checkpoint;
 
+/// Arguments of `macko verify` (the help text is the fields' documentation).
 #[derive(Args)]
 pub struct VerifyArgs {
     /// The file to check (.safetensors written by `macko convert` or the container).
@@ -21,6 +22,7 @@ pub struct VerifyArgs {
     against: Option<PathBuf>,
 }
 
+/// Runs `macko verify`: one line per matrix, problems on stderr, an error if any failed.
 pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
     let report = checkpoint::verify(&args.file, args.against.as_deref()).map_err(cli_error)?;
     for m in &report.matrices {
