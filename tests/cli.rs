@@ -272,6 +272,11 @@ fn convert_encodes_every_float_matrix_and_copies_the_rest_bit_for_bit() {
     let v = macko(&[&"verify", &output, &"--against", &input]);
     assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
     assert!(stdout(&v).contains("all 3 matrices pass"), "{}", stdout(&v));
+    assert!(
+        stdout(&v).contains("other tensors: 3 compared with the source, 0 differ"),
+        "{}",
+        stdout(&v)
+    );
 }
 
 #[test]
@@ -379,6 +384,33 @@ fn verify_names_the_tensor_and_rule_when_the_source_differs() {
     );
     let v = macko(&[&"verify", &output, &"--against", &other]);
     assert_fails(&v, &["layer.0.weight", "source check", "(3, 7)", "100"]);
+
+    // The same weight, but a bias that differs from the one copied: the copy check names it.
+    let biased = dir.path("biased.safetensors");
+    write_safetensors(
+        &biased,
+        &[
+            f32_tensor("layer.0.weight", 12, 48, |r, c| {
+                ((r * 37 + c * 11) % 23) as f32 / 8.0 - 1.375
+            }),
+            T {
+                name: "layer.0.bias",
+                dtype: "F32",
+                shape: vec![12],
+                data: (0..12)
+                    .flat_map(|i| (i as f32 + 0.5).to_le_bytes())
+                    .collect(),
+            },
+        ],
+        &[],
+    );
+    let v = macko(&[&"verify", &output, &"--against", &biased]);
+    assert_fails(&v, &["layer.0.bias", "copy check", "bytes differ"]);
+    assert!(
+        stdout(&v).contains("ok   macko layer.0.weight"),
+        "{}",
+        stdout(&v)
+    );
 }
 
 #[test]

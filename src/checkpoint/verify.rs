@@ -1,6 +1,8 @@
 //! `verify`: every matrix of a converted file validated against the rules of FORMAT.md, and
 //! optionally compared with the dense source it was converted from.
 
+use std::collections::BTreeSet;
+
 use macko_format::container::{AnyMatrix, MatrixFile};
 use macko_format::{is_zero, DenseMatrix};
 
@@ -42,6 +44,12 @@ pub struct VerifyReport {
     pub against: Option<String>,
     /// One entry per matrix, by name.
     pub matrices: Vec<MatrixCheck>,
+    /// With a source: how many of the file's other tensors (not arrays of a matrix) were
+    /// compared with the source's tensor of the same name.
+    pub other_tensors_compared: usize,
+    /// With a source: every other tensor whose dtype, shape or bytes differ from the source's
+    /// (`convert` copies them unchanged), each naming the tensor.
+    pub other_tensor_problems: Vec<String>,
 }
 
 impl VerifyReport {
@@ -50,10 +58,20 @@ impl VerifyReport {
         self.matrices.iter().filter(|m| !m.problems.is_empty())
     }
 
-    /// Whether every matrix passed.
+    /// Whether every matrix passed and every other tensor equals the source's.
     pub fn passed(&self) -> bool {
-        self.failures().next().is_none()
+        self.failures().next().is_none() && self.other_tensor_problems.is_empty()
     }
+}
+
+/// The tensors that hold matrix `name` of kind `kind` in the container's layout.
+fn array_names(name: &str, kind: &str) -> Vec<String> {
+    let parts: &[&str] = match kind {
+        "macko" => &["row_ptr", "values", "codes"],
+        "csr" => &["row_ptr", "col_idx", "values"],
+        _ => return vec![name.to_string()],
+    };
+    parts.iter().map(|p| format!("{name}.{p}")).collect()
 }
 
 /// The pruning density recorded for matrix `name` by `macko convert`, if any.
@@ -114,6 +132,9 @@ fn first_difference(stored: &DenseMatrix, expected: &DenseMatrix, what: &str) ->
 /// name in the source, converted to binary16 as `convert` does and, where the conversion record
 /// (`macko-convert.NAME`) names a pruning density, pruned the same way: the two must be equal
 /// bit for bit (±0.0 count as one value, since the format stores −0.0 as +0.0).
+///
+/// With `against`, the file's other tensors (those that are not arrays of a matrix) that the
+/// source also holds must be identical to the source's: same dtype, shape and bytes.
 ///
 /// File-level problems (missing or corrupt file, unreadable metadata, a file that holds no
 /// matrix) are errors; per-matrix problems are collected in the report, so one run names them
@@ -188,9 +209,40 @@ pub fn verify(file: &std::path::Path, against: Option<&std::path::Path>) -> Resu
         }
         matrices.push(check);
     }
+    let (mut other_tensors_compared, mut other_tensor_problems) = (0, Vec::new());
+    if let Some(src) = &source {
+        let converted = Checkpoint::open(file)?;
+        let arrays: BTreeSet<String> = matrices
+            .iter()
+            .flat_map(|m| array_names(&m.name, m.kind))
+            .collect();
+        for t in converted.tensors() {
+            let Some(s) = src.tensor(&t.name).filter(|_| !arrays.contains(&t.name)) else {
+                continue;
+            };
+            other_tensors_compared += 1;
+            if (&t.dtype, &t.shape) != (&s.dtype, &s.shape) {
+                other_tensor_problems.push(format!(
+                    "tensor `{}`: copy check (copied unchanged): {} {} here, {} {} in the source",
+                    t.name,
+                    t.dtype,
+                    t.shape_text(),
+                    s.dtype,
+                    s.shape_text()
+                ));
+            } else if converted.raw_bytes(t)? != src.raw_bytes(s)? {
+                other_tensor_problems.push(format!(
+                    "tensor `{}`: copy check (copied unchanged): the bytes differ from the source's",
+                    t.name
+                ));
+            }
+        }
+    }
     Ok(VerifyReport {
         file: label,
         against: against.map(|p| p.display().to_string()),
         matrices,
+        other_tensors_compared,
+        other_tensor_problems,
     })
 }

@@ -59,8 +59,18 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
             eprintln!("  {}: {p}", m.name);
         }
     }
+    for p in &report.other_tensor_problems {
+        eprintln!("  {p}");
+    }
     let failed: Vec<&str> = report.failures().map(|m| m.name.as_str()).collect();
-    if failed.is_empty() {
+    if report.against.is_some() {
+        println!(
+            "other tensors: {} compared with the source, {} differ",
+            report.other_tensors_compared,
+            report.other_tensor_problems.len()
+        );
+    }
+    if report.passed() {
         println!(
             "{}: all {} matrices pass{}",
             report.file,
@@ -71,6 +81,12 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
             }
         );
         Ok(())
+    } else if failed.is_empty() {
+        Err(CliError::Check(format!(
+            "{}: {} tensors differ from the source they were copied from",
+            report.file,
+            report.other_tensor_problems.len()
+        )))
     } else {
         Err(CliError::Check(format!(
             "{}: {} of {} matrices fail: {}",
