@@ -602,3 +602,45 @@ fn a_failed_conversion_leaves_an_existing_output_untouched() {
         3
     );
 }
+
+#[test]
+fn the_report_counts_the_bytes_each_format_really_takes() {
+    let dir = TempDir::new("report");
+    let (input, output) = (dir.path("in.safetensors"), dir.path("out.safetensors"));
+    checkpoint(&input);
+    let opts = macko::checkpoint::ConvertOptions {
+        prune_to: Some(0.5),
+        ..Default::default()
+    };
+    let mut events = Vec::new();
+    let report = macko::checkpoint::convert(&input, &output, &opts, &mut |p| {
+        events.push(format!("{p:?}"))
+    })
+    .expect("convert");
+    assert_eq!(
+        events.first().map(String::as_str),
+        Some("Planned { tensors: 3 }")
+    );
+    assert_eq!(events.last().map(String::as_str), Some("Writing"));
+    assert_eq!(events.len(), 5);
+    assert_eq!(report.converted.len(), 3);
+    assert_eq!(report.copied.len(), 3);
+    for t in &report.converted {
+        let m = load_macko(&output, &t.name);
+        let dense = m.to_dense().expect("decode");
+        let csr = macko::CsrMatrix::from_dense(&dense).expect("csr");
+        assert_eq!(t.macko_bytes, m.bytes(), "{}", t.name);
+        assert_eq!(t.csr_bytes, csr.bytes(), "{}", t.name);
+        assert_eq!(t.dense_f16_bytes, dense.bytes(), "{}", t.name);
+        assert_eq!(t.nonzeros, dense.count_nonzero() as u64, "{}", t.name);
+        assert!((t.effective_density() - m.effective_density()).abs() < 1e-12);
+    }
+    assert_eq!(
+        report.output_bytes,
+        std::fs::metadata(&output).expect("output").len()
+    );
+    assert_eq!(
+        report.macko_bytes(),
+        report.converted.iter().map(|t| t.macko_bytes).sum::<u64>()
+    );
+}
