@@ -74,7 +74,7 @@ fn magnitude(v: f16) -> u16 {
 
 /// Prunes one row in place: keeps the `keep` elements of largest magnitude (lower column first
 /// among equals) and writes +0.0 elsewhere.
-fn prune_row(row: &mut [f16], keep: usize, order: &mut Vec<u32>) {
+fn prune_row(row: &mut [f16], keep: usize, order: &mut Vec<usize>) {
     if keep >= row.len() {
         return;
     }
@@ -83,15 +83,13 @@ fn prune_row(row: &mut [f16], keep: usize, order: &mut Vec<u32>) {
         return;
     }
     order.clear();
-    // Rows longer than u32::MAX columns cannot be stored in MACKO anyway; the index type only
-    // halves the scratch memory.
-    order.extend(0..row.len() as u32);
+    order.extend(0..row.len());
     // Descending magnitude, ascending column: a strict total order, so the kept set is unique.
-    let key = |&i: &u32| (std::cmp::Reverse(magnitude(row[i as usize])), i);
+    let key = |&i: &usize| (std::cmp::Reverse(magnitude(row[i])), i);
     order.select_nth_unstable_by_key(keep - 1, key);
     let mut kept = vec![false; row.len()];
     for &i in &order[..keep] {
-        kept[i as usize] = true;
+        kept[i] = true;
     }
     for (v, keep) in row.iter_mut().zip(kept) {
         if !keep {

@@ -228,8 +228,10 @@ impl Checkpoint {
             message: format!("{} bytes do not fit in memory here", entry.bytes),
         })?;
         let mut f = std::fs::File::open(&self.path).map_err(io)?;
-        f.seek(SeekFrom::Start(self.data_start + entry.offset))
-            .map_err(io)?;
+        f.seek(SeekFrom::Start(
+            self.data_start.saturating_add(entry.offset),
+        ))
+        .map_err(io)?;
         let mut data = vec![0u8; len];
         f.read_exact(&mut data).map_err(io)?;
         Ok(data)

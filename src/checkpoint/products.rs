@@ -140,20 +140,29 @@ pub fn check_layer(
         let mut max_abs_error = 0.0f64;
         let mut worst = 0.0f64;
         let mut disagreeing_rows = 0;
-        for (r, &got) in y.iter().enumerate() {
-            let err = (got - reference.y[r]).abs();
+        for (r, (&got, &want)) in y.iter().zip(&reference.y).enumerate() {
+            let err = (got - want).abs();
             let tol = reference.tolerance(r, Precision::F32);
             max_abs_error = max_abs_error.max(err);
-            worst = worst.max(if tol > 0.0 {
+            let ratio = if tol > 0.0 {
                 err / tol
             } else if err > 0.0 {
                 f64::INFINITY
             } else {
                 0.0
-            });
+            };
+            worst = worst.max(ratio);
             if !reference.agrees(r, got, Precision::F32) {
                 disagreeing_rows += 1;
             }
+        }
+        if y.len() != rows {
+            return Err(crate::Error::ShapeMismatch {
+                what: "downloaded y (matrix rows)",
+                expected: rows,
+                found: y.len(),
+            }
+            .into());
         }
         let mut times = dev.time_spmv(&[&a], &x_dev, &mut y_dev, 2, timed_runs.max(1))?;
         times.sort_by(f64::total_cmp);
