@@ -644,3 +644,29 @@ fn the_report_counts_the_bytes_each_format_really_takes() {
         report.converted.iter().map(|t| t.macko_bytes).sum::<u64>()
     );
 }
+
+#[test]
+fn a_copied_tensor_that_clashes_with_a_matrix_array_is_refused() {
+    let dir = TempDir::new("clash");
+    let (input, output) = (dir.path("in.safetensors"), dir.path("out.safetensors"));
+    write_safetensors(
+        &input,
+        &[
+            f32_tensor("a", 4, 8, |r, c| (r + c) as f32),
+            // A 1-D tensor named like the codes array of matrix `a`.
+            T {
+                name: "a.codes",
+                dtype: "U8",
+                shape: vec![3],
+                data: vec![1, 2, 3],
+            },
+        ],
+        &[],
+    );
+    let o = macko(&[&"convert", &input, &output]);
+    assert_fails(&o, &["in.safetensors", "a.codes", "written twice"]);
+    assert_eq!(dir.files(), ["in.safetensors"]);
+    // Leaving `a` unconverted avoids the clash, but then nothing is selected.
+    let o = macko(&[&"convert", &input, &output, &"--exclude", &"a"]);
+    assert_fails(&o, &["no tensor selected"]);
+}

@@ -370,7 +370,9 @@ pub fn convert(
         tensors: selected.len(),
     });
 
-    let mut matrices: Vec<(String, MackoMatrix)> = Vec::with_capacity(selected.len());
+    // Each matrix is serialised by the container as soon as it is encoded (its own small
+    // safetensors image), so only the stored bytes are held, not the matrix and a copy.
+    let mut encoded: Vec<Vec<u8>> = Vec::with_capacity(selected.len());
     let mut converted = Vec::with_capacity(selected.len());
     for (index, name) in selected.iter().enumerate() {
         progress(Progress::Converting { index, name });
@@ -401,7 +403,10 @@ pub fn convert(
             csr_bytes: 4 * (rows + 1) + 6 * nonzeros,
             macko_bytes: m.bytes(),
         });
-        matrices.push((name.clone(), m));
+        encoded.push(container::to_bytes(&[(
+            name.as_str(),
+            container::MatrixRef::Macko(&m),
+        )])?);
     }
     progress(Progress::Writing);
 
@@ -416,57 +421,22 @@ pub fn convert(
         copied_data.push(ckpt.raw_bytes(entry)?);
     }
 
-    let refs: Vec<(&str, container::MatrixRef<'_>)> = matrices
-        .iter()
-        .map(|(name, m)| (name.as_str(), container::MatrixRef::Macko(m)))
-        .collect();
-    let encoded_bytes = container::to_bytes(&refs)?;
-    drop(refs);
-    drop(matrices);
     let internal = |e: safetensors::SafeTensorError| CheckpointError::Write {
         path: output.display().to_string(),
         message: format!("internal: the container's own bytes do not parse: {e}"),
     };
-    let (_, encoded_meta) = SafeTensors::read_metadata(&encoded_bytes).map_err(internal)?;
-    let encoded = SafeTensors::deserialize(&encoded_bytes).map_err(internal)?;
+    let clash = |name: &str| CheckpointError::Selection {
+        file: input.display().to_string(),
+        message: format!(
+            "tensor `{name}` would be written twice: it clashes with an array of a converted \
+             matrix (a matrix `w` is stored as `w.row_ptr`, `w.values`, `w.codes`); exclude \
+             one of them"
+        ),
+    };
 
-    // Tensors: the container's arrays, then the copies; no name may appear twice.
-    let mut names = BTreeSet::new();
-    let mut tensors: Vec<(String, OutTensor<'_>)> = Vec::new();
-    for (name, view) in encoded.tensors() {
-        names.insert(name.clone());
-        tensors.push((
-            name,
-            OutTensor {
-                dtype: view.dtype(),
-                shape: view.shape().to_vec(),
-                data: Cow::Borrowed(view.data()),
-            },
-        ));
-    }
-    for (entry, data) in copied_entries.iter().zip(copied_data) {
-        if !names.insert(entry.name.clone()) {
-            return Err(CheckpointError::Selection {
-                file: input.display().to_string(),
-                message: format!(
-                    "tensor `{}` clashes with an array of a converted matrix (a matrix `w` \
-                     is stored as `w.row_ptr`, `w.values`, `w.codes`); exclude one of them",
-                    entry.name
-                ),
-            });
-        }
-        tensors.push((
-            entry.name.clone(),
-            OutTensor {
-                dtype: entry.dtype_raw,
-                shape: entry.shape.clone(),
-                data: Cow::Owned(data),
-            },
-        ));
-    }
-
-    // Metadata: the input's (minus stale descriptions of the converted names), the
-    // container's matrix descriptions, and the conversion record.
+    // Tensors: the container's arrays, then the copies; no name may appear twice. Metadata:
+    // the input's (minus stale descriptions of the converted names), the container's matrix
+    // descriptions, and the conversion record.
     let mut metadata: HashMap<String, String> = HashMap::new();
     if let Some(m) = ckpt.file().metadata() {
         for (k, v) in m {
@@ -480,8 +450,39 @@ pub fn convert(
             }
         }
     }
-    if let Some(m) = encoded_meta.metadata() {
-        metadata.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
+    let mut names = BTreeSet::new();
+    let mut tensors: Vec<(String, OutTensor<'_>)> = Vec::new();
+    for bytes in &encoded {
+        let (_, meta) = SafeTensors::read_metadata(bytes).map_err(internal)?;
+        if let Some(m) = meta.metadata() {
+            metadata.extend(m.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        for (name, view) in SafeTensors::deserialize(bytes).map_err(internal)?.tensors() {
+            if !names.insert(name.clone()) {
+                return Err(clash(&name));
+            }
+            tensors.push((
+                name,
+                OutTensor {
+                    dtype: view.dtype(),
+                    shape: view.shape().to_vec(),
+                    data: Cow::Borrowed(view.data()),
+                },
+            ));
+        }
+    }
+    for (entry, data) in copied_entries.iter().zip(copied_data) {
+        if !names.insert(entry.name.clone()) {
+            return Err(clash(&entry.name));
+        }
+        tensors.push((
+            entry.name.clone(),
+            OutTensor {
+                dtype: entry.dtype_raw,
+                shape: entry.shape.clone(),
+                data: Cow::Owned(data),
+            },
+        ));
     }
     metadata.insert(
         CONVERT_METADATA_KEY.to_string(),
