@@ -11,17 +11,39 @@
 @group(0) @binding(3) var<storage, read> codes: array<u32>;
 
 // Where x is gathered from. With X_SHARED (pipeline constants, set by the backend when x fits),
-// every workgroup first copies x (f16 pairs, X_WORDS words >= (cols + 1) / 2) into workgroup
-// memory and gathers from there: the 8 columns a lane needs per group are spread over the row,
-// and workgroup memory serves such scattered reads far faster than the L1 cache. Otherwise x
-// is gathered from its f32 copy in memory.
+// every workgroup first copies x into X_WORDS words of workgroup memory and gathers from there:
+// the 8 columns a lane needs per group are spread over the row, and workgroup memory serves
+// such scattered reads far faster than the L1 cache. Otherwise x is gathered from its f32 copy
+// in memory. With X_F32 the staged copy is f32, one word per column (X_WORDS >= cols rounded up
+// to 8): a gather is one workgroup load; without it, f16 pairs (X_WORDS >= (cols + 1) / 2
+// rounded up to 4), half the space, but a shift and a conversion more per entry.
 override X_SHARED: bool = false;
+override X_F32: bool = false;
 override X_WORDS: u32 = 1u;
+// Staged word i lives at slot i ^ ((i >> 5) & 7): a permutation within each aligned block of
+// 8 words (X_WORDS is a multiple of 8, so every slot stays in range) that moves the 8-word
+// blocks of each 32-word row of banks apart. A dense row (d = 1) gathers columns 8 apart across
+// lanes: unswizzled, only 4 banks (f32) or 8 (f16 pairs) take the 32 reads of one gather
+// (8- or 4-way conflicts); swizzled, 32. Random columns (d < 1) are as random either way.
+override X_SWIZZLE: bool = true;
 var<workgroup> xs: array<u32, X_WORDS>;
 
+fn x_slot(i: u32) -> u32 {
+    if X_SWIZZLE {
+        return i ^ ((i >> 5u) & 7u);
+    }
+    return i;
+}
+
+// x[c]. A column past x (only ever computed for a masked entry, whose term is then discarded)
+// reads an unspecified value but stays a valid access: indices into `xs` are clamped by naga
+// (BoundsCheckPolicy::Restrict, always on for arrays in wgpu), and memory reads are bounded.
 fn x_at(c: u32) -> f32 {
     if X_SHARED {
-        return unpack2x16float(xs[c >> 1u] >> ((c & 1u) * 16u)).x;
+        if X_F32 {
+            return bitcast<f32>(xs[x_slot(c)]);
+        }
+        return unpack2x16float(xs[x_slot(c >> 1u)] >> ((c & 1u) * 16u)).x;
     }
     return load_x(c);
 }
@@ -30,13 +52,33 @@ fn x_at(c: u32) -> f32 {
 // workgroup calls it once, at the start, in uniform control flow (it ends with a barrier).
 fn stage_x(t: u32, invocations: u32) {
     if X_SHARED {
-        let words = (params.cols + 1u) / 2u;
-        for (var i = t; 4u * i < words; i += invocations) {
-            let v = x[i];
-            xs[4u * i] = v.x;
-            xs[4u * i + 1u] = v.y;
-            xs[4u * i + 2u] = v.z;
-            xs[4u * i + 3u] = v.w;
+        if X_F32 {
+            // 8 columns per 16-byte word of x; X_WORDS is a multiple of 8 (the backend's
+            // granule) covering every column, and x is zero-padded to whole 16-byte words.
+            for (var i = t; 8u * i < params.cols; i += invocations) {
+                let v = x[i];
+                let a = unpack2x16float(v.x);
+                let b = unpack2x16float(v.y);
+                let c = unpack2x16float(v.z);
+                let d = unpack2x16float(v.w);
+                xs[x_slot(8u * i)] = bitcast<u32>(a.x);
+                xs[x_slot(8u * i + 1u)] = bitcast<u32>(a.y);
+                xs[x_slot(8u * i + 2u)] = bitcast<u32>(b.x);
+                xs[x_slot(8u * i + 3u)] = bitcast<u32>(b.y);
+                xs[x_slot(8u * i + 4u)] = bitcast<u32>(c.x);
+                xs[x_slot(8u * i + 5u)] = bitcast<u32>(c.y);
+                xs[x_slot(8u * i + 6u)] = bitcast<u32>(d.x);
+                xs[x_slot(8u * i + 7u)] = bitcast<u32>(d.y);
+            }
+        } else {
+            let words = (params.cols + 1u) / 2u;
+            for (var i = t; 4u * i < words; i += invocations) {
+                let v = x[i];
+                xs[x_slot(4u * i)] = v.x;
+                xs[x_slot(4u * i + 1u)] = v.y;
+                xs[x_slot(4u * i + 2u)] = v.z;
+                xs[x_slot(4u * i + 3u)] = v.w;
+            }
         }
     }
     workgroupBarrier();

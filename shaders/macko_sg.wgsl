@@ -1,23 +1,33 @@
 // MACKO-16-4 SpMV with subgroup operations (after common.wgsl and macko.wgsl). See NOTES.md.
 //
-// One row at a time per subgroup; rows are handed out through an atomic counter, so the kernel
-// is correct whatever the subgroup size (4..128), however the adapter splits a workgroup into
-// subgroups, and whether subgroups are full or not. A lane's index and the number of lanes are
-// counted by the subgroup itself (an exclusive scan and a sum of 1), never assumed.
+// One row at a time per subgroup; rows are handed out through an atomic counter (the dispatch is
+// bounded, so the counter balances rows of any lengths over the subgroups that are resident),
+// and the kernel is correct whatever the subgroup size (4..128), however the adapter splits a
+// workgroup into subgroups, and whether subgroups are full or not. A lane's index and the number
+// of lanes are counted by the subgroup itself (an exclusive scan and a sum of 1), never assumed.
 //
-// A workgroup first stages x in workgroup memory where it fits (X_SHARED, see macko.wgsl); the
-// backend then dispatches a bounded number of workgroups that each work through many rows.
+// Rows are pipelined two deep: while row r is computed, the bounds of the next row (claimed one
+// row earlier) are already loading and the row after it is being claimed, so neither the
+// counter's latency nor the row pointers' lies between two rows.
+//
+// A workgroup first stages x in workgroup memory where it fits (X_SHARED, see macko.wgsl).
 //
 // Within a row, each lane takes 4 groups of 8 entries per step (see macko.wgsl); the column
 // where each group starts is the running column of the row plus an exclusive scan of the
 // groups' column steps across the subgroup (subgroupExclusiveAdd), and the running column moves
-// on by the step's total (subgroupAdd). Steps wholly inside the row take a path without row
-// tests. The row's sum is a subgroupAdd of the lanes' f32 accumulators.
+// on by the step's total (subgroupAdd). Entries that do not belong to the row have their values
+// zeroed when loaded (only in steps that touch the row's first or last group), so every entry
+// is then the same three instructions: a zero value selects x to 0, then one fma. Groups of a
+// step that lie wholly past the row are neither loaded nor computed (a subgroup-uniform test).
 
 // One row counter per block, zeroed before every product.
 @group(0) @binding(4) var<storage, read_write> counters: array<atomic<u32>>;
 
-const WORKGROUP: u32 = 128u;
+// Invocations per workgroup: a pipeline constant, so the backend can trade workgroups per
+// compute unit against the staged copies of x.
+override WORKGROUP: u32 = 128u;
+// Sets of 4 groups a lane loads per step (1 or 2): 80 or 160 bytes in flight per lane.
+override DEPTH: u32 = 1u;
 
 // The next row for this subgroup: its first lane takes it from the counter, and it is
 // broadcast from the first active lane, which is that lane (all lanes are active here).
@@ -29,50 +39,162 @@ fn next_row(lane: u32) -> u32 {
     return subgroupBroadcastFirst(r);
 }
 
-// Row `row`'s dot product, summed over the subgroup (every lane gets it).
-fn row_dot(row: u32, lane: u32, lanes: u32) -> f32 {
-    let s = row_ptr[row];
-    let e = row_ptr[row + 1u];
-    var acc = 0.0;
+// The entries s..e of row `row` (0..0 past the block's rows).
+fn row_bounds(row: u32) -> vec2<u32> {
+    if row < params.rows {
+        return vec2<u32>(row_ptr[row], row_ptr[row + 1u]);
+    }
+    return vec2<u32>(0u);
+}
+
+// Group g of a step that touches the row's first or last group: values of entries outside the
+// row's entries s..e zeroed, codes decoded as far as they belong to the row. Groups past the
+// row read its last group again (in bounds) and keep nothing of it.
+fn load_masked(g: u32, gend: u32, s: u32, e: u32) -> Group {
+    let gi = min(g, gend - 1u);
+    let d = decode_group(codes[gi], group_lo(g, s), group_hi(g, e));
+    // Component k holds entries 2k (low half) and 2k + 1 (high half): bits 2k, 2k + 1 of kept
+    // go to bits 0 and 16 (the multiplication by 0x8001 cannot carry: the two copies of the 8
+    // bits lie in bits 0..7 and 15..22), then each to a whole half.
+    let k = d.kept;
+    let bits = vec4<u32>(k, k >> 2u, k >> 4u, k >> 6u);
+    let mask = ((bits * 0x8001u) & vec4<u32>(0x00010001u)) * 0xffffu;
+    return Group(values[gi] & mask, d);
+}
+
+// The 4 groups of a step that touches the row's first or last group; `live` groups (1..4) lie
+// before the row's end, the others stay zero (no value, no step).
+fn load_four_masked(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32, live: u32) -> Four {
+    var f: Four;
+    let a = load_masked(g0 + lane, gend, s, e);
+    f.v0 = a.vals;
+    f.d0 = a.d;
+    if live > 1u {
+        let b = load_masked(g0 + lanes + lane, gend, s, e);
+        f.v1 = b.vals;
+        f.d1 = b.d;
+    }
+    if live > 2u {
+        let c = load_masked(g0 + 2u * lanes + lane, gend, s, e);
+        f.v2 = c.vals;
+        f.d2 = c.d;
+    }
+    if live > 3u {
+        let d = load_masked(g0 + 3u * lanes + lane, gend, s, e);
+        f.v3 = d.vals;
+        f.d3 = d.d;
+    }
+    return f;
+}
+
+// Two entries packed in one u32 of values at columns c_lo, c_hi: acc += a * x, except that a
+// zero value (padding, or masked) selects x to 0 first, so NaN or infinity in x never meets it.
+fn pair_fma(v: u32, c_lo: u32, c_hi: u32, acc: vec2<f32>) -> vec2<f32> {
+    let a = unpack2x16float(v);
+    let xv = vec2<f32>(x_at(c_lo), x_at(c_hi));
+    return fma(a, select(vec2<f32>(0.0), xv, a != vec2<f32>(0.0)), acc);
+}
+
+// One group whose first entry follows column base - 1: entry j's column is base - 1 plus its
+// inclusive step (byte j of low, or of high counted from entry 4).
+fn group_fma(v: vec4<u32>, d: Decoded, base: u32, acc_in: vec2<f32>) -> vec2<f32> {
+    let b0 = base - 1u;
+    let b4 = b0 + (d.low >> 24u);
+    let p = d.low;
+    let q = d.high;
+    var acc = pair_fma(v.x, b0 + (p & 0xffu), b0 + ((p >> 8u) & 0xffu), acc_in);
+    acc = pair_fma(v.y, b0 + ((p >> 16u) & 0xffu), b4, acc);
+    acc = pair_fma(v.z, b4 + (q & 0xffu), b4 + ((q >> 8u) & 0xffu), acc);
+    return pair_fma(v.w, b4 + ((q >> 16u) & 0xffu), b4 + (q >> 24u), acc);
+}
+
+// Adds the `live` (1..4) groups of f, given the row's column count before them, the exclusive
+// scan of their packed totals (`before`) and the sum of those over the subgroup (`all`).
+fn four_fma(f: Four, column: u32, before: vec2<u32>, all: vec2<u32>, live: u32, acc_in: vec2<f32>) -> vec2<f32> {
+    let t0 = all.x & 0xffffu;
+    let t1 = all.x >> 16u;
+    let t2 = all.y & 0xffffu;
+    var acc = group_fma(f.v0, f.d0, column + (before.x & 0xffffu), acc_in);
+    if live > 1u {
+        acc = group_fma(f.v1, f.d1, column + t0 + (before.x >> 16u), acc);
+    }
+    if live > 2u {
+        acc = group_fma(f.v2, f.d2, column + t0 + t1 + (before.y & 0xffffu), acc);
+    }
+    if live > 3u {
+        acc = group_fma(f.v3, f.d3, column + t0 + t1 + t2 + (before.y >> 16u), acc);
+    }
+    return acc;
+}
+
+// Row entries s..e, summed over the subgroup (every lane gets the sum). A step is DEPTH sets of
+// 4 groups per lane, all loaded before the first is used.
+fn row_dot(s: u32, e: u32, lane: u32, lanes: u32) -> f32 {
+    var acc = vec2<f32>(0.0);
     if e > s {
         let gend = (e + 7u) / 8u;
         var column = 0u; // the row's column count before the current step
-        for (var g0 = s / 8u; g0 < gend; g0 += 4u * lanes) {
-            if step_inside(g0, lanes, s, e) {
-                let f = load_four_inside(g0, lane, lanes);
-                let mine = four_totals(f);
-                let all = subgroupAdd(mine);
-                acc += four_dot(f, column, subgroupExclusiveAdd(mine), all);
-                column += step_total(all);
+        for (var g0 = s / 8u; g0 < gend; g0 += 4u * DEPTH * lanes) {
+            var f: Four;
+            var h: Four;
+            // Groups of the step with g0 + u * lanes < gend, subgroup-uniform (1..4 * DEPTH).
+            var live = 4u * DEPTH;
+            if step_inside(g0, DEPTH * lanes, s, e) {
+                f = load_four_inside(g0, lane, lanes);
+                if DEPTH == 2u {
+                    h = load_four_inside(g0 + 4u * lanes, lane, lanes);
+                }
             } else {
-                let f = load_four(g0, lane, lanes, gend, s, e);
-                let mine = four_totals(f);
+                live = min((gend - g0 + lanes - 1u) / lanes, 4u * DEPTH);
+                f = load_four_masked(g0, lane, lanes, gend, s, e, min(live, 4u));
+                if DEPTH == 2u && live > 4u {
+                    h = load_four_masked(g0 + 4u * lanes, lane, lanes, gend, s, e, live - 4u);
+                }
+            }
+            if DEPTH == 2u {
+                let mine = vec4<u32>(four_totals(f), four_totals(h));
+                let before = subgroupExclusiveAdd(mine);
                 let all = subgroupAdd(mine);
-                acc += four_dot(f, column, subgroupExclusiveAdd(mine), all);
+                acc = four_fma(f, column, before.xy, all.xy, min(live, 4u), acc);
+                column += step_total(all.xy);
+                if live > 4u {
+                    acc = four_fma(h, column, before.zw, all.zw, live - 4u, acc);
+                    column += step_total(all.zw);
+                }
+            } else {
+                let mine = four_totals(f);
+                let before = subgroupExclusiveAdd(mine);
+                let all = subgroupAdd(mine);
+                acc = four_fma(f, column, before, all, live, acc);
                 column += step_total(all);
             }
         }
     }
-    return subgroupAdd(acc);
+    return subgroupAdd(acc.x + acc.y);
 }
 
 @compute @workgroup_size(WORKGROUP)
 fn main(@builtin(local_invocation_index) t: u32) {
-    stage_x(t, WORKGROUP);
     let lane = subgroupExclusiveAdd(1u);
     let lanes = subgroupAdd(1u);
-    // The next row is claimed before the current one is computed, so the counter's latency
-    // hides behind the row's loads.
+    // The first row and its bounds, and the next row, are requested before x is staged.
     var row = next_row(lane);
+    var bounds = row_bounds(row);
+    var following = next_row(lane);
+    stage_x(t, WORKGROUP);
     loop {
         if row >= params.rows {
             break;
         }
-        let following = next_row(lane);
-        let sum = row_dot(row, lane, lanes);
+        // Loads and claims for the rows after this one, issued before this row's loads.
+        let following_bounds = row_bounds(following);
+        let after = next_row(lane);
+        let sum = row_dot(bounds.x, bounds.y, lane, lanes);
         if lane == 0u {
             store_y(params.row_offset + row, sum);
         }
         row = following;
+        bounds = following_bounds;
+        following = after;
     }
 }

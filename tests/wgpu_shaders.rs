@@ -80,11 +80,26 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
             .any(|(_, o)| o.name.as_deref() == Some(name))
     };
     // The pipeline constants the backend sets: Y_F16 both ways, and for MACKO, x gathered from
-    // memory or staged in 2048 words of workgroup memory.
-    let x_modes: &[&[(&str, f64)]] = if has("X_SHARED") {
+    // memory or staged in 2048 words of workgroup memory (f16 pairs or f32), and for the MACKO
+    // subgroup kernel a workgroup size other than the default.
+    let x_modes: &[&[(&str, f64)]] = if has("WORKGROUP") {
         &[
             &[("X_SHARED", 0.0)],
-            &[("X_SHARED", 1.0), ("X_WORDS", 2048.0)],
+            &[("X_SHARED", 1.0), ("X_WORDS", 2048.0), ("X_F32", 0.0)],
+            &[
+                ("X_SHARED", 1.0),
+                ("X_WORDS", 2048.0),
+                ("X_F32", 1.0),
+                ("X_SWIZZLE", 0.0),
+                ("WORKGROUP", 512.0),
+                ("DEPTH", 2.0),
+            ],
+        ]
+    } else if has("X_SHARED") {
+        &[
+            &[("X_SHARED", 0.0)],
+            &[("X_SHARED", 1.0), ("X_WORDS", 2048.0), ("X_F32", 0.0)],
+            &[("X_SHARED", 1.0), ("X_WORDS", 2048.0), ("X_F32", 1.0)],
         ]
     } else {
         &[&[]]

@@ -37,6 +37,78 @@ use products::{GpuMatrix, GpuVector, Pending};
 /// even where x fits in workgroup memory (for comparisons and tests of that path).
 pub const ENV_X_IN_WORKGROUP: &str = "MACKO_WGPU_X_IN_WORKGROUP";
 
+/// Environment variable that, set to `1`, makes the MACKO subgroup kernel stage x as f32 where
+/// that fits workgroup memory (default: f16 pairs, half the space, so more workgroups resident).
+pub const ENV_X_F32: &str = "MACKO_WGPU_X_F32";
+/// Environment variable: invocations per workgroup of the MACKO subgroup kernel (a power of two,
+/// 32..=1024, within the adapter's limit; default `MackoTuning::DEFAULT_WORKGROUP`).
+pub const ENV_MACKO_WORKGROUP: &str = "MACKO_WGPU_MACKO_WORKGROUP";
+/// Environment variable: the most workgroups the MACKO subgroup kernel dispatches when x is
+/// staged (default `MackoTuning::DEFAULT_MAX_STAGED_WORKGROUPS`).
+pub const ENV_MACKO_WORKGROUPS: &str = "MACKO_WGPU_MACKO_WORKGROUPS";
+
+/// Environment variable: sets of 4 groups a lane of the MACKO subgroup kernel loads per step
+/// (1 or 2).
+pub const ENV_MACKO_DEPTH: &str = "MACKO_WGPU_MACKO_DEPTH";
+/// Environment variable that, set to `0`, stages x unswizzled (see macko.wgsl).
+pub const ENV_X_SWIZZLE: &str = "MACKO_WGPU_X_SWIZZLE";
+
+/// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
+/// that do not parse or are out of range keep the defaults.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct MackoTuning {
+    /// Stage x as f32 where it fits (else f16 pairs).
+    pub x_f32: bool,
+    /// Invocations per workgroup.
+    pub workgroup: u32,
+    /// The most workgroups dispatched with x staged.
+    pub max_staged_workgroups: u32,
+    /// Sets of 4 groups per lane per step.
+    pub depth: u32,
+    /// Swizzle the staged x.
+    pub x_swizzle: bool,
+}
+
+impl MackoTuning {
+    pub const DEFAULT_WORKGROUP: u32 = 256;
+    pub const DEFAULT_MAX_STAGED_WORKGROUPS: u32 = 1024;
+    pub const DEFAULT_DEPTH: u32 = 2;
+
+    fn from_env(limits: &wgpu::Limits) -> Self {
+        let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
+        let off = |name: &str| matches!(var(name).as_deref(), Some("0" | "false" | "off" | "no"));
+        let x_f32 = matches!(var(ENV_X_F32).as_deref(), Some("1" | "true" | "on" | "yes"));
+        let x_swizzle = !off(ENV_X_SWIZZLE);
+        let depth = var(ENV_MACKO_DEPTH)
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|n| (1..=2).contains(n))
+            .unwrap_or(Self::DEFAULT_DEPTH);
+        let max_size = limits
+            .max_compute_invocations_per_workgroup
+            .min(limits.max_compute_workgroup_size_x);
+        let workgroup = var(ENV_MACKO_WORKGROUP)
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&n| n.is_power_of_two() && (32..=1024).contains(&n))
+            .unwrap_or(Self::DEFAULT_WORKGROUP);
+        // Within the adapter's limit, never below 32 (a power of two: halving stays one).
+        let mut workgroup = workgroup;
+        while workgroup > 32 && workgroup > max_size {
+            workgroup /= 2;
+        }
+        let max_staged_workgroups = var(ENV_MACKO_WORKGROUPS)
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&n| n >= 1)
+            .unwrap_or(Self::DEFAULT_MAX_STAGED_WORKGROUPS);
+        Self {
+            x_f32,
+            workgroup,
+            max_staged_workgroups,
+            depth,
+            x_swizzle,
+        }
+    }
+}
+
 /// Opens the wgpu device `opts` asks for.
 pub(crate) fn open(opts: &DeviceOptions) -> Result<Arc<dyn Backend>> {
     Ok(Arc::new(WgpuBackend::open(opts)?))
@@ -59,6 +131,8 @@ pub(crate) struct WgpuBackend {
     /// Whether the MACKO subgroup kernel may stage x in workgroup memory (where it fits);
     /// `MACKO_WGPU_X_IN_WORKGROUP=0` turns it off, to compare with gathering from memory.
     x_in_workgroup: bool,
+    /// Workgroup size, x precision and grid of the MACKO subgroup kernel.
+    tuning: MackoTuning,
     /// Bound as the f32 copy of y when y is f32 (which has none): 16 bytes never written.
     no_wide_copy: wgpu::Buffer,
     pending: Mutex<Pending>,
@@ -114,8 +188,10 @@ impl WgpuBackend {
             std::env::var(ENV_X_IN_WORKGROUP).as_deref().map(str::trim),
             Ok("0" | "false" | "off" | "no")
         );
+        let tuning = MackoTuning::from_env(&gpu.limits);
         Ok(Self {
             x_in_workgroup,
+            tuning,
             no_wide_copy,
             matrix_limit: adapter_limit.min(cap) / 16 * 16,
             vector_limit: adapter_limit / 16 * 16,
@@ -187,6 +263,20 @@ impl WgpuBackend {
             } else {
                 "; MACKO gathers x from memory (MACKO_WGPU_X_IN_WORKGROUP=0)"
             };
+            let t = &self.tuning;
+            kernels += &format!(
+                "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
+                 workgroups when staged",
+                t.workgroup,
+                t.depth,
+                if t.x_swizzle { " (swizzled)" } else { "" },
+                if t.x_f32 {
+                    "f32 where it fits"
+                } else {
+                    "f16 pairs"
+                },
+                t.max_staged_workgroups
+            );
         }
         p.push(("kernels".to_string(), kernels));
 

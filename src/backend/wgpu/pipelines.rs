@@ -166,12 +166,19 @@ fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
 }
 
 /// What distinguishes two pipelines of one kernel: f16 or f32 y, and for the MACKO subgroup
-/// kernel the words of workgroup memory x is staged in (0: gathered from memory).
+/// kernel the words of workgroup memory x is staged in (0: gathered from memory), whether they
+/// hold f32 (else f16 pairs), and the workgroup size (0: the kernel's default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct PipelineKey {
     pub kernel: Kernel,
     pub y_f16: bool,
     pub x_words: u32,
+    pub x_f32: bool,
+    pub workgroup: u32,
+    /// MACKO subgroup kernel: sets of 4 groups per lane per step (0: the default), and whether
+    /// the staged x is swizzled.
+    pub depth: u32,
+    pub x_swizzle: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -249,6 +256,18 @@ impl Pipelines {
             } else {
                 0
             },
+            x_f32: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_f32,
+            workgroup: if key.kernel == Kernel::MackoSubgroup {
+                key.workgroup
+            } else {
+                0
+            },
+            depth: if key.kernel == Kernel::MackoSubgroup {
+                key.depth
+            } else {
+                0
+            },
+            x_swizzle: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_swizzle,
             ..key
         };
         let mut built = lock(&self.built);
@@ -262,11 +281,25 @@ impl Pipelines {
             MatrixLayout::Stream => &self.stream_layout,
         };
         let what = format!(
-            "compiling kernel {}{}{}",
+            "compiling kernel {}{}{}{}",
             kernel.name(),
             if key.y_f16 { " (f16 y)" } else { "" },
             if key.x_words > 0 {
-                format!(" (x in {} words of workgroup memory)", key.x_words)
+                format!(
+                    " (x as {} in {} words of workgroup memory)",
+                    if key.x_f32 { "f32" } else { "f16 pairs" },
+                    key.x_words
+                )
+            } else {
+                String::new()
+            },
+            if key.workgroup > 0 {
+                format!(
+                    " ({} invocations per workgroup, {} x 4 groups per step{})",
+                    key.workgroup,
+                    key.depth.max(1),
+                    if key.x_swizzle { ", swizzled x" } else { "" }
+                )
             } else {
                 String::new()
             }
@@ -279,7 +312,15 @@ impl Pipelines {
             constants.push(("X_SHARED", if key.x_words > 0 { 1.0 } else { 0.0 }));
             if key.x_words > 0 {
                 constants.push(("X_WORDS", key.x_words as f64));
+                constants.push(("X_F32", if key.x_f32 { 1.0 } else { 0.0 }));
+                constants.push(("X_SWIZZLE", if key.x_swizzle { 1.0 } else { 0.0 }));
             }
+        }
+        if key.workgroup > 0 {
+            constants.push(("WORKGROUP", key.workgroup as f64));
+        }
+        if key.depth > 0 {
+            constants.push(("DEPTH", key.depth as f64));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let module = gpu

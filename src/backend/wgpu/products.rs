@@ -30,10 +30,9 @@ use super::WgpuBackend;
 const MAX_PENDING_PRODUCTS: usize = 256;
 
 /// Rows per workgroup aimed at when x is staged in workgroup memory (the copy of x is then a
-/// small fraction of a workgroup's reads), and the most such workgroups dispatched (enough to
-/// fill the largest GPUs; more would only copy x and find no row left).
+/// small fraction of a workgroup's reads). The most such workgroups dispatched is
+/// `MackoTuning::max_staged_workgroups`.
 const ROWS_PER_STAGED_WORKGROUP: u32 = 16;
-const MAX_STAGED_WORKGROUPS: u32 = 1024;
 
 /// What every matrix kernel reads from its uniform (MatrixParams in common.wgsl).
 #[repr(C)]
@@ -479,18 +478,24 @@ impl WgpuBackend {
         })
     }
 
-    /// Words of workgroup memory the MACKO subgroup kernel stages x in for `cols` columns, or 0
-    /// where x does not fit (or staging is turned off): then x is gathered from memory.
-    fn x_words(&self, kernel: Kernel, cols: usize) -> u32 {
+    /// How the MACKO subgroup kernel holds x for `cols` columns: the words of workgroup memory
+    /// it stages x in (0 where x does not fit, or staging is turned off: x is then gathered
+    /// from memory), and whether they hold f32 (where that fits and is not turned off) or f16
+    /// pairs.
+    fn x_staging(&self, kernel: Kernel, cols: usize) -> (u32, bool) {
         if kernel != Kernel::MackoSubgroup || !self.x_in_workgroup {
-            return 0;
+            return (0, false);
         }
         let budget = (self.gpu.limits.max_compute_workgroup_storage_size / 4) as u64;
-        let words = round_up((cols as u64).div_ceil(2).max(1), X_WORDS_GRANULE as u64);
-        if words <= budget {
-            words as u32
+        // The granule is a multiple of 8: the f32 staging writes 8 columns per word of x.
+        let f32_words = round_up((cols as u64).max(1), X_WORDS_GRANULE as u64);
+        let f16_words = round_up((cols as u64).div_ceil(2).max(1), X_WORDS_GRANULE as u64);
+        if self.tuning.x_f32 && f32_words <= budget {
+            (f32_words as u32, true)
+        } else if f16_words <= budget {
+            (f16_words as u32, false)
         } else {
-            0
+            (0, false)
         }
     }
 
@@ -506,15 +511,19 @@ impl WgpuBackend {
             // bounded number of them (enough to fill a large GPU) work through the rows.
             Kernel::MackoSubgroup if x_words > 0 => (
                 rows.div_ceil(ROWS_PER_STAGED_WORKGROUP)
-                    .clamp(1, MAX_STAGED_WORKGROUPS.min(max)),
+                    .clamp(1, self.tuning.max_staged_workgroups.clamp(1, max)),
                 1,
             ),
             // Rows are handed out by the counter: enough subgroups for every row to start at
             // once if the GPU can hold them (assuming the smallest subgroups, so the most of
             // them), capped by the dispatch limit; subgroups loop over rows beyond that.
             Kernel::MackoSubgroup | Kernel::CsrSubgroup => {
-                let per_workgroup =
-                    (kernel.workgroup_size() / self.gpu.adapter.subgroup_min_size.max(1)).max(1);
+                let size = if kernel == Kernel::MackoSubgroup {
+                    self.tuning.workgroup
+                } else {
+                    kernel.workgroup_size()
+                };
+                let per_workgroup = (size / self.gpu.adapter.subgroup_min_size.max(1)).max(1);
                 (rows.div_ceil(per_workgroup).clamp(1, max), 1)
             }
             Kernel::MackoWorkgroup | Kernel::CsrWorkgroup => grid_2d(rows),
@@ -537,13 +546,17 @@ impl WgpuBackend {
         timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<()> {
         let kernel = Kernel::for_product(a.format, self.path);
-        let x_words = self.x_words(kernel, a.cols);
+        let (x_words, x_f32) = self.x_staging(kernel, a.cols);
         let pipeline = self.pipelines.get(
             &self.gpu,
             PipelineKey {
                 kernel,
                 y_f16: y.precision == Precision::F16,
                 x_words,
+                x_f32,
+                workgroup: self.tuning.workgroup,
+                depth: self.tuning.depth,
+                x_swizzle: self.tuning.x_swizzle,
             },
         )?;
         let x_group = x

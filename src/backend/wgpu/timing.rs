@@ -213,6 +213,10 @@ impl WgpuBackend {
                 kernel: Kernel::Stream,
                 y_f16: false,
                 x_words: 0,
+                x_f32: false,
+                workgroup: 0,
+                depth: 0,
+                x_swizzle: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
