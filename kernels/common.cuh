@@ -71,22 +71,38 @@ __device__ __forceinline__ void macko_prefetch_l2(const void* p) {
 // fall in different banks instead of 4 or 8 of them.
 __device__ __forceinline__ unsigned macko_x_slot(unsigned i) { return i + (i >> 5); }
 
+// Slot of staged column slot `i` in either layout: padded (above) or plain (slot i at word i,
+// for matrices whose lanes' columns are spread far enough apart that banks collide only at
+// random; see macko.cu).
+template <bool PAD>
+__device__ __forceinline__ unsigned macko_x_slot_in(unsigned i) {
+    return PAD ? macko_x_slot(i) : i;
+}
+
+// Whether a binary16 in either half of `w` is ±∞ or NaN (exponent bits all ones).
+__device__ __forceinline__ bool macko_h2_nonfinite(unsigned w) {
+    return (w & 0x7c00u) == 0x7c00u || (w & 0x7c000000u) == 0x7c000000u;
+}
+
 // Dynamic shared memory for staged x: macko_x_slot(cols + MACKO_X_SLACK + MACKO_X_TAIL) floats,
 // computed on the host (src/backend/cuda/launch.rs, `x_smem_bytes`).
 
 // Copies x (binary16, `cols` elements, 16-byte aligned) into shared memory as f32, in the padded
-// layout of macko_x_slot, zeros in the slack slots. Called by every thread of the block; the
-// caller synchronises the block afterwards. Loads 8 halves per 16-byte load and issues up to four
-// loads per thread before the first store, so a block stages 24 KiB of x in about one L2 round
-// trip instead of one round trip per element.
-__device__ __forceinline__ void macko_stage_x(float* xs, const unsigned short* __restrict__ x,
+// layout of macko_x_slot (PAD) or the plain one, zeros in the slack slots. Returns whether any of
+// the elements this thread staged is ±∞ or NaN (the caller ORs that over the block). Called by
+// every thread of the block; the caller synchronises the block afterwards. Loads 8 halves per
+// 16-byte load and issues up to four loads per thread before the first store, so a block stages
+// 24 KiB of x in about one L2 round trip instead of one round trip per element.
+template <bool PAD = true>
+__device__ __forceinline__ bool macko_stage_x(float* xs, const unsigned short* __restrict__ x,
                                               unsigned cols) {
+    bool nonfinite = false;
     const unsigned slots = cols + MACKO_X_SLACK + MACKO_X_TAIL;
     const unsigned tid = threadIdx.x, nthreads = blockDim.x;
     // Zero the slack in front and everything from column cols on.
-    for (unsigned i = tid; i < MACKO_X_SLACK; i += nthreads) xs[macko_x_slot(i)] = 0.0f;
+    for (unsigned i = tid; i < MACKO_X_SLACK; i += nthreads) xs[macko_x_slot_in<PAD>(i)] = 0.0f;
     for (unsigned i = cols + MACKO_X_SLACK + tid; i < slots; i += nthreads) {
-        xs[macko_x_slot(i)] = 0.0f;
+        xs[macko_x_slot_in<PAD>(i)] = 0.0f;
     }
     const unsigned nvec = cols >> 3;
     const uint4* xv = reinterpret_cast<const uint4*>(x);
@@ -101,26 +117,43 @@ __device__ __forceinline__ void macko_stage_x(float* xs, const unsigned short* _
         for (int u = 0; u < 4; ++u) {
             const unsigned j = base + u * nthreads;
             if (j < nvec) {
+                nonfinite |= macko_h2_nonfinite(w[u].x) || macko_h2_nonfinite(w[u].y) ||
+                             macko_h2_nonfinite(w[u].z) || macko_h2_nonfinite(w[u].w);
                 const unsigned s = MACKO_X_SLACK + 8 * j;
                 float a, b;
+                if (!PAD) {
+                    // Plain layout: slot s is word s, 32-byte aligned (MACKO_X_SLACK = 8), so
+                    // two 16-byte stores (2-way conflicted at most, not 8-way as 8 scalar ones).
+                    float c, d;
+                    macko_unpack2(w[u].x, a, b);
+                    macko_unpack2(w[u].y, c, d);
+                    reinterpret_cast<float4*>(xs + s)[0] = make_float4(a, b, c, d);
+                    macko_unpack2(w[u].z, a, b);
+                    macko_unpack2(w[u].w, c, d);
+                    reinterpret_cast<float4*>(xs + s)[1] = make_float4(a, b, c, d);
+                    continue;
+                }
                 macko_unpack2(w[u].x, a, b);
-                xs[macko_x_slot(s + 0)] = a;
-                xs[macko_x_slot(s + 1)] = b;
+                xs[macko_x_slot_in<PAD>(s + 0)] = a;
+                xs[macko_x_slot_in<PAD>(s + 1)] = b;
                 macko_unpack2(w[u].y, a, b);
-                xs[macko_x_slot(s + 2)] = a;
-                xs[macko_x_slot(s + 3)] = b;
+                xs[macko_x_slot_in<PAD>(s + 2)] = a;
+                xs[macko_x_slot_in<PAD>(s + 3)] = b;
                 macko_unpack2(w[u].z, a, b);
-                xs[macko_x_slot(s + 4)] = a;
-                xs[macko_x_slot(s + 5)] = b;
+                xs[macko_x_slot_in<PAD>(s + 4)] = a;
+                xs[macko_x_slot_in<PAD>(s + 5)] = b;
                 macko_unpack2(w[u].w, a, b);
-                xs[macko_x_slot(s + 6)] = a;
-                xs[macko_x_slot(s + 7)] = b;
+                xs[macko_x_slot_in<PAD>(s + 6)] = a;
+                xs[macko_x_slot_in<PAD>(s + 7)] = b;
             }
         }
     }
     for (unsigned c = 8 * nvec + tid; c < cols; c += nthreads) {
-        xs[macko_x_slot(MACKO_X_SLACK + c)] = macko_h2f(__ldg(x + c));
+        const unsigned short h = __ldg(x + c);
+        nonfinite |= macko_h2_nonfinite(h);
+        xs[macko_x_slot_in<PAD>(MACKO_X_SLACK + c)] = macko_h2f(h);
     }
+    return nonfinite;
 }
 
 #endif  // MACKO_COMMON_CUH

@@ -1,30 +1,62 @@
 // MACKO-16-4 sparse matrix-vector product y = A·x (see ../shared/design/FORMAT.md and NOTES.md).
 //
-// One warp per row, rows handed out grid-stride over a persistent grid. A row's entries are
-// walked in batches of MACKO_CHUNKS "chunks"; in a chunk, lane l owns the 8 entries of one
+// One team per row — a warp, or a half-warp (two rows side by side) for short rows or where that
+// spreads the rows more evenly; the host chooses per matrix — rows handed out grid-stride over a
+// persistent grid. A row's entries are walked in batches of CH "chunks" (MACKO_CHUNKS or
+// MACKO_CHUNKS_SHORT, chosen per matrix too); in a chunk, lane l owns the 8 entries of one
 // aligned group: their values as one 16-byte load and their 8 gap codes as one 32-bit load, at
 // the same group index. A row may begin and end inside a group: the entries of the neighbouring
 // rows are masked (codes and values zeroed). The column of each entry is the running column of
 // the row (shared by the warp, broadcast with __shfl_sync) plus an exclusive prefix sum, across
-// lanes, of each lane's column advance (gaps + 1 per entry), taken with 5 __shfl_up_sync steps;
+// lanes, of each lane's column advance (gaps + 1 per entry), taken with log2(team) shuffle steps;
 // two chunks are scanned at once, packed as two 16-bit halves of one word. Inside a lane, the
 // byte-wise prefix sums of the 8 gaps come from one multiplication. Entries whose value is zero
 // (padding) contribute nothing even where x is NaN or ±∞: x is *selected* to 0 for them, never
 // multiplied by 0. Accumulation in f32; y is f32 or rounded once to f16.
 //
-// Two ways to read x: staged once per block in shared memory as f32 (MACKO_X_SMEM = 1, the fast
-// path, as long as x fits), or gathered from global memory through the read-only cache.
+// Three ways to read x: staged once per block in shared memory as f32, in the padded layout (one
+// unused word after every 32: conflict-free gathers for nearly dense rows) or the plain one
+// (fewer instructions per entry; chosen at upload for matrices that are not nearly dense), as
+// long as x fits; or gathered from global memory through the read-only cache. When the staged x
+// holds no ±∞ or NaN (checked while staging, OR-ed over the block), a zero-valued entry adds
+// 0·x = ±0 anyway, so the per-entry select that guards padding entries is skipped.
 #ifndef MACKO_COMMON_CUH
 #include "common.cuh"
 #endif
 
 // Chunks per batch: loads of this many 16-byte value words and 4-byte code words are in flight
-// per lane before the first is used. Even: chunks are scanned in pairs.
+// per lane before the first is used. Even: chunks are scanned in pairs. MACKO_CHUNKS for nearly
+// dense matrices, MACKO_CHUNKS_SHORT for the others (the host chooses, flags bit 1; NOTES.md).
 #ifndef MACKO_CHUNKS
 #define MACKO_CHUNKS 4
 #endif
-// Threads per block the host launches; the register cap follows from it (two blocks per SM).
+#ifndef MACKO_CHUNKS_SHORT
+#define MACKO_CHUNKS_SHORT 2
+#endif
+// 1: while a batch is in flight, ask L2 for the next one (or the next row's first), so that each
+// warp has about two batches on their way from DRAM without holding a second set of registers.
+#ifndef MACKO_PREFETCH
+#define MACKO_PREFETCH 0
+#endif
+// 1: skip the per-entry zero select when the staged x is finite (see above).
+#ifndef MACKO_FAST_FINITE
+#define MACKO_FAST_FINITE 1
+#endif
+// 1: batches that lie wholly inside their row (every batch of a long row but its first and last)
+// skip the per-chunk computation of the row's bounds in the group and the masking test.
+#ifndef MACKO_INTERIOR
+#define MACKO_INTERIOR 1
+#endif
+// Where x is read: global memory, shared memory padded, shared memory plain.
+#define MACKO_XG 0
+#define MACKO_XP 1
+#define MACKO_XU 2
+// Threads per block the host launches; the register cap follows from it and MACKO_MINB, the
+// blocks per SM asked of the compiler (2: 64 registers; 1: 128).
 #define MACKO_BLOCK 512
+#ifndef MACKO_MINB
+#define MACKO_MINB 2
+#endif
 
 // Masks the entries of group `w` that lie outside the row's [start, end): their codes and values
 // become 0. Returns in lo/hi the range [lo, hi) of the group's 8 entries that belong to the row.
@@ -60,23 +92,35 @@ __device__ __forceinline__ void macko_prefix(unsigned c, unsigned& pl, unsigned&
 }
 
 // x at staged slot `slot` (column slot - MACKO_X_SLACK).
-template <bool XS>
+template <int XM>
 __device__ __forceinline__ float macko_x_at(const float* xs, const unsigned short* __restrict__ x,
                                             unsigned slot, unsigned cols_m1) {
-    if (XS) return xs[macko_x_slot(slot)];
+    if (XM != MACKO_XG) return xs[macko_x_slot_in<XM == MACKO_XP>(slot)];
     // Masked entries may point up to 8 columns before 0 (wrapping to a huge unsigned value) or
     // up to 15 after cols - 1: one min() keeps the gather inside x; their value is 0 anyway.
     return macko_h2f(__ldg(x + min(slot - MACKO_X_SLACK, cols_m1)));
 }
 
-// acc += a * x, except that a zero-valued entry adds nothing whatever x is.
+// The shared-memory address of a pointer into shared memory, and a 32-bit load from one.
+__device__ __forceinline__ unsigned macko_smem_addr(const float* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ float macko_lds(unsigned addr) {
+    float v;
+    asm("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
+    return v;
+}
+
+// acc += a * x, except that (SAFE) a zero-valued entry adds nothing whatever x is. Without SAFE
+// the caller guarantees x finite, so a zero entry adds ±0.
+template <bool SAFE>
 __device__ __forceinline__ float macko_term(float acc, float a, float xv) {
-    return fmaf(a, a != 0.0f ? xv : 0.0f, acc);
+    return SAFE ? fmaf(a, a != 0.0f ? xv : 0.0f, acc) : fmaf(a, xv, acc);
 }
 
 // Adds one lane's 8 entries. `b0` is the slot of the row's previous column minus `lo` (so that
 // slot = b0 + byte k of the prefix), see macko_spmv_impl.
-template <bool XS>
+template <int XM, bool SAFE>
 __device__ __forceinline__ void macko_chunk(const uint4 v, unsigned pl, unsigned ph, unsigned b0,
                                             const float* xs, const unsigned short* __restrict__ x,
                                             unsigned cols_m1, float& acc0, float& acc1) {
@@ -86,33 +130,82 @@ __device__ __forceinline__ void macko_chunk(const uint4 v, unsigned pl, unsigned
     macko_unpack2(v.y, a2, a3);
     macko_unpack2(v.z, a4, a5);
     macko_unpack2(v.w, a6, a7);
+    if (XM == MACKO_XU) {
+        // Plain layout: one shared-memory byte address per half-group, then one multiply-add
+        // per entry for its address (byte k of the prefix times 4, plus that address).
+        const unsigned p0 = macko_smem_addr(xs) + 4u * b0;
+        const unsigned p1 = p0 + 4u * (pl >> 24);
+        acc0 = macko_term<SAFE>(acc0, a0, macko_lds(p0 + 4u * __byte_perm(pl, 0u, 0x4440)));
+        acc1 = macko_term<SAFE>(acc1, a1, macko_lds(p0 + 4u * __byte_perm(pl, 0u, 0x4441)));
+        acc0 = macko_term<SAFE>(acc0, a2, macko_lds(p0 + 4u * __byte_perm(pl, 0u, 0x4442)));
+        acc1 = macko_term<SAFE>(acc1, a3, macko_lds(p1));
+        acc0 = macko_term<SAFE>(acc0, a4, macko_lds(p1 + 4u * __byte_perm(ph, 0u, 0x4440)));
+        acc1 = macko_term<SAFE>(acc1, a5, macko_lds(p1 + 4u * __byte_perm(ph, 0u, 0x4441)));
+        acc0 = macko_term<SAFE>(acc0, a6, macko_lds(p1 + 4u * __byte_perm(ph, 0u, 0x4442)));
+        acc1 = macko_term<SAFE>(acc1, a7, macko_lds(p1 + 4u * (ph >> 24)));
+        return;
+    }
+#define MACKO_X(S) macko_x_at<XM>(xs, x, (S), cols_m1)
     // Byte k of a prefix word, zero-extended, in one PRMT.
-    acc0 = macko_term(acc0, a0, macko_x_at<XS>(xs, x, b0 + __byte_perm(pl, 0u, 0x4440), cols_m1));
-    acc1 = macko_term(acc1, a1, macko_x_at<XS>(xs, x, b0 + __byte_perm(pl, 0u, 0x4441), cols_m1));
-    acc0 = macko_term(acc0, a2, macko_x_at<XS>(xs, x, b0 + __byte_perm(pl, 0u, 0x4442), cols_m1));
-    acc1 = macko_term(acc1, a3, macko_x_at<XS>(xs, x, b1, cols_m1));
-    acc0 = macko_term(acc0, a4, macko_x_at<XS>(xs, x, b1 + __byte_perm(ph, 0u, 0x4440), cols_m1));
-    acc1 = macko_term(acc1, a5, macko_x_at<XS>(xs, x, b1 + __byte_perm(ph, 0u, 0x4441), cols_m1));
-    acc0 = macko_term(acc0, a6, macko_x_at<XS>(xs, x, b1 + __byte_perm(ph, 0u, 0x4442), cols_m1));
-    acc1 = macko_term(acc1, a7, macko_x_at<XS>(xs, x, b1 + (ph >> 24), cols_m1));
+    acc0 = macko_term<SAFE>(acc0, a0, MACKO_X(b0 + __byte_perm(pl, 0u, 0x4440)));
+    acc1 = macko_term<SAFE>(acc1, a1, MACKO_X(b0 + __byte_perm(pl, 0u, 0x4441)));
+    acc0 = macko_term<SAFE>(acc0, a2, MACKO_X(b0 + __byte_perm(pl, 0u, 0x4442)));
+    acc1 = macko_term<SAFE>(acc1, a3, MACKO_X(b1));
+    acc0 = macko_term<SAFE>(acc0, a4, MACKO_X(b1 + __byte_perm(ph, 0u, 0x4440)));
+    acc1 = macko_term<SAFE>(acc1, a5, MACKO_X(b1 + __byte_perm(ph, 0u, 0x4441)));
+    acc0 = macko_term<SAFE>(acc0, a6, MACKO_X(b1 + __byte_perm(ph, 0u, 0x4442)));
+    acc1 = macko_term<SAFE>(acc1, a7, MACKO_X(b1 + (ph >> 24)));
+#undef MACKO_X
 }
 
-// One row: entries [start, end), groups start/8 .. ceil(end/8). Returns this lane's partial sum.
-template <bool XS>
+// Asks L2 for the groups {w + L·k + sub : k < CH} below w_end (values and codes).
+template <unsigned L, int CH>
+__device__ __forceinline__ void macko_prefetch_batch(const uint4* __restrict__ values,
+                                                     const unsigned* __restrict__ codes,
+                                                     unsigned w, unsigned w_end, unsigned sub) {
+#pragma unroll
+    for (int u = 0; u < CH; ++u) {
+        const unsigned g = w + L * u + sub;
+        if (g < w_end) {
+            macko_prefetch_l2(values + g);
+            macko_prefetch_l2(codes + g);
+        }
+    }
+}
+
+// Whether any lane of the warp has `p` (L = 32: p is warp-uniform already).
+template <unsigned L>
+__device__ __forceinline__ bool macko_any(bool p) {
+    return L == 32u ? p : __any_sync(MACKO_FULL_MASK, p) != 0;
+}
+
+// One row per team of L lanes (32: a warp; 16: a half-warp, two rows side by side): entries
+// [start, end), groups start/8 .. ceil(end/8). `sub` is the lane's index in its team. Returns this
+// lane's partial sum. Every lane of the warp must call it (the shuffles span the warp); a team
+// whose row is shorter than its neighbour's, or empty, runs the extra batches with every entry
+// masked (zero values, zero column advance), which adds +0.
+// [next_start, next_end) is the team's next row (empty if none), prefetched into L2 during this
+// row's last batch when MACKO_PREFETCH is set.
+template <int XM, bool SAFE, unsigned L, int CH>
 __device__ __forceinline__ float macko_row(const uint4* __restrict__ values,
                                            const unsigned* __restrict__ codes, const float* xs,
                                            const unsigned short* __restrict__ x, unsigned cols_m1,
-                                           unsigned start, unsigned end, unsigned lane) {
+                                           unsigned start, unsigned end, unsigned next_start,
+                                           unsigned next_end, unsigned sub) {
     float acc0 = 0.0f, acc1 = 0.0f;
     const unsigned w_end = (end + 7u) >> 3;
-    unsigned next = 0u;  // the column after the row's previous entry (warp-uniform)
-    for (unsigned wb = start >> 3; wb < w_end; wb += 32u * MACKO_CHUNKS) {
+    unsigned next = 0u;  // the column after the row's previous entry (team-uniform)
+    // Groups wholly inside the row: [w_in, w_out). start + 7 cannot wrap (start <= P <= 2^32 - 8).
+    const unsigned w_in = (start + 7u) >> 3, w_out = end >> 3;
+    for (unsigned wb = start >> 3; macko_any<L>(wb < w_end); wb += L * CH) {
+        // Team-uniform: every group of the batch lies wholly inside the row (no masking).
+        const bool interior = MACKO_INTERIOR && wb >= w_in && wb + L * CH <= w_out;
         // Issue every load of the batch before the first use.
-        uint4 v[MACKO_CHUNKS];
-        unsigned c[MACKO_CHUNKS];
+        uint4 v[CH];
+        unsigned c[CH];
 #pragma unroll
-        for (int u = 0; u < MACKO_CHUNKS; ++u) {
-            const unsigned w = wb + 32u * u + lane;
+        for (int u = 0; u < CH; ++u) {
+            const unsigned w = wb + L * u + sub;
             if (w < w_end) {
                 v[u] = macko_load_stream(values + w);
                 c[u] = macko_load_stream(codes + w);
@@ -121,28 +214,41 @@ __device__ __forceinline__ float macko_row(const uint4* __restrict__ values,
                 c[u] = 0u;
             }
         }
+        if (MACKO_PREFETCH) {
+            const unsigned wn = wb + L * CH;
+            if (wn < w_end) {
+                macko_prefetch_batch<L, CH>(values, codes, wn, w_end, sub);
+            } else if (next_start < next_end) {
+                macko_prefetch_batch<L, CH>(values, codes, next_start >> 3,
+                                            (next_end + 7u) >> 3, sub);
+            }
+        }
 #pragma unroll
-        for (int p = 0; p < MACKO_CHUNKS; p += 2) {
-            if (wb + 32u * p >= w_end) break;  // warp-uniform: the row ended in an earlier chunk
-            const unsigned wa = wb + 32u * p + lane;
-            unsigned lo_a, hi_a, lo_b, hi_b;
-            macko_mask(wa, start, end, v[p], c[p], lo_a, hi_a);
-            macko_mask(wa + 32u, start, end, v[p + 1], c[p + 1], lo_b, hi_b);
+        for (int p = 0; p < CH; p += 2) {
+            // Warp-uniform: every row of the warp ended in an earlier chunk.
+            if (p > 0 && !macko_any<L>(wb + L * p < w_end)) break;
+            const unsigned wa = wb + L * p + sub;
+            unsigned lo_a = 0u, hi_a = 8u, lo_b = 0u, hi_b = 8u;
+            if (!interior) {
+                macko_mask(wa, start, end, v[p], c[p], lo_a, hi_a);
+                macko_mask(wa + L, start, end, v[p + 1], c[p + 1], lo_b, hi_b);
+            }
             unsigned pl_a, ph_a, pl_b, ph_b;
             macko_prefix(c[p], pl_a, ph_a);
             macko_prefix(c[p + 1], pl_b, ph_b);
             // Column advance of each lane's group: masked gaps + entries in the row (<= 128).
             const unsigned t_a = (pl_a >> 24) + (ph_a >> 24) - 8u + (hi_a - lo_a);
             const unsigned t_b = (pl_b >> 24) + (ph_b >> 24) - 8u + (hi_b - lo_b);
-            // Inclusive scan of both chunks at once: 16-bit halves never carry (32 * 128 < 2^16).
+            // Inclusive scan of both chunks at once over the team: 16-bit halves never carry
+            // (32 * 128 < 2^16).
             const unsigned packed = t_a | (t_b << 16);
             unsigned incl = packed;
 #pragma unroll
-            for (unsigned off = 1u; off < 32u; off <<= 1) {
-                const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off);
-                if (lane >= off) incl += up;
+            for (unsigned off = 1u; off < L; off <<= 1) {
+                const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off, L);
+                if (sub >= off) incl += up;
             }
-            const unsigned total = __shfl_sync(MACKO_FULL_MASK, incl, 31);
+            const unsigned total = __shfl_sync(MACKO_FULL_MASK, incl, L - 1u, L);
             const unsigned excl = incl - packed;
             const unsigned base_a = next + (excl & 0xffffu);
             const unsigned next_a = next + (total & 0xffffu);
@@ -150,16 +256,26 @@ __device__ __forceinline__ float macko_row(const uint4* __restrict__ values,
             next = next_a + (total >> 16);
             // Slot of entry k = base + MACKO_X_SLACK - 1 - lo + byte k of the prefix (>= 0, as
             // lo <= 7 whenever base is 0).
-            macko_chunk<XS>(v[p], pl_a, ph_a, base_a + (MACKO_X_SLACK - 1u) - lo_a, xs, x, cols_m1,
-                            acc0, acc1);
-            macko_chunk<XS>(v[p + 1], pl_b, ph_b, base_b + (MACKO_X_SLACK - 1u) - lo_b, xs, x,
-                            cols_m1, acc0, acc1);
+            macko_chunk<XM, SAFE>(v[p], pl_a, ph_a, base_a + (MACKO_X_SLACK - 1u) - lo_a, xs, x,
+                                  cols_m1, acc0, acc1);
+            macko_chunk<XM, SAFE>(v[p + 1], pl_b, ph_b, base_b + (MACKO_X_SLACK - 1u) - lo_b, xs,
+                                  x, cols_m1, acc0, acc1);
         }
     }
     return acc0 + acc1;
 }
 
-template <typename Out, bool XS>
+// Sum over the L lanes of a team; every lane of the team gets the result.
+template <unsigned L>
+__device__ __forceinline__ float macko_team_sum(float v) {
+#pragma unroll
+    for (unsigned offset = L / 2u; offset > 0u; offset >>= 1) {
+        v += __shfl_xor_sync(MACKO_FULL_MASK, v, offset);
+    }
+    return v;
+}
+
+template <typename Out, int XM, unsigned L, int CH>
 __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row_ptr,
                                                 const uint4* __restrict__ values,
                                                 const unsigned* __restrict__ codes,
@@ -167,11 +283,12 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
                                                 Out* __restrict__ y, unsigned rows,
                                                 unsigned cols) {
     extern __shared__ float macko_xs[];
-    const unsigned lane = threadIdx.x & 31u;
-    const unsigned warps_per_block = blockDim.x >> 5;
-    const unsigned first_row = blockIdx.x * warps_per_block + (threadIdx.x >> 5);
-    const unsigned row_stride = gridDim.x * warps_per_block;
-    // Used only for rows with entries, which exist only when cols >= 1.
+    const unsigned sub = threadIdx.x & (L - 1u);
+    const unsigned teams_per_block = blockDim.x / L;
+    const unsigned first_row = blockIdx.x * teams_per_block + threadIdx.x / L;
+    const unsigned row_stride = gridDim.x * teams_per_block;
+    // Used only for rows with entries, which exist only when cols >= 1 (the host runs L = 16,
+    // where empty rows go through macko_row too, only when cols >= 1).
     const unsigned cols_m1 = cols - 1u;
 
     unsigned start = 0u, end = 0u;
@@ -179,22 +296,19 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
         start = __ldg(row_ptr + first_row);
         end = __ldg(row_ptr + first_row + 1u);
     }
-    if (XS) {
-        // Start the first batch of this warp's first row on its way to L2 while the block stages
+    bool finite_x = false;
+    if (XM != MACKO_XG) {
+        // Start the first batch of this team's first row on its way to L2 while the block stages
         // x, so DRAM is busy during the staging.
-        const unsigned w_end = (end + 7u) >> 3;
-#pragma unroll
-        for (int u = 0; u < MACKO_CHUNKS; ++u) {
-            const unsigned w = (start >> 3) + 32u * u + lane;
-            if (start < end && w < w_end) {
-                macko_prefetch_l2(values + w);
-                macko_prefetch_l2(codes + w);
-            }
+        if (start < end) {
+            macko_prefetch_batch<L, CH>(values, codes, start >> 3, (end + 7u) >> 3, sub);
         }
-        macko_stage_x(macko_xs, x, cols);
-        __syncthreads();
+        const bool nonfinite = macko_stage_x<XM == MACKO_XP>(macko_xs, x, cols);
+        finite_x = __syncthreads_or(nonfinite ? 1 : 0) == 0;
     }
-    for (unsigned row = first_row; row < rows; row += row_stride) {
+    // Warp-uniform loop: with L = 16 the two teams of a warp run side by side (rows r and r + 1,
+    // then r + stride and r + stride + 1, ...); a team past the last row works on an empty row.
+    for (unsigned row = first_row; macko_any<L>(row < rows); row += row_stride) {
         // Fetch the next row's bounds before working on this one.
         const unsigned next_row = row + row_stride;
         unsigned next_start = 0u, next_end = 0u;
@@ -203,25 +317,51 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
             next_end = __ldg(row_ptr + next_row + 1u);
         }
         float acc = 0.0f;
-        if (start < end) {  // warp-uniform; an empty row is +0.0
-            acc = macko_row<XS>(values, codes, macko_xs, x, cols_m1, start, end, lane);
+        // Warp-uniform (L = 32: an empty row is +0.0; L = 16: always taken, see macko_row).
+        if (L < 32u || start < end) {
+            if (MACKO_FAST_FINITE && XM != MACKO_XG && finite_x) {
+                acc = macko_row<XM, false, L, CH>(values, codes, macko_xs, x, cols_m1, start, end,
+                                              next_start, next_end, sub);
+            } else {
+                acc = macko_row<XM, true, L, CH>(values, codes, macko_xs, x, cols_m1, start, end,
+                                             next_start, next_end, sub);
+            }
         }
-        acc = macko_warp_sum(acc);
-        if (lane == 0u) macko_store(y, row, acc);
+        acc = macko_team_sum<L>(acc);
+        if (sub == 0u && row < rows) macko_store(y, row, acc);
         start = next_start;
         end = next_end;
     }
 }
 
-#define MACKO_SPMV_ENTRY(NAME, OUT, XS)                                                          \
-    extern "C" __global__ void __launch_bounds__(MACKO_BLOCK, 2)                                \
+// flags bit 0: rows of 16 lanes (a half-warp per row), else a warp per row; bit 1: batches of
+// MACKO_CHUNKS_SHORT chunks, else MACKO_CHUNKS. The host chooses per matrix (launch.rs).
+#define MACKO_SPMV_ENTRY(NAME, OUT, XM)                                                          \
+    extern "C" __global__ void __launch_bounds__(MACKO_BLOCK, MACKO_MINB)                       \
         NAME(const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,            \
              const unsigned* __restrict__ codes, const unsigned short* __restrict__ x,          \
-             OUT* __restrict__ y, unsigned rows, unsigned cols) {                               \
-        macko_spmv_impl<OUT, XS>(row_ptr, values, codes, x, y, rows, cols);                     \
+             OUT* __restrict__ y, unsigned rows, unsigned cols, unsigned flags) {               \
+        const bool half = (flags & 1u) != 0u && cols > 0u;                                     \
+        if ((flags & 2u) != 0u) {                                                               \
+            if (half) {                                                                         \
+                macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS_SHORT>(row_ptr, values, codes, x, y, \
+                                                                  rows, cols);                  \
+            } else {                                                                            \
+                macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS_SHORT>(row_ptr, values, codes, x, y, \
+                                                                  rows, cols);                  \
+            }                                                                                   \
+        } else if (half) {                                                                      \
+            macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS>(row_ptr, values, codes, x, y, rows,     \
+                                                        cols);                                  \
+        } else {                                                                                \
+            macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS>(row_ptr, values, codes, x, y, rows,     \
+                                                        cols);                                  \
+        }                                                                                       \
     }
 
-MACKO_SPMV_ENTRY(macko_spmv_xs_f16, unsigned short, true)
-MACKO_SPMV_ENTRY(macko_spmv_xs_f32, float, true)
-MACKO_SPMV_ENTRY(macko_spmv_xg_f16, unsigned short, false)
-MACKO_SPMV_ENTRY(macko_spmv_xg_f32, float, false)
+MACKO_SPMV_ENTRY(macko_spmv_xs_f16, unsigned short, MACKO_XP)
+MACKO_SPMV_ENTRY(macko_spmv_xs_f32, float, MACKO_XP)
+MACKO_SPMV_ENTRY(macko_spmv_xg_f16, unsigned short, MACKO_XG)
+MACKO_SPMV_ENTRY(macko_spmv_xg_f32, float, MACKO_XG)
+MACKO_SPMV_ENTRY(macko_spmv_xu_f16, unsigned short, MACKO_XU)
+MACKO_SPMV_ENTRY(macko_spmv_xu_f32, float, MACKO_XU)

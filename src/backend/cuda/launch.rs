@@ -31,6 +31,90 @@ const X_EXTRA_SLOTS: u64 = 8 + 16;
 /// shared memory; an error where it does not fit), `global` (read-only cache), or `auto`.
 pub const ENV_X: &str = "MACKO_CUDA_X";
 
+/// Environment variable that forces the layout of x staged for the MACKO kernel: `on` (one unused
+/// word after every 32), `off` (plain), or `auto` (padded only for nearly dense matrices, see
+/// [`PAD_MIN_FILL`]).
+pub const ENV_XPAD: &str = "MACKO_CUDA_XPAD";
+
+/// Entries per row over columns from which the MACKO kernel stages x padded. Lanes then read
+/// columns about 8 apart, which the plain layout puts in 4 banks (8-way conflicts); below it the
+/// lanes' columns are spread at random and the padding only costs an instruction per entry.
+const PAD_MIN_FILL: f64 = 0.85;
+
+/// Environment variable that forces the lanes per row of the MACKO kernel: `16` (a half-warp per
+/// row), `32` (a warp per row), or `auto` (16 for short rows, see [`HALF_WARP_MAX_GROUPS`]).
+pub const ENV_LANES: &str = "MACKO_CUDA_LANES";
+
+/// Mean 8-entry groups per row up to which the MACKO kernel always gives each row a half-warp: a
+/// warp then keeps two rows' loads in flight and shares the per-row costs (bounds, reduction,
+/// store) between them, where a whole warp would leave most of its lanes without a group. Longer
+/// rows get a half-warp only where that splits the rows more evenly over the resident teams
+/// (see [`Kernels::macko_plan`]).
+const HALF_WARP_MAX_GROUPS: f64 = 128.0;
+
+/// Environment variable that forces the chunks per batch of the MACKO kernel: `long`
+/// (`MACKO_CHUNKS`, 4), `short` (`MACKO_CHUNKS_SHORT`, 2) or `auto` (long only for nearly dense
+/// matrices, [`PAD_MIN_FILL`]).
+pub const ENV_CHUNKS: &str = "MACKO_CUDA_CHUNKS";
+
+/// The batch `MACKO_CUDA_CHUNKS` asks for: `None` for auto, `Some(true)` for the short one.
+fn short_chunks_from_env() -> Result<Option<bool>> {
+    match std::env::var(ENV_CHUNKS) {
+        Err(_) => Ok(None),
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(None),
+            "short" => Ok(Some(true)),
+            "long" => Ok(Some(false)),
+            _ => Err(Error::Backend {
+                backend: BackendKind::Cuda,
+                message: format!("{ENV_CHUNKS} must be auto, short or long, not {v:?}"),
+            }),
+        },
+    }
+}
+
+/// How evenly `rows` rows spread over `teams` teams taking them round-robin: the mean rows per
+/// team over the most any team gets (1 when every team gets the same number).
+fn balance(rows: u32, teams: u64) -> f64 {
+    if rows == 0 || teams == 0 {
+        return 1.0;
+    }
+    let per_team = f64::from(rows) / teams as f64;
+    per_team / per_team.ceil()
+}
+
+/// The lanes per row `MACKO_CUDA_LANES` asks for: `None` for auto.
+fn lanes_from_env() -> Result<Option<u32>> {
+    match std::env::var(ENV_LANES) {
+        Err(_) => Ok(None),
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(None),
+            "16" => Ok(Some(16)),
+            "32" => Ok(Some(32)),
+            _ => Err(Error::Backend {
+                backend: BackendKind::Cuda,
+                message: format!("{ENV_LANES} must be auto, 16 or 32, not {v:?}"),
+            }),
+        },
+    }
+}
+
+/// The layout `MACKO_CUDA_XPAD` asks for: `None` for auto.
+fn xpad_from_env() -> Result<Option<bool>> {
+    match std::env::var(ENV_XPAD) {
+        Err(_) => Ok(None),
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(None),
+            "on" | "1" => Ok(Some(true)),
+            "off" | "0" => Ok(Some(false)),
+            _ => Err(Error::Backend {
+                backend: BackendKind::Cuda,
+                message: format!("{ENV_XPAD} must be auto, on or off, not {v:?}"),
+            }),
+        },
+    }
+}
+
 /// Where the sparse kernels read x from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum XPolicy {
@@ -67,6 +151,12 @@ pub(crate) struct Plan {
     pub grid: u32,
     /// Dynamic shared memory per block (x staged), 0 when x is read from global memory.
     pub smem_bytes: u32,
+    /// MACKO only: x staged in the padded layout (else plain), when staged at all.
+    pub padded_x: bool,
+    /// MACKO only: a half-warp per row (else a warp).
+    pub half_warp: bool,
+    /// MACKO only: batches of `MACKO_CHUNKS_SHORT` chunks (else `MACKO_CHUNKS`).
+    pub short_chunks: bool,
 }
 
 impl Plan {
@@ -109,6 +199,8 @@ impl ByOutput {
 pub(crate) struct Kernels {
     macko_xs: ByOutput,
     macko_xg: ByOutput,
+    /// MACKO with x staged in the plain layout.
+    macko_xu: ByOutput,
     csr_xs: ByOutput,
     csr_xg: ByOutput,
     dense_aligned: ByOutput,
@@ -120,6 +212,12 @@ pub(crate) struct Kernels {
     /// Dynamic shared memory a staging kernel may use per block.
     smem_limit: u32,
     x_policy: XPolicy,
+    /// `MACKO_CUDA_XPAD`: `None` chooses per matrix.
+    xpad: Option<bool>,
+    /// `MACKO_CUDA_LANES`: `None` chooses per matrix.
+    lanes: Option<u32>,
+    /// `MACKO_CUDA_CHUNKS`: `None` chooses per matrix.
+    short_chunks: Option<bool>,
 }
 
 /// Loads one kernel file's CUBIN (compiled once per process) and returns its functions in the
@@ -189,10 +287,16 @@ impl Kernels {
     pub fn load(ctx: &Arc<CudaContext>, props: &DeviceProps, x_policy: XPolicy) -> Result<Self> {
         let arch = props.arch();
         let defines = nvrtc::env_defines()?;
-        let (macko_xs, macko_xg) = two_pairs(
-            load_file(ctx, &nvrtc::MACKO, &arch, &defines)?,
-            nvrtc::MACKO.file,
-        )?;
+        let mut macko = load_file(ctx, &nvrtc::MACKO, &arch, &defines)?;
+        if macko.len() != 6 {
+            return Err(internal("kernels/macko.cu should have 6 entries"));
+        }
+        let xu = macko.split_off(4);
+        let macko_xu = match <[CudaFunction; 2]>::try_from(xu) {
+            Ok([f16, f32]) => ByOutput { f16, f32 },
+            Err(_) => return Err(internal("kernels/macko.cu should have 6 entries")),
+        };
+        let (macko_xs, macko_xg) = two_pairs(macko, nvrtc::MACKO.file)?;
         let (csr_xs, csr_xg) = two_pairs(
             load_file(ctx, &nvrtc::CSR, &arch, &defines)?,
             nvrtc::CSR.file,
@@ -207,10 +311,12 @@ impl Kernels {
             _ => return Err(internal("kernels/stream.cu should have 2 entries")),
         };
         let smem_limit = allow_large_smem(&macko_xs, props.smem_per_block_optin)?
+            .min(allow_large_smem(&macko_xu, props.smem_per_block_optin)?)
             .min(allow_large_smem(&csr_xs, props.smem_per_block_optin)?);
         Ok(Self {
             macko_xs,
             macko_xg,
+            macko_xu,
             csr_xs,
             csr_xg,
             dense_aligned,
@@ -221,6 +327,9 @@ impl Kernels {
             sms: props.sms,
             smem_limit,
             x_policy,
+            xpad: xpad_from_env()?,
+            lanes: lanes_from_env()?,
+            short_chunks: short_chunks_from_env()?,
         })
     }
 
@@ -250,6 +359,9 @@ impl Kernels {
                 return Ok(Plan {
                     grid,
                     smem_bytes: smem,
+                    padded_x: true,
+                    half_warp: false,
+                    short_chunks: false,
                 });
             }
         }
@@ -267,12 +379,39 @@ impl Kernels {
         Ok(Plan {
             grid,
             smem_bytes: 0,
+            padded_x: false,
+            half_warp: false,
+            short_chunks: false,
         })
     }
 
-    /// Launch plan of a MACKO matrix.
-    pub fn macko_plan(&self, rows: u32, cols: u32) -> Result<Plan> {
-        self.sparse_plan(&self.macko_xs, &self.macko_xg, rows, cols)
+    /// Launch plan of a MACKO matrix of `entries` stored entries: x padded in shared memory
+    /// only when rows are nearly dense (or as `MACKO_CUDA_XPAD` says).
+    pub fn macko_plan(&self, rows: u32, cols: u32, entries: u64) -> Result<Plan> {
+        let mut plan = self.sparse_plan(&self.macko_xs, &self.macko_xg, rows, cols)?;
+        let fill = if rows == 0 || cols == 0 {
+            0.0
+        } else {
+            entries as f64 / (f64::from(rows) * f64::from(cols))
+        };
+        let nearly_dense = fill >= PAD_MIN_FILL;
+        plan.padded_x = self.xpad.unwrap_or(nearly_dense);
+        plan.short_chunks = self.short_chunks.unwrap_or(!nearly_dense);
+        let groups_per_row = if rows == 0 {
+            0.0
+        } else {
+            entries as f64 / 8.0 / f64::from(rows)
+        };
+        // Teams (warps or half-warps) resident at once.
+        let warps = u64::from(plan.grid) * u64::from(WARPS_PER_BLOCK);
+        let even_split = balance(rows, 2 * warps) >= balance(rows, warps);
+        // The kernel runs half-warps only with cols >= 1 (it checks too).
+        plan.half_warp = cols > 0
+            && match self.lanes {
+                Some(l) => l == 16,
+                None => groups_per_row <= HALF_WARP_MAX_GROUPS || even_split,
+            };
+        Ok(plan)
     }
 
     /// Launch plan of a CSR matrix.
@@ -293,6 +432,9 @@ impl Kernels {
         Ok(Plan {
             grid,
             smem_bytes: 0,
+            padded_x: false,
+            half_warp: false,
+            short_chunks: false,
         })
     }
 
@@ -307,10 +449,12 @@ impl Kernels {
         if m.rows == 0 {
             return Ok(());
         }
-        let pair = if m.plan.x_in_smem() {
+        let pair = if !m.plan.x_in_smem() {
+            &self.macko_xg
+        } else if m.plan.padded_x {
             &self.macko_xs
         } else {
-            &self.macko_xg
+            &self.macko_xu
         };
         match y {
             VectorData::F16(y) => macko_into(stream, pair.pick(Precision::F16), m, x, y.buf_mut()),
@@ -418,6 +562,7 @@ fn macko_into<T: DeviceRepr>(
     x: &DeviceArray<u16>,
     y: &mut CudaSlice<T>,
 ) -> Result<()> {
+    let flags: u32 = u32::from(m.plan.half_warp) | (u32::from(m.plan.short_chunks) << 1);
     let mut args = stream.launch_builder(f);
     args.arg(m.row_ptr.buf())
         .arg(m.values.buf())
@@ -425,12 +570,13 @@ fn macko_into<T: DeviceRepr>(
         .arg(x.buf())
         .arg(y)
         .arg(&m.rows)
-        .arg(&m.cols);
+        .arg(&m.cols)
+        .arg(&flags);
     // SAFETY: the arguments match `macko_spmv_*` in kernels/macko.cu in order and type (u32
     // row_ptr of rows + 1, P/8 16-byte value words, P/8 32-bit code words, f16 x of cols, y of
-    // rows in the kernel's output type, rows and cols as u32); every buffer lives on this stream
-    // and outlives the launch in stream order; the kernel reads only inside the arrays of a
-    // valid matrix, which macko-format guarantees (argued in kernels/NOTES.md).
+    // rows in the kernel's output type, rows, cols and flags as u32); every buffer lives on
+    // this stream and outlives the launch in stream order; the kernel reads only inside the
+    // arrays of a valid matrix, which macko-format guarantees (argued in kernels/NOTES.md).
     unsafe { args.launch(m.plan.config()) }
         .map(|_| ())
         .map_err(|e| cuda_error("launching the MACKO kernel", e))
@@ -477,4 +623,20 @@ fn dense_into<T: DeviceRepr>(
     unsafe { args.launch(m.plan.config()) }
         .map(|_| ())
         .map_err(|e| cuda_error("launching the dense kernel", e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::balance;
+
+    #[test]
+    fn balance_counts_the_last_round_of_rows() {
+        assert_eq!(balance(0, 10), 1.0);
+        assert_eq!(balance(20, 10), 1.0);
+        assert!((balance(15, 10) - 0.75).abs() < 1e-12);
+        // 7168 rows: 4224 warps leave a ragged second round, 8448 half-warps one round.
+        assert!(balance(7168, 8448) >= balance(7168, 4224));
+        // 12288 rows: warps take 3 rounds almost full, half-warps 2 rounds, the second half empty.
+        assert!(balance(12288, 8448) < balance(12288, 4224));
+    }
 }

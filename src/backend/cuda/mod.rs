@@ -92,7 +92,11 @@ impl CudaBackend {
             row_ptr: DeviceArray::upload(self.stream(), m.row_ptr(), "MACKO row pointers")?,
             values: DeviceArray::upload(self.stream(), values, "MACKO values")?,
             codes: DeviceArray::upload(self.stream(), m.codes(), "MACKO codes")?,
-            plan: self.kernels.macko_plan(rows, cols)?,
+            plan: self.kernels.macko_plan(
+                rows,
+                cols,
+                m.row_ptr().last().map_or(0, |&n| u64::from(n)),
+            )?,
         }))
     }
 

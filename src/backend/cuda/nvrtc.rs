@@ -48,6 +48,8 @@ pub const MACKO: KernelSource = KernelSource {
         "macko_spmv_xs_f32",
         "macko_spmv_xg_f16",
         "macko_spmv_xg_f32",
+        "macko_spmv_xu_f16",
+        "macko_spmv_xu_f32",
     ],
 };
 

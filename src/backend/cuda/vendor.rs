@@ -144,6 +144,9 @@ impl Vendor {
             plan: Plan {
                 grid: 0,
                 smem_bytes: 0,
+                padded_x: false,
+                half_warp: false,
+                short_chunks: false,
             },
         }))
     }

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# MACKO CUDA variant sweep on the GPU machine (issue 7). Staged binaries in .gpu-cuda/ (macko,
+# agreement, cuda_backend; see NOTES.md). Usage:
+#   bash kernels/sweep.sh [tests] [sanitize] -- NAME 'ENV=.. ENV=..' NAME 'ENV=..' ...
+# Each variant runs `macko bench --backend cuda` with its environment on $SHAPES/$DENSITIES; full
+# output in $OUT/<NAME>.log, and a table of macko % of ceiling and speedup over cuBLAS last.
+set -uo pipefail
+final=${OUT:-/tmp/out}; out=/tmp/sweep-logs; rm -rf "$out"; mkdir -p "$out" "$final"
+B=.gpu-cuda
+SHAPES=${SHAPES:-12288x12288,4096x11008,11008x4096}
+DENS=${DENSITIES:-1.0,0.5,0.3,0.1}
+ITERS=${ITERS:-100}
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
+export MACKO_REQUIRE_BACKENDS=cuda
+summary=$out/summary.txt; : > "$summary"
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  case "$1" in
+    tests)
+      # Every kernel path: lanes per row, x layout, x in global memory.
+      i=0
+      for e in "X=1" "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=off" \
+               "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=on" \
+               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=on" \
+               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=off" \
+               "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global" \
+               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long MACKO_CUDA_X=global"; do
+        i=$((i+1))
+        for t in agreement cuda_backend; do
+          env $e timeout 120 $B/$t --test-threads=1 > "$out/test_${t}_$i.log" 2>&1
+          echo "test $t [$e]: rc=$? $(grep -E '^test result' "$out/test_${t}_$i.log" | tail -1)" | tee -a "$summary"
+        done
+      done ;;
+    sanitize)
+      for e in "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short" "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long" \
+               "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=long MACKO_CUDA_X=global" \
+               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=off"; do
+        env $e timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 1 \
+          $B/cuda_backend edge_ --test-threads=1 > "$out/memcheck.log" 2>&1
+        echo "memcheck [$e]: rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)" | tee -a "$summary"
+      done ;;
+  esac
+  shift
+done
+[ "${1:-}" = "--" ] && shift
+while [ $# -ge 2 ]; do
+  name=$1; envs=$2; shift 2
+  log=$out/$name.log
+  echo "== $name: $envs" > "$log"
+  env $envs timeout ${VTIMEOUT:-120} $B/macko bench --backend cuda --shapes "$SHAPES" \
+    --densities "$DENS" --iters "$ITERS" --check-rows 512 --out /tmp/b-$name >> "$log" 2>&1
+  echo "rc=$?" >> "$log"
+  csv=/tmp/b-$name/results.csv
+  {
+    echo "== $name ($envs)"
+    [ -f "$csv" ] && awk -F, '$1=="cuda"{k=$3"x"$4" d="$5; t[k","$6]=$9; keys[k]=1}
+      END{for(k in keys){m=t[k",macko"]; s=t[k",stream"]; c=t[k",cublas"];
+        if(m>0) printf "%-22s macko=%7.2fus %5.1f%% ceil  x%.2f cublas\n", k, m, 100*s/m, c/m}}' "$csv" | sort
+    grep -iE "error|mismatch|panick" "$log" | head -3
+  } | tee -a "$summary"
+done
+# At most 8 files come back: the summary, and the logs and CSVs packed.
+cp "$summary" "$final/summary.txt"
+tar -C /tmp -czf "$final/csv.tar.gz" $(cd /tmp && ls -d b-* 2>/dev/null) 2>/dev/null
+tar -C "$out" -czf "$final/logs.tar.gz" . 2>/dev/null
