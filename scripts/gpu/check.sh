@@ -24,7 +24,8 @@ status=0
 } >> "$log" 2>&1
 
 summary=""
-for t in .gpu/tests/*; do
+# CHECK_BENCH_ONLY=1 skips the tests and the sanitizer (a second call of one measurement).
+[ "${CHECK_BENCH_ONLY:-0}" = 1 ] || for t in .gpu/tests/*; do
   name=$(basename "$t")
   echo "== test $name" >> "$log"
   "$t" --test-threads=1 >> "$log" 2>&1
@@ -35,7 +36,7 @@ for t in .gpu/tests/*; do
 done
 
 sanitizer=/usr/local/cuda/bin/compute-sanitizer
-if [ -x "$sanitizer" ] && [ -x .gpu/tests/macko--cuda_backend ]; then
+if [ "${CHECK_BENCH_ONLY:-0}" != 1 ] && [ -x "$sanitizer" ] && [ -x .gpu/tests/macko--cuda_backend ]; then
   for tool in memcheck racecheck synccheck; do
     echo "== compute-sanitizer --tool $tool (edge_ tests)" >> "$log"
     "$sanitizer" --tool "$tool" --error-exitcode 1 .gpu/tests/macko--cuda_backend edge_ --test-threads=1 >> "$log" 2>&1
@@ -48,9 +49,12 @@ fi
 if [ $# -gt 0 ]; then
   echo "== macko bench $*" >> "$log"
   mkdir -p /tmp/bench
-  .gpu/bin/macko bench "$@" --out /tmp/bench 2>&1 | grep -v XDG_RUNTIME_DIR | tee -a "$log" | tail -n 40
-  tar -C /tmp -czf "$out/bench.tar.gz" bench
+  # The bench rewrites results.csv/json after every case; on a timeout, `timeout` stops it
+  # early enough that the partial results are still packed and come back.
+  timeout "${CHECK_BENCH_SECONDS:-540}" .gpu/bin/macko bench "$@" --out /tmp/bench 2>&1 \
+    | grep -v XDG_RUNTIME_DIR | tee -a "$log" | tail -n 40
 fi
+[ -d /tmp/bench ] && tar -C /tmp -czf "$out/bench.tar.gz" bench
 echo "== summary" | tee -a "$log"
 printf '%s' "$summary" | tee -a "$log"
 exit $status

@@ -346,6 +346,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} (eta {eta}) {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
+    let infos: Vec<_> = benches.iter().map(|b| b.dev.info().clone()).collect();
     let mut records: Vec<Record> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     for (si, &(rows, cols)) in plan.shapes.iter().enumerate() {
@@ -424,13 +425,16 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
                 }
                 records.extend(these);
             }
+            // Results so far go to disk after every case, so a run cut short keeps them.
+            if let Some(dir) = &args.out {
+                report::write_files(&records, &infos, args, dir)?;
+            }
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
     report::summary(&records);
     if let Some(dir) = &args.out {
-        let infos: Vec<_> = benches.iter().map(|b| b.dev.info().clone()).collect();
         let written = report::write_files(&records, &infos, args, dir)?;
         match plots::write_plots(&records, dir) {
             Ok(paths) => written
