@@ -25,7 +25,7 @@ override X_WORDS: u32 = 1u;
 // blocks of each 32-word row of banks apart. A dense row (d = 1) gathers columns 8 apart across
 // lanes: unswizzled, only 4 banks (f32) or 8 (f16 pairs) take the 32 reads of one gather
 // (8- or 4-way conflicts); swizzled, 32. Random columns (d < 1) are as random either way.
-override X_SWIZZLE: bool = true;
+override X_SWIZZLE: bool = false;
 var<workgroup> xs: array<u32, X_WORDS>;
 
 fn x_slot(i: u32) -> u32 {

@@ -27,9 +27,18 @@ summary="$OUT/summary.txt"
 nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>&1 \
     | sed 's/^/gpu apps: /' | tee -a "$summary"
 if [ "${SWEEP_TESTS:-0}" = 1 ]; then
-    for t in agreement wgpu_backend; do
+    for t in agreement wgpu_backend wgpu_global_x wgpu_macko_variants; do
+        [ -x .gpu-wgpu/$t ] || continue
         .gpu-wgpu/$t > "$OUT/test-$t.log" 2>&1
         echo "test $t rc=$? $(grep 'test result' "$OUT/test-$t.log")" | tee -a "$summary"
+    done
+    # The agreement suite again under each NAME:ENV=V,ENV=V of TEST_ENVS (space-separated).
+    for spec in ${TEST_ENVS:-}; do
+        name=${spec%%:*}
+        IFS=',' read -ra kv <<< "${spec#*:}"
+        env "${kv[@]}" .gpu-wgpu/agreement > "$OUT/test-agreement-$name.log" 2>&1
+        echo "test agreement ($name) rc=$? $(grep 'test result' "$OUT/test-agreement-$name.log")" \
+            | tee -a "$summary"
     done
 fi
 for spec in "$@"; do

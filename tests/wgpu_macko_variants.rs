@@ -1,5 +1,5 @@
-//! The MACKO subgroup kernel in its non-default shapes: one set of 4 groups per step instead of
-//! two, x staged as f32 instead of f16 pairs, unswizzled, in workgroups of 128, and a grid of
+//! The MACKO subgroup kernel in its non-default shapes: two sets of 4 groups per step instead of
+//! one, x staged as f32 instead of f16 pairs, swizzled, in workgroups of 128, and a grid of
 //! only 3 workgroups (so every subgroup works through many rows and the counter hands out rows
 //! far beyond one pass). The settings are environment variables read when a device opens; this
 //! file is its own process, so they reach no other test. The defaults are covered by
@@ -27,9 +27,9 @@ fn random_dense(rows: usize, cols: usize, density: f64, seed: u64) -> DenseMatri
 
 #[test]
 fn macko_agrees_in_every_tuning_of_the_subgroup_kernel() {
-    std::env::set_var("MACKO_WGPU_MACKO_DEPTH", "1");
+    std::env::set_var("MACKO_WGPU_MACKO_DEPTH", "2");
     std::env::set_var("MACKO_WGPU_X_F32", "1");
-    std::env::set_var("MACKO_WGPU_X_SWIZZLE", "0");
+    std::env::set_var("MACKO_WGPU_X_SWIZZLE", "1");
     std::env::set_var("MACKO_WGPU_MACKO_WORKGROUP", "128");
     std::env::set_var("MACKO_WGPU_MACKO_WORKGROUPS", "3");
     let required = std::env::var("MACKO_REQUIRE_BACKENDS")
@@ -56,7 +56,8 @@ fn macko_agrees_in_every_tuning_of_the_subgroup_kernel() {
         println!("skipping: no subgroup path on this adapter");
         return;
     }
-    assert!(kernels.contains("workgroups of 128, 1 x 4"), "{kernels}");
+    assert!(kernels.contains("workgroups of 128, 2 x 4"), "{kernels}");
+    assert!(kernels.contains("swizzled"), "{kernels}");
     assert!(kernels.contains("at most 3 workgroups"), "{kernels}");
     for (i, &(rows, cols, d)) in [
         (1, 1, 1.0),

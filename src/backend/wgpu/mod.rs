@@ -41,7 +41,8 @@ pub const ENV_X_IN_WORKGROUP: &str = "MACKO_WGPU_X_IN_WORKGROUP";
 /// that fits workgroup memory (default: f16 pairs, half the space, so more workgroups resident).
 pub const ENV_X_F32: &str = "MACKO_WGPU_X_F32";
 /// Environment variable: invocations per workgroup of the MACKO subgroup kernel (a power of two,
-/// 32..=1024, within the adapter's limit; default `MackoTuning::DEFAULT_WORKGROUP`).
+/// 32..=1024, within the adapter's limit) for every matrix; by default 256 for matrices of fewer
+/// than `MackoTuning::LARGE_ROWS` rows and 512 from there.
 pub const ENV_MACKO_WORKGROUP: &str = "MACKO_WGPU_MACKO_WORKGROUP";
 /// Environment variable: the most workgroups the MACKO subgroup kernel dispatches when x is
 /// staged (default `MackoTuning::DEFAULT_MAX_STAGED_WORKGROUPS`).
@@ -50,7 +51,8 @@ pub const ENV_MACKO_WORKGROUPS: &str = "MACKO_WGPU_MACKO_WORKGROUPS";
 /// Environment variable: sets of 4 groups a lane of the MACKO subgroup kernel loads per step
 /// (1 or 2).
 pub const ENV_MACKO_DEPTH: &str = "MACKO_WGPU_MACKO_DEPTH";
-/// Environment variable that, set to `0`, stages x unswizzled (see macko.wgsl).
+/// Environment variable that, set to `1`, swizzles the staged x (see macko.wgsl; off by default:
+/// measured slower on an H200 at every density).
 pub const ENV_X_SWIZZLE: &str = "MACKO_WGPU_X_SWIZZLE";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
@@ -59,8 +61,9 @@ pub const ENV_X_SWIZZLE: &str = "MACKO_WGPU_X_SWIZZLE";
 pub(crate) struct MackoTuning {
     /// Stage x as f32 where it fits (else f16 pairs).
     pub x_f32: bool,
-    /// Invocations per workgroup.
-    pub workgroup: u32,
+    /// Invocations per workgroup for matrices of fewer than `LARGE_ROWS` rows, and from there.
+    pub workgroup_small: u32,
+    pub workgroup_large: u32,
     /// The most workgroups dispatched with x staged.
     pub max_staged_workgroups: u32,
     /// Sets of 4 groups per lane per step.
@@ -70,15 +73,29 @@ pub(crate) struct MackoTuning {
 }
 
 impl MackoTuning {
-    pub const DEFAULT_WORKGROUP: u32 = 256;
+    /// Default workgroup sizes, below and from `LARGE_ROWS` rows. Measured on an H200 (see
+    /// shaders/NOTES.md): 512 is 7–27% faster than 256 on 12288 and 36864 rows, equal on 11008,
+    /// 13% slower on 4096 (fewer, larger workgroups leave SMs idle when rows are few).
+    pub const DEFAULT_WORKGROUP_SMALL: u32 = 256;
+    pub const DEFAULT_WORKGROUP_LARGE: u32 = 512;
+    pub const LARGE_ROWS: usize = 8192;
     pub const DEFAULT_MAX_STAGED_WORKGROUPS: u32 = 1024;
-    pub const DEFAULT_DEPTH: u32 = 2;
+    pub const DEFAULT_DEPTH: u32 = 1;
+
+    /// Invocations per workgroup for a matrix of `rows` rows.
+    pub fn workgroup_for(&self, rows: usize) -> u32 {
+        if rows >= Self::LARGE_ROWS {
+            self.workgroup_large
+        } else {
+            self.workgroup_small
+        }
+    }
 
     fn from_env(limits: &wgpu::Limits) -> Self {
         let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
-        let off = |name: &str| matches!(var(name).as_deref(), Some("0" | "false" | "off" | "no"));
-        let x_f32 = matches!(var(ENV_X_F32).as_deref(), Some("1" | "true" | "on" | "yes"));
-        let x_swizzle = !off(ENV_X_SWIZZLE);
+        let on = |name: &str| matches!(var(name).as_deref(), Some("1" | "true" | "on" | "yes"));
+        let x_f32 = on(ENV_X_F32);
+        let x_swizzle = on(ENV_X_SWIZZLE);
         let depth = var(ENV_MACKO_DEPTH)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
@@ -86,22 +103,26 @@ impl MackoTuning {
         let max_size = limits
             .max_compute_invocations_per_workgroup
             .min(limits.max_compute_workgroup_size_x);
-        let workgroup = var(ENV_MACKO_WORKGROUP)
+        let forced = var(ENV_MACKO_WORKGROUP)
             .and_then(|v| v.parse::<u32>().ok())
-            .filter(|&n| n.is_power_of_two() && (32..=1024).contains(&n))
-            .unwrap_or(Self::DEFAULT_WORKGROUP);
+            .filter(|&n| n.is_power_of_two() && (32..=1024).contains(&n));
         // Within the adapter's limit, never below 32 (a power of two: halving stays one).
-        let mut workgroup = workgroup;
-        while workgroup > 32 && workgroup > max_size {
-            workgroup /= 2;
-        }
+        let fit = |mut n: u32| {
+            while n > 32 && n > max_size {
+                n /= 2;
+            }
+            n
+        };
+        let workgroup_small = fit(forced.unwrap_or(Self::DEFAULT_WORKGROUP_SMALL));
+        let workgroup_large = fit(forced.unwrap_or(Self::DEFAULT_WORKGROUP_LARGE));
         let max_staged_workgroups = var(ENV_MACKO_WORKGROUPS)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|&n| n >= 1)
             .unwrap_or(Self::DEFAULT_MAX_STAGED_WORKGROUPS);
         Self {
             x_f32,
-            workgroup,
+            workgroup_small,
+            workgroup_large,
             max_staged_workgroups,
             depth,
             x_swizzle,
@@ -267,7 +288,16 @@ impl WgpuBackend {
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
                  workgroups when staged",
-                t.workgroup,
+                if t.workgroup_small == t.workgroup_large {
+                    t.workgroup_small.to_string()
+                } else {
+                    format!(
+                        "{} ({} from {} rows)",
+                        t.workgroup_small,
+                        t.workgroup_large,
+                        MackoTuning::LARGE_ROWS
+                    )
+                },
                 t.depth,
                 if t.x_swizzle { " (swizzled)" } else { "" },
                 if t.x_f32 {

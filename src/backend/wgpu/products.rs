@@ -500,7 +500,8 @@ impl WgpuBackend {
     }
 
     /// Workgroups to dispatch for a block of `rows` rows, as (x, y).
-    fn grid(&self, kernel: Kernel, rows: u32, x_words: u32) -> (u32, u32) {
+    /// `workgroup` is the MACKO subgroup kernel's workgroup size for this matrix.
+    fn grid(&self, kernel: Kernel, rows: u32, x_words: u32, workgroup: u32) -> (u32, u32) {
         let max = self.gpu.limits.max_compute_workgroups_per_dimension.max(1);
         let grid_2d = |n: u32| {
             let x = n.clamp(1, max);
@@ -519,7 +520,7 @@ impl WgpuBackend {
             // them), capped by the dispatch limit; subgroups loop over rows beyond that.
             Kernel::MackoSubgroup | Kernel::CsrSubgroup => {
                 let size = if kernel == Kernel::MackoSubgroup {
-                    self.tuning.workgroup
+                    workgroup
                 } else {
                     kernel.workgroup_size()
                 };
@@ -547,6 +548,7 @@ impl WgpuBackend {
     ) -> Result<()> {
         let kernel = Kernel::for_product(a.format, self.path);
         let (x_words, x_f32) = self.x_staging(kernel, a.cols);
+        let workgroup = self.tuning.workgroup_for(a.rows);
         let pipeline = self.pipelines.get(
             &self.gpu,
             PipelineKey {
@@ -554,7 +556,7 @@ impl WgpuBackend {
                 y_f16: y.precision == Precision::F16,
                 x_words,
                 x_f32,
-                workgroup: self.tuning.workgroup,
+                workgroup,
                 depth: self.tuning.depth,
                 x_swizzle: self.tuning.x_swizzle,
             },
@@ -576,7 +578,7 @@ impl WgpuBackend {
         pass.set_bind_group(1, x_group, &[]);
         pass.set_bind_group(2, &y.as_y, &[]);
         for block in &a.blocks {
-            let (gx, gy) = self.grid(kernel, block.rows, x_words);
+            let (gx, gy) = self.grid(kernel, block.rows, x_words, workgroup);
             pass.set_bind_group(0, &block.bind_group, &[]);
             pass.dispatch_workgroups(gx, gy, 1);
         }
