@@ -74,11 +74,12 @@ pub(crate) struct MackoTuning {
 
 impl MackoTuning {
     /// Default workgroup sizes, below and from `LARGE_ROWS` rows. Measured on an H200 (see
-    /// shaders/NOTES.md): 512 is 7–27% faster than 256 on 12288 and 36864 rows, equal on 11008,
-    /// 13% slower on 4096 (fewer, larger workgroups leave SMs idle when rows are few).
+    /// shaders/NOTES.md): 512 is 5–13% faster than 256 on 12288 and 36864 rows, equal on 11008
+    /// rows at d >= 0.3 but 11% slower at d = 0.1, 12–15% slower on 4096 (fewer, larger
+    /// workgroups leave SMs idle when rows are few). The boundary lies between those shapes.
     pub const DEFAULT_WORKGROUP_SMALL: u32 = 256;
     pub const DEFAULT_WORKGROUP_LARGE: u32 = 512;
-    pub const LARGE_ROWS: usize = 8192;
+    pub const LARGE_ROWS: usize = 12288;
     pub const DEFAULT_MAX_STAGED_WORKGROUPS: u32 = 1024;
     pub const DEFAULT_DEPTH: u32 = 1;
 
