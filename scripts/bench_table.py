@@ -2,6 +2,7 @@
 """Markdown tables for BENCHMARKS.md from a `macko bench` results.csv.
 
 Usage: scripts/bench_table.py results.csv [BACKEND]
+       scripts/bench_table.py results.csv --summary
 
 Per backend: one row per shape, one column per density, each cell
 "MACKO µs · % of the streaming-read ceiling · speedup over the backend's dense baseline",
@@ -50,5 +51,48 @@ def main() -> None:
             print(line)
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and not (len(sys.argv) > 2 and sys.argv[2] == "--summary"):
     main()
+
+
+def summary(path: str) -> None:
+    """Issue-5 summary: medians per density, break-even, WGSL/CUDA ratio, losses to the baseline."""
+    import statistics as st
+    rows = list(csv.DictReader(open(path)))
+    get = defaultdict(dict)
+    for r in rows:
+        get[(r["backend"], r["kernel"], float(r["density"]))][(int(r["rows"]), int(r["cols"]))] = r
+    dens = sorted({float(r["density"]) for r in rows}, reverse=True)
+    print("| d | cuda MACKO × cuBLAS (median, min–max) | cuda MACKO % ceil | wgpu MACKO × WGSL dense | wgpu MACKO % ceil | WGSL/CUDA MACKO throughput (median, min–max) | cuda shapes slower than cuBLAS |")
+    print("|---|---|---|---|---|---|---|")
+    for d in dens:
+        cm = get[("cuda", "macko", d)]
+        wm = get[("wgpu", "macko", d)]
+        sp = [float(r["speedup_over_dense"]) for r in cm.values()]
+        fc = [float(r["fraction_of_ceiling"]) * 100 for r in cm.values()]
+        ws = [float(r["speedup_over_dense"]) for r in wm.values()]
+        wf = [float(r["fraction_of_ceiling"]) * 100 for r in wm.values()]
+        ratio = [float(cm[s]["median_us"]) / float(wm[s]["median_us"]) for s in cm if s in wm]
+        slower = sum(1 for x in sp if x < 1)
+        print(f"| {d:g} | {st.median(sp):.2f} ({min(sp):.2f}–{max(sp):.2f}) | {st.median(fc):.1f} | "
+              f"{st.median(ws):.2f} | {st.median(wf):.1f} | {st.median(ratio):.2f} ({min(ratio):.2f}–{max(ratio):.2f}) | {slower} of {len(sp)} |")
+    # dense (ours) vs cuBLAS
+    ours = get[("cuda", "dense", dens[0])]
+    cub = get[("cuda", "cublas", dens[0])]
+    r = [float(cub[s]["median_us"]) / float(ours[s]["median_us"]) for s in ours if s in cub]
+    print(f"\ncuda dense (ours) speed over cuBLAS at d={dens[0]:g}: median {st.median(r):.3f}, min {min(r):.3f}, max {max(r):.3f}, {sum(1 for x in r if x < 1)} of {len(r)} shapes slower")
+    wd = get[("wgpu", "dense", dens[0])]
+    r2 = [float(cub[s]["median_us"]) / float(wd[s]["median_us"]) for s in wd if s in cub]
+    print(f"wgpu dense speed over cuBLAS at d={dens[0]:g}: median {st.median(r2):.3f}, min {min(r2):.3f}, max {max(r2):.3f}")
+    # break-even: highest density at which the median speedup is >= 1
+    for b in ("cuda", "wgpu"):
+        med = {d: st.median(float(r["speedup_over_dense"]) for r in get[(b, "macko", d)].values()) for d in dens}
+        even = [d for d in dens if med[d] >= 1.0]
+        print(f"{b}: median MACKO speedup ≥ 1 from d = {max(even):g} down" if even else f"{b}: never ≥ 1")
+    mb = [(s, float(r["fraction_of_ceiling"])) for s, r in get[("cuda", "macko", 0.5)].items()]
+    mb.sort(key=lambda t: t[1])
+    print("cuda d=0.5 lowest % ceiling:", ", ".join(f"{s[0]}×{s[1]} {f*100:.0f}%" for s, f in mb[:5]))
+
+
+if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[2] == "--summary":
+    summary(sys.argv[1])
