@@ -7,56 +7,21 @@
 //! `compute-sanitizer --tool memcheck` (kernels/NOTES.md has the command).
 #![cfg(feature = "cuda")]
 
-use half::f16;
-use macko::{
-    reference, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, DeviceVector, Error,
-    HostVector, MackoMatrix, MatrixRef, Precision, VendorBaseline,
-};
+mod common;
+
+use common::{open_or_skip, random_dense, random_x};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
+use half::f16;
+use macko::{
+    reference, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, DeviceOptions,
+    DeviceVector, Error, HostVector, MackoMatrix, MatrixRef, Precision, VendorBaseline,
+};
+
 /// The CUDA device, or `None` (with a printed line) where there is none and it is not required.
 fn cuda(test: &str) -> Option<Device> {
-    let required = std::env::var("MACKO_REQUIRE_BACKENDS")
-        .unwrap_or_default()
-        .split(',')
-        .any(|s| s.trim().eq_ignore_ascii_case("cuda"));
-    match Device::new(BackendKind::Cuda) {
-        Ok(dev) => {
-            println!("{test}: {}", dev.describe());
-            Some(dev)
-        }
-        Err(e) if required => panic!("{test}: MACKO_REQUIRE_BACKENDS names cuda, but: {e}"),
-        Err(e) => {
-            println!("skipping {test}: {e}");
-            None
-        }
-    }
-}
-
-/// A seeded dense matrix with about `density` of its elements non-zero (never exactly zero where
-/// kept), values of both signs.
-fn random_dense(rows: usize, cols: usize, density: f64, seed: u64) -> DenseMatrix {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let values = (0..rows * cols)
-        .map(|_| {
-            if rng.random::<f64>() < density {
-                let v: f32 = rng.random_range(-2.0..2.0);
-                f16::from_f32(if v == 0.0 { 0.75 } else { v })
-            } else {
-                f16::ZERO
-            }
-        })
-        .collect();
-    DenseMatrix::new(rows, cols, values).expect("shape matches")
-}
-
-/// A seeded x in [-1, 1].
-fn random_x(cols: usize, seed: u64) -> Vec<f16> {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0x9e37_79b9);
-    (0..cols)
-        .map(|_| f16::from_f32(rng.random_range(-1.0..1.0)))
-        .collect()
+    open_or_skip(test, &DeviceOptions::for_backend(BackendKind::Cuda))
 }
 
 /// A y of `rows` elements whose every element is NaN, so that a row the kernel never writes

@@ -7,36 +7,15 @@
 //! names `wgpu` (CI sets `cpu,wgpu` and runs on lavapipe).
 #![cfg(feature = "wgpu")]
 
+mod common;
+
+use common::{assert_agrees, check_all_formats, open_or_skip, random_dense, random_x};
+
 use half::f16;
 use macko::{
     reference, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceOptions, Error, HostVector,
-    MackoMatrix, MatrixRef, OutputPrecision, Precision,
+    MackoMatrix, MatrixRef, Precision,
 };
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
-
-/// Whether `MACKO_REQUIRE_BACKENDS` names wgpu.
-fn wgpu_required() -> bool {
-    std::env::var("MACKO_REQUIRE_BACKENDS")
-        .unwrap_or_default()
-        .split(',')
-        .any(|s| s.trim().eq_ignore_ascii_case("wgpu"))
-}
-
-/// Opens wgpu with `opts`, or prints why not (and fails when wgpu is required).
-fn open(label: &str, opts: DeviceOptions) -> Option<Device> {
-    match Device::with_options(&opts) {
-        Ok(dev) => {
-            println!("{label}: {}", dev.describe());
-            Some(dev)
-        }
-        Err(e) if wgpu_required() => panic!("{label}: wgpu is required but unavailable: {e}"),
-        Err(e) => {
-            println!("skipping {label}: {e}");
-            None
-        }
-    }
-}
 
 fn wgpu_options() -> DeviceOptions {
     DeviceOptions::for_backend(BackendKind::Wgpu)
@@ -55,70 +34,16 @@ fn both_paths() -> Vec<(String, Device)> {
         ),
     ]
     .into_iter()
-    .filter_map(|(label, opts)| open(label, opts).map(|d| (label.to_string(), d)))
+    .filter_map(|(label, opts)| open_or_skip(label, &opts).map(|d| (label.to_string(), d)))
     .collect()
 }
 
-fn random_dense(rows: usize, cols: usize, density: f64, seed: u64) -> DenseMatrix {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let values = (0..rows * cols)
-        .map(|_| {
-            if rng.random::<f64>() < density {
-                let v: f32 = rng.random_range(-2.0..2.0);
-                f16::from_f32(if v == 0.0 { 0.5 } else { v })
-            } else {
-                f16::ZERO
-            }
-        })
-        .collect();
-    DenseMatrix::new(rows, cols, values).unwrap()
-}
-
-fn random_x(cols: usize, seed: u64) -> Vec<f16> {
-    let mut rng = StdRng::seed_from_u64(seed ^ 0xabcd);
-    (0..cols)
-        .map(|_| f16::from_f32(rng.random_range(-1.0..1.0)))
-        .collect()
-}
-
-fn assert_agrees(what: &str, r: &reference::Reference, y: &HostVector) {
-    assert_eq!(y.len(), r.y.len(), "{what}: y has the wrong length");
-    let p: OutputPrecision = y.precision();
-    if let Some((row, got, want, tol)) = r.first_disagreement(&y.to_f64(), p) {
-        panic!("{what} ({p:?} y): row {row} is {got}, reference {want} (tolerance {tol:e})");
-    }
-}
-
-/// The three formats of `dense` with their references for `x`.
-fn formats(dense: &DenseMatrix, x: &[f16]) -> (MackoMatrix, CsrMatrix, [reference::Reference; 3]) {
-    let macko = MackoMatrix::from_dense(dense).unwrap();
-    let csr = CsrMatrix::from_dense(dense).unwrap();
-    let refs = [
-        reference::spmv_macko(&macko, x).unwrap(),
-        reference::spmv_csr(&csr, x).unwrap(),
-        reference::spmv_dense(dense, x).unwrap(),
-    ];
-    (macko, csr, refs)
-}
-
-/// Multiplies `dense` in all three formats, into f16 and f32 y, and checks every row.
-fn check_all(label: &str, dev: &Device, name: &str, dense: &DenseMatrix, x: &[f16]) {
-    let (macko, csr, refs) = formats(dense, x);
-    let mats: [(&str, MatrixRef); 3] = [
-        ("macko", (&macko).into()),
-        ("csr", (&csr).into()),
-        ("dense", dense.into()),
-    ];
-    let x_dev = dev.upload_vector(x).unwrap();
-    for ((format, m), r) in mats.into_iter().zip(&refs) {
-        let a = dev.upload(m).unwrap();
-        for p in [Precision::F16, Precision::F32] {
-            let mut y = dev.zeros(dense.rows(), p).unwrap();
-            dev.spmv(&a, &x_dev, &mut y).unwrap();
-            let got = dev.download(&y).unwrap();
-            assert_agrees(&format!("{label}: {name} as {format}"), r, &got);
-        }
-    }
+/// The two sparse formats of `dense`.
+fn sparse_formats(dense: &DenseMatrix) -> (MackoMatrix, CsrMatrix) {
+    (
+        MackoMatrix::from_dense(dense).unwrap(),
+        CsrMatrix::from_dense(dense).unwrap(),
+    )
 }
 
 #[test]
@@ -179,7 +104,7 @@ fn random_matrices_agree_with_the_reference_on_both_paths() {
                 let seed = (100 * i + j) as u64;
                 let dense = random_dense(rows, cols, d, seed);
                 let x = random_x(cols, seed);
-                check_all(&label, &dev, &format!("{rows}×{cols} d={d}"), &dense, &x);
+                check_all_formats(&label, &dev, &format!("{rows}×{cols} d={d}"), &dense, &x);
             }
         }
     }
@@ -210,14 +135,14 @@ fn ragged_rows_and_padding_entries_agree() {
     let dense = ragged_matrix();
     let x = random_x(dense.cols(), 3);
     for (label, dev) in both_paths() {
-        check_all(&label, &dev, "ragged", &dense, &x);
+        check_all_formats(&label, &dev, "ragged", &dense, &x);
     }
 }
 
 #[test]
 fn padding_never_contributes_even_where_x_is_nan_or_infinite() {
     let dense = ragged_matrix();
-    let (macko, csr, _) = formats(&dense, &random_x(dense.cols(), 1));
+    let (macko, csr) = sparse_formats(&dense);
     assert!(macko.values().iter().any(|v| v.to_bits() == 0));
     // x is NaN or ±∞ in every column where the whole matrix is zero, finite elsewhere.
     let mut x = random_x(dense.cols(), 11);
@@ -243,6 +168,7 @@ fn padding_never_contributes_even_where_x_is_nan_or_infinite() {
                 let mut y = dev.zeros(dense.rows(), p).unwrap();
                 dev.spmv(&a, &x_dev, &mut y).unwrap();
                 assert_agrees(
+                    "wgpu",
                     &format!("{label}: {format} with NaN/∞ in x"),
                     r,
                     &dev.download(&y).unwrap(),
@@ -260,7 +186,7 @@ fn nan_and_infinity_under_nonzeros_propagate() {
     x[10] = f16::INFINITY;
     x[11] = f16::NEG_INFINITY;
     for (label, dev) in both_paths() {
-        check_all(&label, &dev, "NaN/∞ under non-zeros", &dense, &x);
+        check_all_formats(&label, &dev, "NaN/∞ under non-zeros", &dense, &x);
     }
 }
 
@@ -289,7 +215,7 @@ fn f16_output_rounds_to_nearest_even_like_ieee() {
         x[2 * r + 1] = f16::from_f32(x1);
     }
     let dense = DenseMatrix::new(rows.len(), cols, values).unwrap();
-    let (macko, csr, _) = formats(&dense, &x);
+    let (macko, csr) = sparse_formats(&dense);
     for (label, dev) in both_paths() {
         let x_dev = dev.upload_vector(&x).unwrap();
         for (format, m) in [
@@ -321,7 +247,7 @@ fn a_tiny_binding_cap_splits_matrices_into_row_blocks() {
     const CAP: u64 = 1 << 10;
     let dense = random_dense(200, 300, 0.5, 21);
     let x = random_x(300, 21);
-    let (macko, csr, _) = formats(&dense, &x);
+    let (macko, csr) = sparse_formats(&dense);
     // Every format's largest array is several times the cap, so each is split into 2+ blocks.
     assert!(macko.values().len() as u64 * 2 > 4 * CAP);
     assert!(csr.col_idx().len() as u64 * 4 > 4 * CAP);
@@ -333,7 +259,7 @@ fn a_tiny_binding_cap_splits_matrices_into_row_blocks() {
             ..wgpu_options()
         };
         let label = format!("wgpu, 1 KiB bindings, subgroups {subgroups}");
-        let Some(dev) = open(&label, opts) else {
+        let Some(dev) = open_or_skip(&label, &opts) else {
             continue;
         };
         assert!(dev
@@ -341,10 +267,10 @@ fn a_tiny_binding_cap_splits_matrices_into_row_blocks() {
             .properties
             .iter()
             .any(|(k, _)| k == "binding cap (option)"));
-        check_all(&label, &dev, "200×300 d=0.5", &dense, &x);
+        check_all_formats(&label, &dev, "200×300 d=0.5", &dense, &x);
         let ragged = ragged_matrix();
         let xr = random_x(ragged.cols(), 4);
-        check_all(&label, &dev, "ragged", &ragged, &xr);
+        check_all_formats(&label, &dev, "ragged", &ragged, &xr);
     }
 }
 
@@ -355,7 +281,7 @@ fn a_row_longer_than_the_binding_cap_is_too_large() {
         max_binding_bytes: Some(1 << 10),
         ..wgpu_options()
     };
-    let Some(dev) = open("wgpu, 1 KiB bindings", opts) else {
+    let Some(dev) = open_or_skip("wgpu, 1 KiB bindings", &opts) else {
         return;
     };
     for m in [
@@ -373,7 +299,7 @@ fn a_row_longer_than_the_binding_cap_is_too_large() {
 
 #[test]
 fn a_vector_too_long_to_bind_is_too_large() {
-    let Some(dev) = open("wgpu", wgpu_options()) else {
+    let Some(dev) = open_or_skip("wgpu", &wgpu_options()) else {
         return;
     };
     // 4 TiB of f32: beyond any adapter's binding limit, refused before anything is allocated.
@@ -396,6 +322,7 @@ fn a_large_upload_goes_through_the_staging_buffer() {
         let mut y = dev.zeros(700, Precision::F32).unwrap();
         dev.spmv(&a, &xd, &mut y).unwrap();
         assert_agrees(
+            "wgpu",
             &format!("{label}: large dense"),
             &r,
             &dev.download(&y).unwrap(),
@@ -424,11 +351,13 @@ fn queued_and_chained_products_agree() {
             panic!("{label}: y1 type");
         };
         assert_agrees(
+            "wgpu",
             &format!("{label}: queued"),
             &reference::spmv_macko(&a, &x).unwrap(),
             &HostVector::F16(y1_host.clone()),
         );
         assert_agrees(
+            "wgpu",
             &format!("{label}: chained"),
             &reference::spmv_macko(&b, &y1_host).unwrap(),
             &dev.download(&y2).unwrap(),
@@ -454,7 +383,12 @@ fn timing_and_streaming_read_report_positive_seconds() {
         );
         assert!(times.iter().any(|t| *t > 0.0), "{label}: {times:?}");
         let r = reference::spmv_macko(&m, &random_x(512, 6)).unwrap();
-        assert_agrees(&format!("{label}: timed"), &r, &dev.download(&y).unwrap());
+        assert_agrees(
+            "wgpu",
+            &format!("{label}: timed"),
+            &r,
+            &dev.download(&y).unwrap(),
+        );
         let stream = dev
             .backend()
             .stream_read(3 << 20, 1, 3)

@@ -3,24 +3,12 @@
 //! the setting reaches no other test). The staged path is covered by tests/wgpu_backend.rs.
 #![cfg(feature = "wgpu")]
 
-use half::f16;
-use macko::{reference, BackendKind, DenseMatrix, Device, DeviceOptions, MackoMatrix, Precision};
-use rand::rngs::StdRng;
-use rand::{Rng, SeedableRng};
+mod common;
 
-fn random_dense(rows: usize, cols: usize, density: f64, seed: u64) -> DenseMatrix {
-    let mut rng = StdRng::seed_from_u64(seed);
-    let values = (0..rows * cols)
-        .map(|_| {
-            if rng.random::<f64>() < density {
-                f16::from_f32(rng.random_range(0.25..2.0) * if rng.random() { 1.0 } else { -1.0 })
-            } else {
-                f16::ZERO
-            }
-        })
-        .collect();
-    DenseMatrix::new(rows, cols, values).unwrap()
-}
+use common::random_dense;
+
+use half::f16;
+use macko::{reference, BackendKind, Device, DeviceOptions, MackoMatrix, Precision};
 
 #[test]
 fn macko_agrees_with_x_gathered_from_memory() {

@@ -4,7 +4,8 @@
 
 use half::f16;
 use macko::{
-    reference, BackendKind, DenseMatrix, Device, DeviceOptions, HostVector, OutputPrecision,
+    reference, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceOptions, HostVector, MackoMatrix,
+    MatrixRef, OutputPrecision, Precision,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -143,4 +144,34 @@ pub fn golden_cases() -> Vec<(String, DenseMatrix)> {
             )
         })
         .collect()
+}
+
+/// Multiplies `dense` in all three formats on `dev`, both output precisions, and checks each
+/// against the reference of its own format.
+pub fn check_all_formats(label: &str, dev: &Device, name: &str, dense: &DenseMatrix, x: &[f16]) {
+    let macko = MackoMatrix::from_dense(dense).unwrap();
+    let csr = CsrMatrix::from_dense(dense).unwrap();
+    let cases: [(&str, MatrixRef, reference::Reference); 3] = [
+        (
+            "macko",
+            (&macko).into(),
+            reference::spmv_macko(&macko, x).unwrap(),
+        ),
+        ("csr", (&csr).into(), reference::spmv_csr(&csr, x).unwrap()),
+        (
+            "dense",
+            dense.into(),
+            reference::spmv_dense(dense, x).unwrap(),
+        ),
+    ];
+    let x_dev = dev.upload_vector(x).unwrap();
+    for (format, m, r) in cases {
+        let a = dev.upload(m).unwrap();
+        for precision in [Precision::F16, Precision::F32] {
+            let mut y = dev.zeros(dense.rows(), precision).unwrap();
+            dev.spmv(&a, &x_dev, &mut y).unwrap();
+            let y = dev.download(&y).unwrap();
+            assert_agrees(label, &format!("{name} as {format}"), &r, &y);
+        }
+    }
 }
