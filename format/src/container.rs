@@ -103,11 +103,17 @@ pub struct MatrixInfo {
 // Saving
 // ---------------------------------------------------------------------------------------------
 
-/// One tensor to write: borrowed little-endian bytes where the host is little-endian.
-struct OutTensor<'a> {
-    dtype: Dtype,
-    shape: Vec<usize>,
-    data: Cow<'a, [u8]>,
+/// One tensor to write, as safetensors stores it: dtype, shape and little-endian bytes
+/// (borrowed where the host is little-endian). Also used by `macko convert` to copy tensors of
+/// any dtype unchanged.
+#[derive(Debug, Clone)]
+pub struct OutTensor<'a> {
+    /// Element type.
+    pub dtype: Dtype,
+    /// Dimensions.
+    pub shape: Vec<usize>,
+    /// The elements' bytes, little-endian.
+    pub data: Cow<'a, [u8]>,
 }
 
 impl View for OutTensor<'_> {

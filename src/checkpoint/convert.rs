@@ -6,9 +6,10 @@ use std::collections::{BTreeSet, HashMap};
 use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
-use macko_format::{container, MackoMatrix, FORMAT_NAME, FORMAT_VERSION};
+use macko_format::container::{self, OutTensor};
+use macko_format::{MackoMatrix, FORMAT_NAME, FORMAT_VERSION};
 use rayon::prelude::*;
-use safetensors::{Dtype, SafeTensors, View};
+use safetensors::SafeTensors;
 
 use super::{Checkpoint, CheckpointError, Pattern, Result, TensorEntry};
 use crate::prune;
@@ -237,28 +238,6 @@ fn similar_names(tensors: &[TensorEntry], name: &str) -> String {
         String::new()
     } else {
         format!(", e.g. {}", names.join(", "))
-    }
-}
-
-/// One tensor written to the output: borrowed or owned little-endian bytes.
-struct OutTensor<'a> {
-    dtype: Dtype,
-    shape: Vec<usize>,
-    data: Cow<'a, [u8]>,
-}
-
-impl View for OutTensor<'_> {
-    fn dtype(&self) -> Dtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> Cow<'_, [u8]> {
-        Cow::Borrowed(self.data.as_ref())
-    }
-    fn data_len(&self) -> usize {
-        self.data.len()
     }
 }
 
