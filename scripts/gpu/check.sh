@@ -7,6 +7,15 @@
 # 4. runs the CUDA edge-case tests under compute-sanitizer (memcheck, racecheck, synccheck);
 # 5. runs `macko bench` with the given arguments (cuda and wgpu), into $OUT/bench.tar.gz.
 # Everything it prints also lands in $OUT/run.log; the last lines are the test summary.
+#
+# Staging here first (the device tool carries at most 64 MiB):
+#   ../shared/gpu/pack.sh -p macko
+#   rm -f .gpu/tests/*format* .gpu/tests/macko--wgpu_shaders .gpu/tests/macko--cuda_kernels
+#   strip .gpu/tests/* .gpu/bin/*
+# then `run` with carry [".gpu"]. CHECK_BENCH_ONLY=1 skips tests and sanitizer (a second call
+# of one measurement); CHECK_BENCH_SECONDS bounds the bench (default 540 s), whose results are
+# written after every case, so a run cut short still returns what it measured. Run CUDA and
+# wgpu together (`--backend cuda,wgpu`): wgpu alone gave unsteady clocks on the H200.
 set -uo pipefail
 out=${OUT:-/tmp/out}
 mkdir -p "$out"
