@@ -8,8 +8,8 @@ use std::sync::Arc;
 use half::f16;
 
 use crate::backend::{
-    self, Backend, BackendKind, DeviceInfo, HostVector, MatrixFormat, MatrixRef, Precision,
-    Storage, VendorBaseline,
+    self, Backend, BackendKind, DeviceInfo, HostVector, MatrixKind, MatrixRef, Precision, Storage,
+    VendorBaseline,
 };
 use crate::error::{Error, Result};
 
@@ -118,7 +118,7 @@ pub struct DeviceMatrix {
     device: u64,
     rows: usize,
     cols: usize,
-    format: MatrixFormat,
+    format: MatrixKind,
     bytes: u64,
     storage: Storage,
 }
@@ -133,7 +133,7 @@ impl DeviceMatrix {
         self.cols
     }
     /// The format it is stored in.
-    pub fn format(&self) -> MatrixFormat {
+    pub fn format(&self) -> MatrixKind {
         self.format
     }
     /// Bytes of the stored arrays (what one product reads, vectors aside).

@@ -39,8 +39,7 @@ pub mod prune;
 pub mod synthetic;
 
 pub use backend::{
-    Backend, BackendKind, DeviceInfo, HostVector, MatrixFormat, MatrixKind, MatrixRef, Precision,
-    VendorBaseline,
+    Backend, BackendKind, DeviceInfo, HostVector, MatrixKind, MatrixRef, Precision, VendorBaseline,
 };
 pub use device::{
     BackendStatus, Device, DeviceMatrix, DeviceOptions, DeviceVector, ENV_BACKEND,

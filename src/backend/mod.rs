@@ -65,10 +65,6 @@ impl FromStr for BackendKind {
 /// crate's own types, so a matrix loaded from a file goes to a device unchanged.
 pub use macko_format::{MatrixKind, MatrixRef};
 
-/// Which format a device matrix is stored in (which kernel multiplies it); the format crate's
-/// [`MatrixKind`] under the name the backends use.
-pub type MatrixFormat = MatrixKind;
-
 /// Element type of a device vector: inputs are f16, outputs f16 or f32.
 pub type Precision = OutputPrecision;
 

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Mutex;
 
-use crate::backend::MatrixFormat;
+use crate::backend::MatrixKind;
 use crate::error::Result;
 
 use super::gpu::{lock, Gpu};
@@ -65,14 +65,14 @@ pub(super) const STREAM_UNROLL: u32 = 4;
 
 impl Kernel {
     /// The kernel multiplying `format` on `path`.
-    pub fn for_product(format: MatrixFormat, path: KernelPath) -> Self {
+    pub fn for_product(format: MatrixKind, path: KernelPath) -> Self {
         match (format, path) {
-            (MatrixFormat::Macko, KernelPath::Subgroup) => Kernel::MackoSubgroup,
-            (MatrixFormat::Macko, KernelPath::Workgroup) => Kernel::MackoWorkgroup,
-            (MatrixFormat::Csr, KernelPath::Subgroup) => Kernel::CsrSubgroup,
-            (MatrixFormat::Csr, KernelPath::Workgroup) => Kernel::CsrWorkgroup,
-            (MatrixFormat::Dense, KernelPath::Subgroup) => Kernel::DenseSubgroup,
-            (MatrixFormat::Dense, KernelPath::Workgroup) => Kernel::DenseWorkgroup,
+            (MatrixKind::Macko, KernelPath::Subgroup) => Kernel::MackoSubgroup,
+            (MatrixKind::Macko, KernelPath::Workgroup) => Kernel::MackoWorkgroup,
+            (MatrixKind::Csr, KernelPath::Subgroup) => Kernel::CsrSubgroup,
+            (MatrixKind::Csr, KernelPath::Workgroup) => Kernel::CsrWorkgroup,
+            (MatrixKind::Dense, KernelPath::Subgroup) => Kernel::DenseSubgroup,
+            (MatrixKind::Dense, KernelPath::Workgroup) => Kernel::DenseWorkgroup,
         }
     }
 

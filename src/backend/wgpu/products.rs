@@ -18,7 +18,7 @@ use bytemuck::{Pod, Zeroable};
 use half::f16;
 use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix, GROUP};
 
-use crate::backend::{BackendKind, HostVector, MatrixFormat, MatrixRef, Precision};
+use crate::backend::{BackendKind, HostVector, MatrixKind, MatrixRef, Precision};
 use crate::error::{Error, Result};
 
 use super::gpu::{backend_error, buffer_size, lock, round_up};
@@ -56,7 +56,7 @@ pub(super) struct Block {
 
 /// A matrix on the device.
 pub(super) struct GpuMatrix {
-    pub format: MatrixFormat,
+    pub format: MatrixKind,
     pub rows: usize,
     pub cols: usize,
     pub blocks: Vec<Block>,
@@ -283,7 +283,7 @@ impl WgpuBackend {
             )?);
         }
         Ok(GpuMatrix {
-            format: MatrixFormat::Macko,
+            format: MatrixKind::Macko,
             rows: m.rows(),
             cols: m.cols(),
             blocks,
@@ -318,7 +318,7 @@ impl WgpuBackend {
             )?);
         }
         Ok(GpuMatrix {
-            format: MatrixFormat::Csr,
+            format: MatrixKind::Csr,
             rows: m.rows(),
             cols: m.cols(),
             blocks,
@@ -367,7 +367,7 @@ impl WgpuBackend {
             r0 = r1;
         }
         Ok(GpuMatrix {
-            format: MatrixFormat::Dense,
+            format: MatrixKind::Dense,
             rows,
             cols,
             blocks,
