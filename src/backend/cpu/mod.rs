@@ -111,7 +111,15 @@ impl Backend for CpuBackend {
             (CpuMatrix::Macko(m), false) => macko_row::<true>(m, r, &x, avx2),
             (CpuMatrix::Csr(m), true) => csr_row::<false>(m, r, &x),
             (CpuMatrix::Csr(m), false) => csr_row::<true>(m, r, &x),
-            (CpuMatrix::Dense(m), _) => dense_row(m.row(r), &x),
+            (CpuMatrix::Dense(m), _) => {
+                #[cfg(target_arch = "x86_64")]
+                if self.avx2 {
+                    // SAFETY: `self.avx2` is `avx2::supported()`; row and x both have `cols`
+                    // elements (checked by `Device::spmv`).
+                    return unsafe { avx2::dense_row(m.row(r), &x) };
+                }
+                dense_row(m.row(r), &x)
+            }
         };
         match y {
             CpuVector::F16(y) => y
@@ -140,6 +148,54 @@ impl Backend for CpuBackend {
             },
         )
     }
+
+    fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
+        stream_read(bytes, warmup, iters).map(Some)
+    }
+}
+
+/// Copies of the streamed buffer are rotated until they total this much, like the benchmark's
+/// matrices, so the ceiling and the products read from the same level of the memory hierarchy.
+const STREAM_ROTATION_BYTES: u64 = 256 << 20;
+
+/// The CPU's ceiling: seconds per pass of a multi-threaded sum over `bytes` bytes (as u64
+/// words), cycling through copies like the benchmark cycles through matrices. The sum is kept
+/// (`black_box`) so the reads cannot be optimised away.
+fn stream_read(bytes: u64, warmup: usize, iters: usize) -> Result<Vec<f64>> {
+    let words = bytes.div_ceil(8).max(1);
+    let copies = STREAM_ROTATION_BYTES.div_ceil(words * 8).clamp(1, 8);
+    let total = words
+        .checked_mul(copies)
+        .and_then(|n| usize::try_from(n).ok())
+        .ok_or(crate::Error::TooLarge {
+            backend: BackendKind::Cpu,
+            what: "streaming-read buffer".into(),
+            needed: bytes.saturating_mul(copies),
+            limit: usize::MAX as u64,
+        })?;
+    let mut buffer: Vec<u64> = Vec::new();
+    buffer
+        .try_reserve_exact(total)
+        .map_err(|_| crate::Error::OutOfMemory {
+            backend: BackendKind::Cpu,
+            bytes: total as u64 * 8,
+            what: "streaming-read buffer".into(),
+        })?;
+    buffer.extend((0..total as u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+    let mut times = Vec::with_capacity(iters);
+    for i in 0..warmup + iters {
+        let copy = &buffer[(i % copies as usize) * words as usize..][..words as usize];
+        let start = std::time::Instant::now();
+        let sum = copy
+            .par_chunks(1 << 14)
+            .map(|c| c.iter().fold(0u64, |a, &w| a.wrapping_add(w)))
+            .reduce(|| 0, u64::wrapping_add);
+        std::hint::black_box(sum);
+        if i >= warmup {
+            times.push(start.elapsed().as_secs_f64());
+        }
+    }
+    Ok(times)
 }
 
 fn cpu_features() -> String {
