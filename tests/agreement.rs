@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use half::f16;
-use macko::{reference, CsrMatrix, DenseMatrix, Device, Error, MackoMatrix, MatrixRef, Precision};
+use macko::{reference, CsrMatrix, Device, Error, MackoMatrix, MatrixRef, Precision};
 
 #[test]
 fn golden_vectors_agree_on_every_backend() {
@@ -69,29 +69,9 @@ fn many_long_rows_agree_on_every_backend() {
     }
 }
 
-/// Rows of every length from 0 to 40 in sequence, so rows start and end at every offset inside
-/// a group of 8 entries, with empty rows and gaps that need padding entries (14–18, 30–34).
-fn ragged_matrix() -> DenseMatrix {
-    let (rows, cols) = (123, 300);
-    let mut values = vec![f16::ZERO; rows * cols];
-    for r in 0..rows {
-        let len = (r * 7) % 41;
-        let gap = [0, 14, 15, 16, 17, 18, 30, 31, 32, 33, 34][r % 11];
-        let mut c = r % 5;
-        for k in 0..len {
-            if c >= cols {
-                break;
-            }
-            values[r * cols + c] = f16::from_f32(((k % 9) as f32 - 4.0) / 4.0 + 0.125);
-            c += 1 + if k % 3 == 0 { gap } else { 0 };
-        }
-    }
-    DenseMatrix::new(rows, cols, values).unwrap()
-}
-
 #[test]
 fn ragged_rows_and_padding_agree_on_every_backend() {
-    let dense = ragged_matrix();
+    let dense = ragged_matrix(123, 300);
     let x = random_x(dense.cols(), 3);
     for (label, dev) in devices_under_test() {
         check_all_formats(&label, &dev, "ragged", &dense, &x);
@@ -100,7 +80,7 @@ fn ragged_rows_and_padding_agree_on_every_backend() {
 
 #[test]
 fn padding_never_contributes_even_with_nan_and_infinity_in_x() {
-    let dense = ragged_matrix();
+    let dense = ragged_matrix(123, 300);
     let macko = MackoMatrix::from_dense(&dense).unwrap();
     let csr = CsrMatrix::from_dense(&dense).unwrap();
     assert!(

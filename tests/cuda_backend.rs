@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{open_or_skip, random_dense, random_x};
+use common::{open_or_skip, ragged_matrix, random_dense, random_x};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -126,25 +126,6 @@ fn random_matrices_agree_with_the_reference() {
     }
 }
 
-/// Rows of every length 0..=40 in turn, so that rows start and end at every offset inside a
-/// group of 8 entries, with empty rows and gaps that need padding entries (16, 17, 31, 32, 33).
-fn ragged(rows: usize, cols: usize) -> DenseMatrix {
-    let mut values = vec![f16::ZERO; rows * cols];
-    for r in 0..rows {
-        let len = (r * 7) % 41;
-        let gap = [0, 14, 15, 16, 17, 18, 30, 31, 32, 33, 34][r % 11];
-        let mut c = r % 5;
-        for k in 0..len {
-            if c >= cols {
-                break;
-            }
-            values[r * cols + c] = f16::from_f32(((k % 9) as f32 - 4.0) / 4.0 + 0.125);
-            c += 1 + if k % 3 == 0 { gap } else { 0 };
-        }
-    }
-    DenseMatrix::new(rows, cols, values).expect("shape")
-}
-
 #[test]
 fn edge_degenerate_shapes() {
     let Some(dev) = cuda("degenerate shapes") else {
@@ -171,7 +152,7 @@ fn edge_ragged_rows_start_and_end_inside_groups() {
     // 123 rows: not a multiple of the 16 warps of a block; 300 and 301 columns: dense rows at
     // every 16-byte misalignment.
     for (rows, cols) in [(123, 300), (123, 301), (17, 45), (31, 1000)] {
-        let dense = ragged(rows, cols);
+        let dense = ragged_matrix(rows, cols);
         check_formats(
             &dev,
             &format!("ragged {rows}×{cols}"),
@@ -279,7 +260,7 @@ fn edge_padding_never_contributes_even_with_nan_and_infinity_in_x() {
     let Some(dev) = cuda("NaN/∞ under padding") else {
         return;
     };
-    let dense = ragged(123, 300);
+    let dense = ragged_matrix(123, 300);
     let macko = MackoMatrix::from_dense(&dense).expect("encode");
     assert!(macko.values().iter().any(|v| v.to_bits() == 0));
     let csr = CsrMatrix::from_dense(&dense).expect("encode");

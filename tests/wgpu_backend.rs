@@ -9,7 +9,9 @@
 
 mod common;
 
-use common::{assert_agrees, check_all_formats, open_or_skip, random_dense, random_x};
+use common::{
+    assert_agrees, check_all_formats, open_or_skip, ragged_matrix, random_dense, random_x,
+};
 
 use half::f16;
 use macko::{
@@ -110,29 +112,9 @@ fn random_matrices_agree_with_the_reference_on_both_paths() {
     }
 }
 
-/// Rows of every length 0..41 one after another (so rows start and end at every offset inside
-/// a group of 8), empty rows, and gaps of 14–18 and 30–34 zeros (padding entries).
-fn ragged_matrix() -> DenseMatrix {
-    let (rows, cols) = (150, 333);
-    let mut values = vec![f16::ZERO; rows * cols];
-    for r in 0..rows {
-        let len = (r * 7) % 41;
-        let gap = [0, 14, 15, 16, 17, 18, 30, 31, 32, 33, 34][r % 11];
-        let mut c = r % 5;
-        for k in 0..len {
-            if c >= cols {
-                break;
-            }
-            values[r * cols + c] = f16::from_f32(((k % 9) as f32 - 4.0) / 4.0 + 0.125);
-            c += 1 + if k % 3 == 0 { gap } else { 0 };
-        }
-    }
-    DenseMatrix::new(rows, cols, values).unwrap()
-}
-
 #[test]
 fn ragged_rows_and_padding_entries_agree() {
-    let dense = ragged_matrix();
+    let dense = ragged_matrix(150, 333);
     let x = random_x(dense.cols(), 3);
     for (label, dev) in both_paths() {
         check_all_formats(&label, &dev, "ragged", &dense, &x);
@@ -141,7 +123,7 @@ fn ragged_rows_and_padding_entries_agree() {
 
 #[test]
 fn padding_never_contributes_even_where_x_is_nan_or_infinite() {
-    let dense = ragged_matrix();
+    let dense = ragged_matrix(150, 333);
     let (macko, csr) = sparse_formats(&dense);
     assert!(macko.values().iter().any(|v| v.to_bits() == 0));
     // x is NaN or ±∞ in every column where the whole matrix is zero, finite elsewhere.
@@ -268,7 +250,7 @@ fn a_tiny_binding_cap_splits_matrices_into_row_blocks() {
             .iter()
             .any(|(k, _)| k == "binding cap (option)"));
         check_all_formats(&label, &dev, "200×300 d=0.5", &dense, &x);
-        let ragged = ragged_matrix();
+        let ragged = ragged_matrix(150, 333);
         let xr = random_x(ragged.cols(), 4);
         check_all_formats(&label, &dev, "ragged", &ragged, &xr);
     }

@@ -175,3 +175,53 @@ pub fn check_all_formats(label: &str, dev: &Device, name: &str, dense: &DenseMat
         }
     }
 }
+
+/// Rows of every length from 0 to 40 in sequence, so rows start and end at every offset inside
+/// a group of 8 entries, with empty rows and gaps that need padding entries (14–18, 30–34).
+pub fn ragged_matrix(rows: usize, cols: usize) -> DenseMatrix {
+    let mut values = vec![f16::ZERO; rows * cols];
+    for r in 0..rows {
+        let len = (r * 7) % 41;
+        let gap = [0, 14, 15, 16, 17, 18, 30, 31, 32, 33, 34][r % 11];
+        let mut c = r % 5;
+        for k in 0..len {
+            if c >= cols {
+                break;
+            }
+            values[r * cols + c] = f16::from_f32(((k % 9) as f32 - 4.0) / 4.0 + 0.125);
+            c += 1 + if k % 3 == 0 { gap } else { 0 };
+        }
+    }
+    DenseMatrix::new(rows, cols, values).unwrap()
+}
+
+/// The device's "kernels" property (which kernel path and tuning it uses).
+pub fn kernels_property(dev: &Device) -> String {
+    dev.info()
+        .properties
+        .iter()
+        .find(|(k, _)| k == "kernels")
+        .map(|(_, v)| v.clone())
+        .expect("the device reports its kernels")
+}
+
+/// A seeded MACKO matrix times a patterned x on `dev`, f16 and f32 y, checked on every row.
+pub fn check_macko(label: &str, dev: &Device, rows: usize, cols: usize, d: f64, seed: u64) {
+    let m = MackoMatrix::from_dense(&random_dense(rows, cols, d, seed)).unwrap();
+    let x: Vec<f16> = (0..cols)
+        .map(|c| f16::from_f32(((c % 13) as f32 - 6.0) / 8.0))
+        .collect();
+    let r = reference::spmv_macko(&m, &x).unwrap();
+    let a = dev.upload(&m).unwrap();
+    let x_dev = dev.upload_vector(&x).unwrap();
+    for p in [Precision::F16, Precision::F32] {
+        let mut y = dev.zeros(rows, p).unwrap();
+        dev.spmv(&a, &x_dev, &mut y).unwrap();
+        assert_agrees(
+            label,
+            &format!("{rows}×{cols} d={d}"),
+            &r,
+            &dev.download(&y).unwrap(),
+        );
+    }
+}
