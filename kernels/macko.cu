@@ -57,6 +57,14 @@
 #ifndef MACKO_MINB
 #define MACKO_MINB 2
 #endif
+// Threads per block of the `_big` entries: one block per SM with the same 64 registers per thread,
+// for x staged wider than half the shared memory of an SM.
+#define MACKO_BIG_BLOCK 1024
+// 1: two-chunk batches load the next batch (or the next item's first) before computing the
+// current one (see macko_row).
+#ifndef MACKO_PIPE
+#define MACKO_PIPE 1
+#endif
 
 // Masks the entries of group `w` that lie outside the row's [start, end): their codes and values
 // become 0. Returns in lo/hi the range [lo, hi) of the group's 8 entries that belong to the row.
@@ -179,53 +187,80 @@ __device__ __forceinline__ bool macko_any(bool p) {
     return L == 32u ? p : __any_sync(MACKO_FULL_MASK, p) != 0;
 }
 
-// One row per team of L lanes (32: a warp; 16: a half-warp, two rows side by side): entries
-// [start, end), groups start/8 .. ceil(end/8). `sub` is the lane's index in its team. Returns this
-// lane's partial sum. Every lane of the warp must call it (the shuffles span the warp); a team
-// whose row is shorter than its neighbour's, or empty, runs the extra batches with every entry
-// masked (zero values, zero column advance), which adds +0.
-// [next_start, next_end) is the team's next row (empty if none), prefetched into L2 during this
-// row's last batch when MACKO_PREFETCH is set.
-template <int XM, bool SAFE, unsigned L, int CH>
+// Loads the batch of groups {w0 + L·u + sub : u < CH} below w_end (values and codes); groups at or
+// past w_end read as zero (no entries, no column advance).
+template <unsigned L, int CH>
+__device__ __forceinline__ void macko_load_batch(const uint4* __restrict__ values,
+                                                 const unsigned* __restrict__ codes, unsigned w0,
+                                                 unsigned w_end, unsigned sub, uint4 (&v)[CH],
+                                                 unsigned (&c)[CH]) {
+#pragma unroll
+    for (int u = 0; u < CH; ++u) {
+        const unsigned w = w0 + L * u + sub;
+        if (w < w_end) {
+            v[u] = macko_load_stream(values + w);
+            c[u] = macko_load_stream(codes + w);
+        } else {
+            v[u] = make_uint4(0u, 0u, 0u, 0u);
+            c[u] = 0u;
+        }
+    }
+}
+
+// One work item per team of L lanes (32: a warp; 16: a half-warp, two items side by side): a whole
+// row, or (split matrices) a segment of one; entries [start, end), groups start/8 .. ceil(end/8);
+// `col0` is the column right after the row's entry before `start` (0 at a row's start). `sub` is
+// the lane's index in its team. Returns this lane's partial sum. Every lane of the warp must call
+// it (the shuffles span the warp); a team whose item is shorter than its neighbour's, or empty,
+// runs the extra batches with every entry masked (zero values, zero column advance), adding +0.
+// [next_start, next_end) is the team's next item (empty if none).
+//
+// PIPE (software pipelining, two-chunk batches): on entry v/c hold the item's first batch; every
+// iteration issues the loads of the following batch — or, at the item's last batch, of the next
+// item's first — before it computes the current one, so each team keeps one batch in flight while
+// it scans and multiplies; on return v/c hold the next item's first batch. Without PIPE, v/c are
+// scratch and each batch is loaded and then used.
+template <int XM, bool SAFE, unsigned L, int CH, bool PIPE>
 __device__ __forceinline__ float macko_row(const uint4* __restrict__ values,
                                            const unsigned* __restrict__ codes, const float* xs,
                                            const unsigned short* __restrict__ x, unsigned cols_m1,
-                                           unsigned start, unsigned end, unsigned next_start,
-                                           unsigned next_end, unsigned sub) {
+                                           unsigned start, unsigned end, unsigned col0,
+                                           unsigned next_start, unsigned next_end, unsigned sub,
+                                           uint4 (&v)[CH], unsigned (&c)[CH]) {
     float acc0 = 0.0f, acc1 = 0.0f;
     const unsigned w_end = (end + 7u) >> 3;
-    unsigned next = 0u;  // the column after the row's previous entry (team-uniform)
-    // Groups wholly inside the row: [w_in, w_out). start + 7 cannot wrap (start <= P <= 2^32 - 8).
+    const unsigned next_w_end = (next_end + 7u) >> 3;
+    unsigned next = col0;  // the column after the item's previous entry (team-uniform)
+    // Groups wholly inside the item: [w_in, w_out). start + 7 cannot wrap (start <= P <= 2^32 - 8).
     const unsigned w_in = (start + 7u) >> 3, w_out = end >> 3;
+    // PIPE: the batch after the current one (this item's, or the next item's first).
+    uint4 vn[CH];
+    unsigned cn[CH];
+    bool loaded_next = false;  // team-uniform: vn/cn hold the next item's first batch
     for (unsigned wb = start >> 3; macko_any<L>(wb < w_end); wb += L * CH) {
-        // Team-uniform: every group of the batch lies wholly inside the row (no masking).
+        // Team-uniform: every group of the batch lies wholly inside the item (no masking).
         const bool interior = MACKO_INTERIOR && wb >= w_in && wb + L * CH <= w_out;
-        // Issue every load of the batch before the first use.
-        uint4 v[CH];
-        unsigned c[CH];
-#pragma unroll
-        for (int u = 0; u < CH; ++u) {
-            const unsigned w = wb + L * u + sub;
-            if (w < w_end) {
-                v[u] = macko_load_stream(values + w);
-                c[u] = macko_load_stream(codes + w);
-            } else {
-                v[u] = make_uint4(0u, 0u, 0u, 0u);
-                c[u] = 0u;
+        const bool more = wb + L * CH < w_end;
+        if (PIPE) {
+            if (more) {
+                macko_load_batch<L, CH>(values, codes, wb + L * CH, w_end, sub, vn, cn);
+            } else if (!loaded_next) {
+                macko_load_batch<L, CH>(values, codes, next_start >> 3, next_w_end, sub, vn, cn);
+                loaded_next = true;
             }
-        }
-        if (MACKO_PREFETCH) {
-            const unsigned wn = wb + L * CH;
-            if (wn < w_end) {
-                macko_prefetch_batch<L, CH>(values, codes, wn, w_end, sub);
-            } else if (next_start < next_end) {
-                macko_prefetch_batch<L, CH>(values, codes, next_start >> 3,
-                                            (next_end + 7u) >> 3, sub);
+        } else {
+            macko_load_batch<L, CH>(values, codes, wb, w_end, sub, v, c);
+            if (MACKO_PREFETCH) {
+                if (more) {
+                    macko_prefetch_batch<L, CH>(values, codes, wb + L * CH, w_end, sub);
+                } else if (next_start < next_end) {
+                    macko_prefetch_batch<L, CH>(values, codes, next_start >> 3, next_w_end, sub);
+                }
             }
         }
 #pragma unroll
         for (int p = 0; p < CH; p += 2) {
-            // Warp-uniform: every row of the warp ended in an earlier chunk.
+            // Warp-uniform: every item of the warp ended in an earlier chunk.
             if (p > 0 && !macko_any<L>(wb + L * p < w_end)) break;
             const unsigned wa = wb + L * p + sub;
             unsigned lo_a = 0u, hi_a = 8u, lo_b = 0u, hi_b = 8u;
@@ -236,7 +271,7 @@ __device__ __forceinline__ float macko_row(const uint4* __restrict__ values,
             unsigned pl_a, ph_a, pl_b, ph_b;
             macko_prefix(c[p], pl_a, ph_a);
             macko_prefix(c[p + 1], pl_b, ph_b);
-            // Column advance of each lane's group: masked gaps + entries in the row (<= 128).
+            // Column advance of each lane's group: masked gaps + entries in the item (<= 128).
             const unsigned t_a = (pl_a >> 24) + (ph_a >> 24) - 8u + (hi_a - lo_a);
             const unsigned t_b = (pl_b >> 24) + (ph_b >> 24) - 8u + (hi_b - lo_b);
             // Inclusive scan of both chunks at once over the team: 16-bit halves never carry
@@ -261,6 +296,26 @@ __device__ __forceinline__ float macko_row(const uint4* __restrict__ values,
             macko_chunk<XM, SAFE>(v[p + 1], pl_b, ph_b, base_b + (MACKO_X_SLACK - 1u) - lo_b, xs,
                                   x, cols_m1, acc0, acc1);
         }
+        if (PIPE) {
+            // The next iteration computes the batch just loaded, or (past this item's end, while
+            // the other team of the warp finishes) an empty one; the next item's stays in vn.
+#pragma unroll
+            for (int u = 0; u < CH; ++u) {
+                v[u] = more ? vn[u] : make_uint4(0u, 0u, 0u, 0u);
+                c[u] = more ? cn[u] : 0u;
+            }
+        }
+    }
+    if (PIPE) {
+        // An item without a batch (empty, group-aligned) never reached its last batch.
+        if (!loaded_next) {
+            macko_load_batch<L, CH>(values, codes, next_start >> 3, next_w_end, sub, vn, cn);
+        }
+#pragma unroll
+        for (int u = 0; u < CH; ++u) {
+            v[u] = vn[u];
+            c[u] = cn[u];
+        }
     }
     return acc0 + acc1;
 }
@@ -275,93 +330,176 @@ __device__ __forceinline__ float macko_team_sum(float v) {
     return v;
 }
 
-template <typename Out, int XM, unsigned L, int CH>
+// Where a split matrix's work items are described (host side: src/backend/cuda/split.rs and
+// launch.rs). Item i: desc[i] = (first entry, col0, row, first item of the row | items of the row
+// << 24); desc[items].x = P closes the last one. `counters` (one per row, zero between products)
+// and `partials` (one f32 per item) combine a split row's partial sums.
+struct MackoSplit {
+    const uint4* __restrict__ desc;
+    unsigned* counters;
+    float* partials;
+};
+
+// The bounds of a work item: row `i` from row_ptr, or item `i` of a split matrix.
+struct MackoItem {
+    unsigned start, end, col0, row, group;
+};
+
+template <bool SPLIT>
+__device__ __forceinline__ MackoItem macko_item(const unsigned* __restrict__ row_ptr,
+                                                const MackoSplit& split, unsigned i,
+                                                unsigned items) {
+    MackoItem it = {0u, 0u, 0u, i, 0u};
+    if (i < items) {
+        if (SPLIT) {
+            const uint4 d = __ldg(split.desc + i);
+            it.start = d.x;
+            it.col0 = d.y;
+            it.row = d.z;
+            it.group = d.w;
+            it.end = __ldg(&split.desc[i + 1u].x);
+        } else {
+            it.start = __ldg(row_ptr + i);
+            it.end = __ldg(row_ptr + i + 1u);
+        }
+    }
+    return it;
+}
+
+// Stores a split item's sum: directly when its row has one item; else as a partial, and the
+// team that brings a row's last partial adds the row's partials in item order (the same order on
+// every run: deterministic) and stores y. Called by one lane of the team.
+template <typename Out>
+__device__ __forceinline__ void macko_split_store(Out* __restrict__ y, const MackoSplit& split,
+                                                  const MackoItem& it, unsigned i, float acc) {
+    const unsigned first = it.group & 0x00ffffffu, count = it.group >> 24;
+    if (count <= 1u) {
+        macko_store(y, it.row, acc);
+        return;
+    }
+    __stcg(split.partials + i, acc);
+    __threadfence();  // the partial is visible device-wide before the arrival is counted
+    const unsigned arrived = atomicAdd(split.counters + it.row, 1u);
+    if (arrived != count - 1u) return;
+    __threadfence();  // every other partial of the row is visible: their arrivals came first
+    float sum = 0.0f;
+    for (unsigned j = 0u; j < count; ++j) sum += __ldcg(split.partials + first + j);
+    macko_store(y, it.row, sum);
+    split.counters[it.row] = 0u;  // every item of the row has arrived: ready for the next product
+}
+
+template <typename Out, int XM, unsigned L, int CH, bool SPLIT>
 __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row_ptr,
                                                 const uint4* __restrict__ values,
                                                 const unsigned* __restrict__ codes,
                                                 const unsigned short* __restrict__ x,
-                                                Out* __restrict__ y, unsigned rows,
-                                                unsigned cols) {
+                                                Out* __restrict__ y, unsigned cols,
+                                                unsigned items, const MackoSplit& split) {
     extern __shared__ float macko_xs[];
+    // Software pipelining for two-chunk batches (the registers of a second batch fit the cap).
+    constexpr bool PIPE = MACKO_PIPE && CH <= 2;
     const unsigned sub = threadIdx.x & (L - 1u);
     const unsigned teams_per_block = blockDim.x / L;
-    const unsigned first_row = blockIdx.x * teams_per_block + threadIdx.x / L;
-    const unsigned row_stride = gridDim.x * teams_per_block;
-    // Used only for rows with entries, which exist only when cols >= 1 (the host runs L = 16,
-    // where empty rows go through macko_row too, only when cols >= 1).
+    const unsigned first_item = blockIdx.x * teams_per_block + threadIdx.x / L;
+    const unsigned stride = gridDim.x * teams_per_block;
+    // Used only for items with entries, which exist only when cols >= 1 (the host runs L = 16,
+    // where empty items go through macko_row too, only when cols >= 1).
     const unsigned cols_m1 = cols - 1u;
 
-    unsigned start = 0u, end = 0u;
-    if (first_row < rows) {
-        start = __ldg(row_ptr + first_row);
-        end = __ldg(row_ptr + first_row + 1u);
+    MackoItem it = macko_item<SPLIT>(row_ptr, split, first_item, items);
+    uint4 v[CH];
+    unsigned c[CH];
+    if (PIPE) {
+        // The first batch is on its way while the block stages x.
+        macko_load_batch<L, CH>(values, codes, it.start >> 3, (it.end + 7u) >> 3, sub, v, c);
     }
     bool finite_x = false;
     if (XM != MACKO_XG) {
-        // Start the first batch of this team's first row on its way to L2 while the block stages
-        // x, so DRAM is busy during the staging.
-        if (start < end) {
-            macko_prefetch_batch<L, CH>(values, codes, start >> 3, (end + 7u) >> 3, sub);
+        // Start the first batch of this team's first item on its way to L2 while the block
+        // stages x, so DRAM is busy during the staging.
+        if (!PIPE && it.start < it.end) {
+            macko_prefetch_batch<L, CH>(values, codes, it.start >> 3, (it.end + 7u) >> 3, sub);
         }
         const bool nonfinite = macko_stage_x<XM == MACKO_XP>(macko_xs, x, cols);
         finite_x = __syncthreads_or(nonfinite ? 1 : 0) == 0;
     }
-    // Warp-uniform loop: with L = 16 the two teams of a warp run side by side (rows r and r + 1,
-    // then r + stride and r + stride + 1, ...); a team past the last row works on an empty row.
-    for (unsigned row = first_row; macko_any<L>(row < rows); row += row_stride) {
-        // Fetch the next row's bounds before working on this one.
-        const unsigned next_row = row + row_stride;
-        unsigned next_start = 0u, next_end = 0u;
-        if (next_row < rows) {
-            next_start = __ldg(row_ptr + next_row);
-            next_end = __ldg(row_ptr + next_row + 1u);
-        }
+    // Warp-uniform loop: with L = 16 the two teams of a warp run side by side (items i and i + 1,
+    // then i + stride and i + stride + 1, ...); a team past the last item works on an empty one.
+    for (unsigned i = first_item; macko_any<L>(i < items); i += stride) {
+        // Fetch the next item's bounds before working on this one.
+        const MackoItem nx = macko_item<SPLIT>(row_ptr, split, i + stride, items);
         float acc = 0.0f;
-        // Warp-uniform (L = 32: an empty row is +0.0; L = 16: always taken, see macko_row).
-        if (L < 32u || start < end) {
+        // Warp-uniform (L = 32: an empty row is +0.0 — but the pipelined loop must still load
+        // the next item's first batch; L = 16: always taken, see macko_row).
+        if (PIPE || L < 32u || it.start < it.end) {
             if (MACKO_FAST_FINITE && XM != MACKO_XG && finite_x) {
-                acc = macko_row<XM, false, L, CH>(values, codes, macko_xs, x, cols_m1, start, end,
-                                              next_start, next_end, sub);
+                acc = macko_row<XM, false, L, CH, PIPE>(values, codes, macko_xs, x, cols_m1,
+                                                        it.start, it.end, it.col0, nx.start,
+                                                        nx.end, sub, v, c);
             } else {
-                acc = macko_row<XM, true, L, CH>(values, codes, macko_xs, x, cols_m1, start, end,
-                                             next_start, next_end, sub);
+                acc = macko_row<XM, true, L, CH, PIPE>(values, codes, macko_xs, x, cols_m1,
+                                                       it.start, it.end, it.col0, nx.start,
+                                                       nx.end, sub, v, c);
             }
         }
         acc = macko_team_sum<L>(acc);
-        if (sub == 0u && row < rows) macko_store(y, row, acc);
-        start = next_start;
-        end = next_end;
+        if (sub == 0u && i < items) {
+            if (SPLIT) {
+                macko_split_store(y, split, it, i, acc);
+            } else {
+                macko_store(y, i, acc);
+            }
+        }
+        it = nx;
     }
 }
 
-// flags bit 0: rows of 16 lanes (a half-warp per row), else a warp per row; bit 1: batches of
-// MACKO_CHUNKS_SHORT chunks, else MACKO_CHUNKS. The host chooses per matrix (launch.rs).
-#define MACKO_SPMV_ENTRY(NAME, OUT, XM)                                                          \
-    extern "C" __global__ void __launch_bounds__(MACKO_BLOCK, MACKO_MINB)                       \
+// flags bit 0: items of 16 lanes (a half-warp per item), else a warp per item; bit 1: batches of
+// MACKO_CHUNKS_SHORT chunks, else MACKO_CHUNKS; bit 2: a split matrix (work items from `desc`,
+// `items` of them), else one item per row (`items` = rows). The host chooses per matrix
+// (launch.rs). `_big` entries run 1024-thread blocks (one per SM: for x too wide for two
+// 512-thread blocks' shared memory), the others 512-thread blocks; both get 64 registers.
+#define MACKO_SPMV_DISPATCH(OUT, XM, SPLIT)                                                     \
+    if ((flags & 2u) != 0u) {                                                                   \
+        if (half) {                                                                             \
+            macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS_SHORT, SPLIT>(row_ptr, values, codes, x, \
+                                                                     y, cols, items, split);    \
+        } else {                                                                                \
+            macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS_SHORT, SPLIT>(row_ptr, values, codes, x, \
+                                                                     y, cols, items, split);    \
+        }                                                                                       \
+    } else if (half) {                                                                          \
+        macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS, SPLIT>(row_ptr, values, codes, x, y, cols,  \
+                                                           items, split);                       \
+    } else {                                                                                    \
+        macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS, SPLIT>(row_ptr, values, codes, x, y, cols,  \
+                                                           items, split);                       \
+    }
+
+#define MACKO_SPMV_ENTRY(NAME, OUT, XM, BLOCK, MINB)                                           \
+    extern "C" __global__ void __launch_bounds__(BLOCK, MINB)                                   \
         NAME(const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,            \
              const unsigned* __restrict__ codes, const unsigned short* __restrict__ x,          \
-             OUT* __restrict__ y, unsigned rows, unsigned cols, unsigned flags) {               \
+             OUT* __restrict__ y, unsigned rows, unsigned cols, unsigned flags,                 \
+             const uint4* __restrict__ desc, unsigned* counters, float* partials,               \
+             unsigned items) {                                                                  \
         const bool half = (flags & 1u) != 0u && cols > 0u;                                     \
-        if ((flags & 2u) != 0u) {                                                               \
-            if (half) {                                                                         \
-                macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS_SHORT>(row_ptr, values, codes, x, y, \
-                                                                  rows, cols);                  \
-            } else {                                                                            \
-                macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS_SHORT>(row_ptr, values, codes, x, y, \
-                                                                  rows, cols);                  \
-            }                                                                                   \
-        } else if (half) {                                                                      \
-            macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS>(row_ptr, values, codes, x, y, rows,     \
-                                                        cols);                                  \
+        const MackoSplit split = {desc, counters, partials};                                    \
+        if ((flags & 4u) != 0u) {                                                               \
+            MACKO_SPMV_DISPATCH(OUT, XM, true)                                                  \
         } else {                                                                                \
-            macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS>(row_ptr, values, codes, x, y, rows,     \
-                                                        cols);                                  \
+            items = rows;                                                                       \
+            MACKO_SPMV_DISPATCH(OUT, XM, false)                                                 \
         }                                                                                       \
     }
 
-MACKO_SPMV_ENTRY(macko_spmv_xs_f16, unsigned short, MACKO_XP)
-MACKO_SPMV_ENTRY(macko_spmv_xs_f32, float, MACKO_XP)
-MACKO_SPMV_ENTRY(macko_spmv_xg_f16, unsigned short, MACKO_XG)
-MACKO_SPMV_ENTRY(macko_spmv_xg_f32, float, MACKO_XG)
-MACKO_SPMV_ENTRY(macko_spmv_xu_f16, unsigned short, MACKO_XU)
-MACKO_SPMV_ENTRY(macko_spmv_xu_f32, float, MACKO_XU)
+MACKO_SPMV_ENTRY(macko_spmv_xs_f16, unsigned short, MACKO_XP, MACKO_BLOCK, MACKO_MINB)
+MACKO_SPMV_ENTRY(macko_spmv_xs_f32, float, MACKO_XP, MACKO_BLOCK, MACKO_MINB)
+MACKO_SPMV_ENTRY(macko_spmv_xg_f16, unsigned short, MACKO_XG, MACKO_BLOCK, MACKO_MINB)
+MACKO_SPMV_ENTRY(macko_spmv_xg_f32, float, MACKO_XG, MACKO_BLOCK, MACKO_MINB)
+MACKO_SPMV_ENTRY(macko_spmv_xu_f16, unsigned short, MACKO_XU, MACKO_BLOCK, MACKO_MINB)
+MACKO_SPMV_ENTRY(macko_spmv_xu_f32, float, MACKO_XU, MACKO_BLOCK, MACKO_MINB)
+MACKO_SPMV_ENTRY(macko_spmv_xs_f16_big, unsigned short, MACKO_XP, MACKO_BIG_BLOCK, 1)
+MACKO_SPMV_ENTRY(macko_spmv_xs_f32_big, float, MACKO_XP, MACKO_BIG_BLOCK, 1)
+MACKO_SPMV_ENTRY(macko_spmv_xu_f16_big, unsigned short, MACKO_XU, MACKO_BIG_BLOCK, 1)
+MACKO_SPMV_ENTRY(macko_spmv_xu_f32_big, float, MACKO_XU, MACKO_BIG_BLOCK, 1)

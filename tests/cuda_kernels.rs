@@ -85,9 +85,10 @@ fn the_tuning_knobs_compile_at_other_settings() {
     if !nvrtc_or_skip("tuning knobs") {
         return;
     }
-    let settings: [(&KernelSource, &[&str]); 4] = [
+    let settings: [(&KernelSource, &[&str]); 5] = [
         (&nvrtc::MACKO, &["-DMACKO_CHUNKS=2"]),
         (&nvrtc::MACKO, &["-DMACKO_CHUNKS=8"]),
+        (&nvrtc::MACKO, &["-DMACKO_PIPE=0", "-DMACKO_PREFETCH=1"]),
         (&nvrtc::DENSE, &["-DDENSE_CHUNKS=2"]),
         (&nvrtc::CSR, &["-DCSR_CHUNKS=8"]),
     ];

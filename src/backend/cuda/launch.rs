@@ -23,7 +23,8 @@ use crate::error::{Error, Result};
 
 /// Threads per block of every kernel (the `__launch_bounds__` of kernels/*.cu).
 pub(crate) const BLOCK: u32 = 512;
-const WARPS_PER_BLOCK: u32 = BLOCK / 32;
+/// Threads per block of the MACKO kernel's `_big` entries (`MACKO_BIG_BLOCK` of kernels/macko.cu).
+pub(crate) const BIG_BLOCK: u32 = 1024;
 /// `MACKO_X_SLACK + MACKO_X_TAIL` of kernels/common.cuh: staged slots around x.
 const X_EXTRA_SLOTS: u64 = 8 + 16;
 
@@ -57,20 +58,28 @@ const HALF_WARP_MAX_GROUPS: f64 = 128.0;
 /// matrices, [`PAD_MIN_FILL`]).
 pub const ENV_CHUNKS: &str = "MACKO_CUDA_CHUNKS";
 
-/// The batch `MACKO_CUDA_CHUNKS` asks for: `None` for auto, `Some(true)` for the short one.
-fn short_chunks_from_env() -> Result<Option<bool>> {
-    match std::env::var(ENV_CHUNKS) {
+/// A knob read from the environment: `None` when unset, empty or `auto`, else what `parse` makes
+/// of the lowercase value, or an error naming the variable and the values it takes.
+fn env_knob<T>(name: &str, choices: &str, parse: impl Fn(&str) -> Option<T>) -> Result<Option<T>> {
+    match std::env::var(name) {
         Err(_) => Ok(None),
         Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
             "" | "auto" => Ok(None),
-            "short" => Ok(Some(true)),
-            "long" => Ok(Some(false)),
-            _ => Err(Error::Backend {
+            other => parse(other).map(Some).ok_or_else(|| Error::Backend {
                 backend: BackendKind::Cuda,
-                message: format!("{ENV_CHUNKS} must be auto, short or long, not {v:?}"),
+                message: format!("{name} must be auto, {choices}, not {v:?}"),
             }),
         },
     }
+}
+
+/// The batch `MACKO_CUDA_CHUNKS` asks for: `None` for auto, `Some(true)` for the short one.
+fn short_chunks_from_env() -> Result<Option<bool>> {
+    env_knob(ENV_CHUNKS, "short or long", |v| match v {
+        "short" => Some(true),
+        "long" => Some(false),
+        _ => None,
+    })
 }
 
 /// How evenly `rows` rows spread over `teams` teams taking them round-robin: the mean rows per
@@ -85,34 +94,112 @@ fn balance(rows: u32, teams: u64) -> f64 {
 
 /// The lanes per row `MACKO_CUDA_LANES` asks for: `None` for auto.
 fn lanes_from_env() -> Result<Option<u32>> {
-    match std::env::var(ENV_LANES) {
-        Err(_) => Ok(None),
-        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "" | "auto" => Ok(None),
-            "16" => Ok(Some(16)),
-            "32" => Ok(Some(32)),
-            _ => Err(Error::Backend {
-                backend: BackendKind::Cuda,
-                message: format!("{ENV_LANES} must be auto, 16 or 32, not {v:?}"),
-            }),
-        },
-    }
+    env_knob(ENV_LANES, "16 or 32", |v| match v {
+        "16" => Some(16),
+        "32" => Some(32),
+        _ => None,
+    })
 }
 
 /// The layout `MACKO_CUDA_XPAD` asks for: `None` for auto.
 fn xpad_from_env() -> Result<Option<bool>> {
-    match std::env::var(ENV_XPAD) {
-        Err(_) => Ok(None),
-        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
-            "" | "auto" => Ok(None),
-            "on" | "1" => Ok(Some(true)),
-            "off" | "0" => Ok(Some(false)),
-            _ => Err(Error::Backend {
-                backend: BackendKind::Cuda,
-                message: format!("{ENV_XPAD} must be auto, on or off, not {v:?}"),
-            }),
+    env_knob(ENV_XPAD, "on or off", |v| match v {
+        "on" | "1" => Some(true),
+        "off" | "0" => Some(false),
+        _ => None,
+    })
+}
+
+/// Environment variable that forces the block of the MACKO kernel with x staged: `512` (two
+/// blocks per SM where the shared memory allows), `1024` (one block per SM, every warp of the SM
+/// sharing one copy of x), or `auto` (1024 only where two 512-thread blocks' copies of x do not
+/// fit an SM).
+pub const ENV_BLOCK: &str = "MACKO_CUDA_BLOCK";
+
+/// The block `MACKO_CUDA_BLOCK` asks for: `None` for auto.
+fn block_from_env() -> Result<Option<u32>> {
+    env_knob(ENV_BLOCK, "512 or 1024", |v| match v {
+        "512" => Some(BLOCK),
+        "1024" => Some(BIG_BLOCK),
+        _ => None,
+    })
+}
+
+/// Environment variable that controls splitting MACKO rows into segments shared out over the
+/// warps: `off`, a number of segments per row (1 to [`MAX_SPLIT`]), or `auto` (split only where
+/// whole rows spread unevenly over the resident warps, see [`split_segments`]).
+pub const ENV_SPLIT: &str = "MACKO_CUDA_SPLIT";
+
+/// Most segments per row the automatic choice considers (and `MACKO_CUDA_SPLIT` accepts).
+pub(crate) const MAX_SPLIT: u32 = 8;
+
+/// How `MACKO_CUDA_SPLIT` is set.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SplitPolicy {
+    Off,
+    Segments(u32),
+}
+
+/// The splitting `MACKO_CUDA_SPLIT` asks for: `None` for auto.
+fn split_from_env() -> Result<Option<SplitPolicy>> {
+    env_knob(ENV_SPLIT, "off or a segment count 1..=8", |v| match v {
+        "off" | "0" => Some(SplitPolicy::Off),
+        n => match n.parse::<u32>() {
+            Ok(k @ 1..=MAX_SPLIT) => Some(SplitPolicy::Segments(k)),
+            _ => None,
         },
+    })
+}
+
+/// Balance (see [`balance`]) from which whole rows are handed out as they are.
+const SPLIT_MIN_BALANCE: f64 = 0.9;
+
+/// Shortest segment worth its own work item, in entries: two full batches of a warp (2 × 32
+/// lanes × 2 chunks × 8 entries). Shorter rows are not split: a half-warp per row serves them.
+const MIN_SPLIT_ENTRIES: f64 = 2048.0;
+
+/// Rows are cut every `segment` entries; rows up to this much longer than the mean still get
+/// `k` segments, not `k` and a sliver.
+const SPLIT_SLACK: f64 = 1.05;
+
+/// Segments per row (k ≥ 2) and their length in entries (a multiple of 8) for `rows` rows of
+/// `mean_entries` stored entries on `teams` resident warps, or `None` when whole rows already
+/// spread evenly (balance ≥ [`SPLIT_MIN_BALANCE`]) or no split of segments of at least
+/// [`MIN_SPLIT_ENTRIES`] improves the balance by 0.05. A warp's last round of rows decides the
+/// product's time: 5120 rows on 4224 warps leave the second round 21 % full, while the same rows
+/// in 3 segments each take 3.6 rounds, the last 64 % full.
+fn split_segments(rows: u32, mean_entries: f64, teams: u64) -> Option<(u32, u32)> {
+    let whole = balance(rows, teams);
+    if whole >= SPLIT_MIN_BALANCE || rows == 0 {
+        return None;
     }
+    let mut best: Option<(u32, f64)> = None;
+    for k in 2..=MAX_SPLIT {
+        if mean_entries / f64::from(k) < MIN_SPLIT_ENTRIES {
+            break;
+        }
+        let b = balance(rows.saturating_mul(k), teams);
+        if b >= SPLIT_MIN_BALANCE {
+            best = Some((k, b));
+            break;
+        }
+        if best.is_none_or(|(_, bb)| b > bb) {
+            best = Some((k, b));
+        }
+    }
+    let (k, b) = best?;
+    (b >= whole + 0.05).then(|| (k, segment_entries(mean_entries, k)))
+}
+
+/// Entries per segment for `k` segments of a row of `mean_entries`: a multiple of 8.
+fn segment_entries(mean_entries: f64, k: u32) -> u32 {
+    let raw = (mean_entries * SPLIT_SLACK / f64::from(k)).ceil().max(8.0);
+    let raw = if raw >= f64::from(u32::MAX - 8) {
+        u32::MAX - 8
+    } else {
+        raw as u32
+    };
+    raw.div_ceil(8) * 8
 }
 
 /// Where the sparse kernels read x from.
@@ -157,6 +244,10 @@ pub(crate) struct Plan {
     pub half_warp: bool,
     /// MACKO only: batches of `MACKO_CHUNKS_SHORT` chunks (else `MACKO_CHUNKS`).
     pub short_chunks: bool,
+    /// Threads per block: [`BLOCK`], or [`BIG_BLOCK`] (MACKO with x staged only).
+    pub block: u32,
+    /// MACKO only: rows cut into segments of this many entries (see `split.rs`), else whole.
+    pub split_entries: Option<u32>,
 }
 
 impl Plan {
@@ -167,7 +258,7 @@ impl Plan {
     fn config(&self) -> LaunchConfig {
         LaunchConfig {
             grid_dim: (self.grid, 1, 1),
-            block_dim: (BLOCK, 1, 1),
+            block_dim: (self.block, 1, 1),
             shared_mem_bytes: self.smem_bytes,
         }
     }
@@ -201,6 +292,9 @@ pub(crate) struct Kernels {
     macko_xg: ByOutput,
     /// MACKO with x staged in the plain layout.
     macko_xu: ByOutput,
+    /// The same two in 1024-thread blocks.
+    macko_xs_big: ByOutput,
+    macko_xu_big: ByOutput,
     csr_xs: ByOutput,
     csr_xg: ByOutput,
     dense_aligned: ByOutput,
@@ -218,6 +312,10 @@ pub(crate) struct Kernels {
     lanes: Option<u32>,
     /// `MACKO_CUDA_CHUNKS`: `None` chooses per matrix.
     short_chunks: Option<bool>,
+    /// `MACKO_CUDA_BLOCK`: `None` chooses per matrix.
+    block: Option<u32>,
+    /// `MACKO_CUDA_SPLIT`: `None` chooses per matrix.
+    split: Option<SplitPolicy>,
 }
 
 /// Loads one kernel file's CUBIN (compiled once per process) and returns its functions in the
@@ -287,16 +385,16 @@ impl Kernels {
     pub fn load(ctx: &Arc<CudaContext>, props: &DeviceProps, x_policy: XPolicy) -> Result<Self> {
         let arch = props.arch();
         let defines = nvrtc::env_defines()?;
-        let mut macko = load_file(ctx, &nvrtc::MACKO, &arch, &defines)?;
-        if macko.len() != 6 {
-            return Err(internal("kernels/macko.cu should have 6 entries"));
-        }
-        let xu = macko.split_off(4);
-        let macko_xu = match <[CudaFunction; 2]>::try_from(xu) {
-            Ok([f16, f32]) => ByOutput { f16, f32 },
-            Err(_) => return Err(internal("kernels/macko.cu should have 6 entries")),
+        let macko = load_file(ctx, &nvrtc::MACKO, &arch, &defines)?;
+        // Entries in the order of nvrtc::MACKO: xs, xg, xu, xs_big, xu_big (f16 then f32).
+        let Ok([xs16, xs32, xg16, xg32, xu16, xu32, xsb16, xsb32, xub16, xub32]) =
+            <[CudaFunction; 10]>::try_from(macko)
+        else {
+            return Err(internal("kernels/macko.cu should have 10 entries"));
         };
-        let (macko_xs, macko_xg) = two_pairs(macko, nvrtc::MACKO.file)?;
+        let pair = |f16, f32| ByOutput { f16, f32 };
+        let (macko_xs, macko_xg, macko_xu) = (pair(xs16, xs32), pair(xg16, xg32), pair(xu16, xu32));
+        let (macko_xs_big, macko_xu_big) = (pair(xsb16, xsb32), pair(xub16, xub32));
         let (csr_xs, csr_xg) = two_pairs(
             load_file(ctx, &nvrtc::CSR, &arch, &defines)?,
             nvrtc::CSR.file,
@@ -312,11 +410,15 @@ impl Kernels {
         };
         let smem_limit = allow_large_smem(&macko_xs, props.smem_per_block_optin)?
             .min(allow_large_smem(&macko_xu, props.smem_per_block_optin)?)
+            .min(allow_large_smem(&macko_xs_big, props.smem_per_block_optin)?)
+            .min(allow_large_smem(&macko_xu_big, props.smem_per_block_optin)?)
             .min(allow_large_smem(&csr_xs, props.smem_per_block_optin)?);
         Ok(Self {
             macko_xs,
             macko_xg,
             macko_xu,
+            macko_xs_big,
+            macko_xu_big,
             csr_xs,
             csr_xg,
             dense_aligned,
@@ -330,24 +432,27 @@ impl Kernels {
             xpad: xpad_from_env()?,
             lanes: lanes_from_env()?,
             short_chunks: short_chunks_from_env()?,
+            block: block_from_env()?,
+            split: split_from_env()?,
         })
     }
 
-    /// Persistent grid for `f` with `smem` bytes per block: resident blocks, at most one warp
-    /// per row. 0 blocks resident means the kernel cannot run with that much shared memory.
-    fn grid(&self, f: &CudaFunction, smem: u32, rows: u32) -> Result<Option<u32>> {
+    /// Persistent grid for `f` in blocks of `block` threads with `smem` bytes each: resident
+    /// blocks, at most one warp per row (work item). `None`: the kernel cannot run with that much
+    /// shared memory.
+    fn grid(&self, f: &CudaFunction, block: u32, smem: u32, rows: u32) -> Result<Option<u32>> {
         // The occupancy query goes straight to the driver: make this thread's context current.
         self.ctx
             .bind_to_thread()
             .map_err(|e| cuda_error("binding the CUDA context", e))?;
         let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, smem as usize, None)
+            .occupancy_max_active_blocks_per_multiprocessor(block, smem as usize, None)
             .map_err(|e| cuda_error("computing occupancy", e))?;
         if per_sm == 0 {
             return Ok(None);
         }
         let resident = per_sm.saturating_mul(self.sms);
-        Ok(Some(resident.min(rows.div_ceil(WARPS_PER_BLOCK)).max(1)))
+        Ok(Some(resident.min(rows.div_ceil(block / 32)).max(1)))
     }
 
     /// Plan of a sparse kernel pair (x staged or gathered) for a `rows × cols` matrix.
@@ -355,13 +460,15 @@ impl Kernels {
         let smem = x_smem_bytes(cols);
         if self.x_policy != XPolicy::Global && smem <= u64::from(self.smem_limit) {
             let smem = u32::try_from(smem).map_err(|_| internal("smem size"))?;
-            if let Some(grid) = self.grid(&xs.f32, smem, rows)? {
+            if let Some(grid) = self.grid(&xs.f32, BLOCK, smem, rows)? {
                 return Ok(Plan {
                     grid,
                     smem_bytes: smem,
                     padded_x: true,
                     half_warp: false,
                     short_chunks: false,
+                    block: BLOCK,
+                    split_entries: None,
                 });
             }
         }
@@ -374,7 +481,7 @@ impl Kernels {
             });
         }
         let grid = self
-            .grid(&xg.f32, 0, rows)?
+            .grid(&xg.f32, BLOCK, 0, rows)?
             .ok_or_else(|| internal("a kernel without shared memory cannot be resident"))?;
         Ok(Plan {
             grid,
@@ -382,11 +489,15 @@ impl Kernels {
             padded_x: false,
             half_warp: false,
             short_chunks: false,
+            block: BLOCK,
+            split_entries: None,
         })
     }
 
     /// Launch plan of a MACKO matrix of `entries` stored entries: x padded in shared memory
-    /// only when rows are nearly dense (or as `MACKO_CUDA_XPAD` says).
+    /// only when rows are nearly dense (or as `MACKO_CUDA_XPAD` says); 1024-thread blocks where
+    /// two 512-thread blocks' x do not fit an SM; a half-warp per row for short rows; long rows
+    /// cut into segments where whole rows would spread unevenly over the warps.
     pub fn macko_plan(&self, rows: u32, cols: u32, entries: u64) -> Result<Plan> {
         let mut plan = self.sparse_plan(&self.macko_xs, &self.macko_xg, rows, cols)?;
         let fill = if rows == 0 || cols == 0 {
@@ -397,21 +508,72 @@ impl Kernels {
         let nearly_dense = fill >= PAD_MIN_FILL;
         plan.padded_x = self.xpad.unwrap_or(nearly_dense);
         plan.short_chunks = self.short_chunks.unwrap_or(!nearly_dense);
-        let groups_per_row = if rows == 0 {
+        if plan.x_in_smem() {
+            self.choose_block(&mut plan, rows)?;
+        }
+        let mean_entries = if rows == 0 {
             0.0
         } else {
-            entries as f64 / 8.0 / f64::from(rows)
+            entries as f64 / f64::from(rows)
         };
         // Teams (warps or half-warps) resident at once.
-        let warps = u64::from(plan.grid) * u64::from(WARPS_PER_BLOCK);
+        let warps = u64::from(plan.grid) * u64::from(plan.block / 32);
         let even_split = balance(rows, 2 * warps) >= balance(rows, warps);
+        let short_rows = mean_entries / 8.0 <= HALF_WARP_MAX_GROUPS;
+        plan.split_entries = match self.split {
+            Some(SplitPolicy::Off) => None,
+            Some(SplitPolicy::Segments(k)) => Some(segment_entries(mean_entries, k)),
+            None if self.lanes == Some(16) || short_rows => None,
+            None => split_segments(rows, mean_entries, warps).map(|(_, seg)| seg),
+        };
         // The kernel runs half-warps only with cols >= 1 (it checks too).
         plan.half_warp = cols > 0
             && match self.lanes {
                 Some(l) => l == 16,
-                None => groups_per_row <= HALF_WARP_MAX_GROUPS || even_split,
+                None => short_rows || (plan.split_entries.is_none() && even_split),
             };
         Ok(plan)
+    }
+
+    /// Picks the block of a MACKO plan with x staged: 1024 threads (one block per SM, one copy
+    /// of x for all its warps) where the 512-thread kernel would get fewer than two blocks per
+    /// SM, or as `MACKO_CUDA_BLOCK` says; the grid follows.
+    fn choose_block(&self, plan: &mut Plan, rows: u32) -> Result<()> {
+        let (small, big) = if plan.padded_x {
+            (&self.macko_xs, &self.macko_xs_big)
+        } else {
+            (&self.macko_xu, &self.macko_xu_big)
+        };
+        let small_grid = self.grid(&small.f32, BLOCK, plan.smem_bytes, rows)?;
+        let big_grid = self.grid(&big.f32, BIG_BLOCK, plan.smem_bytes, rows)?;
+        let resident_threads =
+            |g: Option<u32>, b: u32| g.map_or(0, |g| u64::from(g) * u64::from(b));
+        let use_big = match self.block {
+            Some(b) => b == BIG_BLOCK && big_grid.is_some(),
+            None => resident_threads(big_grid, BIG_BLOCK) > resident_threads(small_grid, BLOCK),
+        };
+        let (grid, block) = if use_big {
+            (big_grid, BIG_BLOCK)
+        } else {
+            (small_grid, BLOCK)
+        };
+        plan.grid = grid.ok_or_else(|| internal("the MACKO kernel cannot be resident"))?;
+        plan.block = block;
+        Ok(())
+    }
+
+    /// The grid of a split MACKO matrix of `items` work items (more items than rows: the grid
+    /// may grow up to every resident warp).
+    pub fn macko_split_grid(&self, plan: &Plan, items: u32) -> Result<u32> {
+        let f = match (plan.block == BIG_BLOCK, plan.padded_x, plan.x_in_smem()) {
+            (_, _, false) => &self.macko_xg.f32,
+            (true, true, true) => &self.macko_xs_big.f32,
+            (true, false, true) => &self.macko_xu_big.f32,
+            (false, true, true) => &self.macko_xs.f32,
+            (false, false, true) => &self.macko_xu.f32,
+        };
+        self.grid(f, plan.block, plan.smem_bytes, items)?
+            .ok_or_else(|| internal("the MACKO kernel cannot be resident"))
     }
 
     /// Launch plan of a CSR matrix.
@@ -427,7 +589,7 @@ impl Kernels {
             &self.dense_any.f32
         };
         let grid = self
-            .grid(f, 0, rows)?
+            .grid(f, BLOCK, 0, rows)?
             .ok_or_else(|| internal("the dense kernel cannot be resident"))?;
         Ok(Plan {
             grid,
@@ -435,6 +597,8 @@ impl Kernels {
             padded_x: false,
             half_warp: false,
             short_chunks: false,
+            block: BLOCK,
+            split_entries: None,
         })
     }
 
@@ -449,12 +613,13 @@ impl Kernels {
         if m.rows == 0 {
             return Ok(());
         }
-        let pair = if !m.plan.x_in_smem() {
-            &self.macko_xg
-        } else if m.plan.padded_x {
-            &self.macko_xs
-        } else {
-            &self.macko_xu
+        let big = m.plan.block == BIG_BLOCK;
+        let pair = match (m.plan.x_in_smem(), m.plan.padded_x, big) {
+            (false, _, _) => &self.macko_xg,
+            (true, true, false) => &self.macko_xs,
+            (true, false, false) => &self.macko_xu,
+            (true, true, true) => &self.macko_xs_big,
+            (true, false, true) => &self.macko_xu_big,
         };
         match y {
             VectorData::F16(y) => macko_into(stream, pair.pick(Precision::F16), m, x, y.buf_mut()),
@@ -524,7 +689,7 @@ impl Kernels {
 
     /// Grid of the streaming-read kernel: every block resident once.
     pub fn stream_grid(&self) -> Result<u32> {
-        self.grid(&self.stream_read, 0, u32::MAX)?
+        self.grid(&self.stream_read, BLOCK, 0, u32::MAX)?
             .ok_or_else(|| internal("the streaming-read kernel cannot be resident"))
     }
 
@@ -562,7 +727,9 @@ fn macko_into<T: DeviceRepr>(
     x: &DeviceArray<u16>,
     y: &mut CudaSlice<T>,
 ) -> Result<()> {
-    let flags: u32 = u32::from(m.plan.half_warp) | (u32::from(m.plan.short_chunks) << 1);
+    let flags: u32 = u32::from(m.plan.half_warp)
+        | (u32::from(m.plan.short_chunks) << 1)
+        | (u32::from(m.split.is_some()) << 2);
     let mut args = stream.launch_builder(f);
     args.arg(m.row_ptr.buf())
         .arg(m.values.buf())
@@ -572,11 +739,27 @@ fn macko_into<T: DeviceRepr>(
         .arg(&m.rows)
         .arg(&m.cols)
         .arg(&flags);
+    // Unsplit: the split arguments are never read; any device pointer stands in for them.
+    match &m.split {
+        Some(sp) => args
+            .arg(sp.desc.buf())
+            .arg(sp.counters.buf())
+            .arg(sp.partials.buf())
+            .arg(&sp.items),
+        None => args
+            .arg(m.row_ptr.buf())
+            .arg(m.row_ptr.buf())
+            .arg(m.row_ptr.buf())
+            .arg(&m.rows),
+    };
     // SAFETY: the arguments match `macko_spmv_*` in kernels/macko.cu in order and type (u32
     // row_ptr of rows + 1, P/8 16-byte value words, P/8 32-bit code words, f16 x of cols, y of
-    // rows in the kernel's output type, rows, cols and flags as u32); every buffer lives on
+    // rows in the kernel's output type, rows, cols and flags as u32, then the split table: items
+    // + 1 16-byte descriptors, rows u32 counters, items f32 partials, items as u32 — read only
+    // when flags bit 2 is set, which it is exactly when `m.split` is); every buffer lives on
     // this stream and outlives the launch in stream order; the kernel reads only inside the
-    // arrays of a valid matrix, which macko-format guarantees (argued in kernels/NOTES.md).
+    // arrays of a valid matrix, which macko-format guarantees, and the split table's entries
+    // lie inside them (split.rs; argued in kernels/NOTES.md).
     unsafe { args.launch(m.plan.config()) }
         .map(|_| ())
         .map_err(|e| cuda_error("launching the MACKO kernel", e))
@@ -627,7 +810,42 @@ fn dense_into<T: DeviceRepr>(
 
 #[cfg(test)]
 mod tests {
-    use super::balance;
+    use super::{balance, segment_entries, split_segments, MAX_SPLIT, MIN_SPLIT_ENTRIES};
+
+    #[test]
+    fn rows_that_spread_evenly_are_not_split() {
+        // 12288 rows on 4224 warps: 2.9 rounds, the last 91 % full.
+        assert_eq!(split_segments(12288, 6144.0, 4224), None);
+        // 36864 rows: 8.7 rounds.
+        assert_eq!(split_segments(36864, 12288.0, 4224), None);
+    }
+
+    #[test]
+    fn a_ragged_last_round_is_split_into_an_even_one() {
+        // 5120 rows of 13824 entries on 4224 warps: 1.2 rounds (balance 0.61).
+        let (k, seg) = split_segments(5120, 13824.0, 4224).expect("split");
+        assert!((2..=MAX_SPLIT).contains(&k));
+        assert!(balance(5120 * k, 4224) >= 0.9, "k = {k}");
+        assert_eq!(seg % 8, 0);
+        // k segments of seg entries cover a row 5 % longer than the mean.
+        assert!(u64::from(seg) * u64::from(k) >= (13824.0_f64 * 1.05) as u64);
+        assert!(f64::from(seg) >= MIN_SPLIT_ENTRIES);
+    }
+
+    #[test]
+    fn short_rows_are_never_split() {
+        // 5120 rows of 1000 entries: segments would be shorter than two batches.
+        assert_eq!(split_segments(5120, 1000.0, 4224), None);
+        assert_eq!(split_segments(0, 0.0, 4224), None);
+    }
+
+    #[test]
+    fn segment_lengths_are_multiples_of_8_and_at_least_8() {
+        for (mean, k) in [(0.0, 1), (1.0, 8), (13824.0, 3), (1e12, 2)] {
+            let seg = segment_entries(mean, k);
+            assert!(seg >= 8 && seg % 8 == 0, "mean {mean}, k {k}: {seg}");
+        }
+    }
 
     #[test]
     fn balance_counts_the_last_round_of_rows() {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaSlice, CudaStream, DeviceRepr, DriverError, ValidAsZeroBits};
 
 use super::launch::Plan;
+use super::split::SplitTable;
 use super::vendor::CusparseCsr;
 use super::{cuda_error, probe};
 use crate::backend::BackendKind;
@@ -107,6 +108,52 @@ pub(crate) struct MackoDev {
     /// 4-bit codes, two per byte, P / 2 bytes (read as 32-bit words).
     pub codes: DeviceArray<u8>,
     pub plan: Plan,
+    /// The rows cut into segments, when the plan splits them.
+    pub split: Option<SplitDev>,
+}
+
+/// The work items of a MACKO matrix whose rows are cut into segments (src/backend/cuda/split.rs),
+/// as the kernel reads them.
+pub(crate) struct SplitDev {
+    /// `items + 1` descriptors of four u32: first entry, column after the row's previous entry,
+    /// row, and the row's first item | its item count << 24; the last holds only P.
+    pub desc: DeviceArray<u32>,
+    /// One arrival counter per row, zero between products (the kernel resets them).
+    pub counters: DeviceArray<u32>,
+    /// One f32 partial sum per item.
+    pub partials: DeviceArray<f32>,
+    /// Number of items.
+    pub items: u32,
+}
+
+/// Most items of one row the kernel's descriptor packs (8 bits), and most items in all (24 bits).
+const MAX_ROW_ITEMS: u32 = 255;
+const MAX_ITEMS: usize = 1 << 24;
+
+/// The kernel's descriptors of a split table (see [`SplitDev::desc`]), or `None` when the table
+/// exceeds the packing (more than 2^24 items, or more than 255 items in one row).
+pub(crate) fn kernel_descriptors(t: &SplitTable) -> Option<Vec<u32>> {
+    let items = t.items();
+    if items >= MAX_ITEMS || t.item_ptr.len() != items + 1 {
+        return None;
+    }
+    let mut desc = Vec::with_capacity(4 * (items + 1));
+    for i in 0..items {
+        let row = t.item_row[i] as usize;
+        let first = *t.row_item.get(row)?;
+        let count = t.row_item.get(row + 1)?.checked_sub(first)?;
+        if count > MAX_ROW_ITEMS {
+            return None;
+        }
+        desc.extend_from_slice(&[
+            t.item_ptr[i],
+            t.item_col[i],
+            t.item_row[i],
+            first | (count << 24),
+        ]);
+    }
+    desc.extend_from_slice(&[t.item_ptr[items], 0, 0, 0]);
+    Some(desc)
 }
 
 /// A CSR matrix on the device.

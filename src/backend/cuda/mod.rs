@@ -18,6 +18,7 @@ mod launch;
 mod memory;
 pub mod nvrtc;
 mod probe;
+mod split;
 mod timing;
 mod vendor;
 
@@ -28,7 +29,7 @@ use half::f16;
 
 use self::launch::{Kernels, XPolicy};
 use self::memory::{
-    dim, CsrDev, CudaMatrix, CudaVector, DenseDev, DeviceArray, MackoDev, VectorData,
+    dim, CsrDev, CudaMatrix, CudaVector, DenseDev, DeviceArray, MackoDev, SplitDev, VectorData,
 };
 use self::probe::{human_bytes, Gpu};
 use self::vendor::Vendor;
@@ -86,17 +87,44 @@ impl CudaBackend {
     fn upload_macko(&self, m: &macko_format::MackoMatrix) -> Result<CudaMatrix> {
         let (rows, cols) = (dim(m.rows(), "rows")?, dim(m.cols(), "columns")?);
         let values: &[u16] = bytemuck::cast_slice(m.values());
+        let entries = m.row_ptr().last().map_or(0, |&n| u64::from(n));
+        let mut plan = self.kernels.macko_plan(rows, cols, entries)?;
+        let split = match plan.split_entries {
+            Some(seg) => self.upload_split(m, seg, &mut plan)?,
+            None => None,
+        };
         Ok(CudaMatrix::Macko(MackoDev {
             rows,
             cols,
             row_ptr: DeviceArray::upload(self.stream(), m.row_ptr(), "MACKO row pointers")?,
             values: DeviceArray::upload(self.stream(), values, "MACKO values")?,
             codes: DeviceArray::upload(self.stream(), m.codes(), "MACKO codes")?,
-            plan: self.kernels.macko_plan(
-                rows,
-                cols,
-                m.row_ptr().last().map_or(0, |&n| u64::from(n)),
-            )?,
+            plan,
+            split,
+        }))
+    }
+
+    /// Cuts the rows of `m` into segments of `seg` entries and uploads the kernel's table of them
+    /// (and grows the plan's grid to the items). `None`, and the plan left unsplit, when the
+    /// table does not fit the kernel's packing (2^24 items, 255 items per row).
+    fn upload_split(
+        &self,
+        m: &macko_format::MackoMatrix,
+        seg: u32,
+        plan: &mut launch::Plan,
+    ) -> Result<Option<SplitDev>> {
+        let table = split::split_rows(m.row_ptr(), m.codes(), seg)?;
+        let Some(desc) = memory::kernel_descriptors(&table) else {
+            plan.split_entries = None;
+            return Ok(None);
+        };
+        let items = u32::try_from(table.items()).map_err(|_| probe::internal("split items"))?;
+        plan.grid = self.kernels.macko_split_grid(plan, items)?;
+        Ok(Some(SplitDev {
+            desc: DeviceArray::upload(self.stream(), &desc, "MACKO row segments")?,
+            counters: DeviceArray::zeros(self.stream(), m.rows(), "MACKO row counters")?,
+            partials: DeviceArray::zeros(self.stream(), table.items(), "MACKO partial sums")?,
+            items,
         }))
     }
 

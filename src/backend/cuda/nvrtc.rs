@@ -50,6 +50,10 @@ pub const MACKO: KernelSource = KernelSource {
         "macko_spmv_xg_f32",
         "macko_spmv_xu_f16",
         "macko_spmv_xu_f32",
+        "macko_spmv_xs_f16_big",
+        "macko_spmv_xs_f32_big",
+        "macko_spmv_xu_f16_big",
+        "macko_spmv_xu_f32_big",
     ],
 };
 

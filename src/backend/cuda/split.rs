@@ -24,11 +24,9 @@ use crate::error::{Error, Result};
 
 /// Items filled per rayon task: large enough to amortise the row look-up, small enough to
 /// balance a matrix of a few long rows over every thread.
-#[allow(dead_code)] // until the CUDA upload calls split_rows
 const ITEMS_PER_TASK: usize = 1024;
 
 /// The items of a MACKO matrix's rows, as the kernel reads them (4 arrays of u32).
-#[allow(dead_code)] // until the CUDA upload calls split_rows
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SplitTable {
     /// n_items + 1 entry indices; item i covers stored entries [item_ptr[i], item_ptr[i+1]).
@@ -42,23 +40,14 @@ pub(crate) struct SplitTable {
     pub row_item: Vec<u32>,
 }
 
-#[allow(dead_code)] // until the CUDA upload calls split_rows
 impl SplitTable {
     /// Number of items (at least the number of rows: every row has one, empty rows included).
     pub fn items(&self) -> usize {
         self.item_row.len()
     }
-
-    /// Device bytes of the four arrays (4 bytes per element), for the upload's memory account.
-    pub fn bytes(&self) -> u64 {
-        let elements =
-            self.item_ptr.len() + self.item_col.len() + self.item_row.len() + self.row_item.len();
-        4 * elements as u64
-    }
 }
 
 /// An argument or array that `split_rows` refuses, as the CUDA backend's error.
-#[allow(dead_code)] // until the CUDA upload calls split_rows
 fn invalid(message: String) -> Error {
     Error::Backend {
         backend: BackendKind::Cuda,
@@ -69,7 +58,6 @@ fn invalid(message: String) -> Error {
 /// Where row `[s, e)` is cut: items start at `s`, then at `first + j·seg` for j = 1, 2, … while
 /// that is below `e`, where `first = ⌈s/8⌉·8` (so `s + j·seg` rounded up to a multiple of 8,
 /// since `seg` is one). Lengths are in entries, as u64 (no overflow near u32::MAX).
-#[allow(dead_code)] // until the CUDA upload calls split_rows
 #[derive(Clone, Copy)]
 struct RowCuts {
     start: u64,
@@ -78,7 +66,6 @@ struct RowCuts {
     items: u64,
 }
 
-#[allow(dead_code)] // until the CUDA upload calls split_rows
 impl RowCuts {
     fn new(start: u32, end: u32, seg: u64) -> Self {
         let (start, end) = (u64::from(start), u64::from(end));
@@ -129,7 +116,6 @@ impl RowCuts {
 /// empty (a valid one has rows + 1 ≥ 1 entries, so an empty one is refused, not taken as zero
 /// rows: rows = 0 is `row_ptr = [0]`); `row_ptr[0] != 0`; `row_ptr` decreasing; more entries
 /// than `codes` holds codes; more than u32::MAX rows or items; a column that does not fit u32.
-#[allow(dead_code)] // until the CUDA upload calls split_rows
 pub(crate) fn split_rows(row_ptr: &[u32], codes: &[u8], seg: u32) -> Result<SplitTable> {
     if seg < 8 || seg % 8 != 0 {
         return Err(invalid(format!(
@@ -254,14 +240,12 @@ pub(crate) fn split_rows(row_ptr: &[u32], codes: &[u8], seg: u32) -> Result<Spli
     })
 }
 
-#[allow(dead_code)] // until the CUDA upload calls split_rows
 fn column_overflow(row: usize) -> Error {
     invalid(format!("a column of row {row} exceeds u32::MAX"))
 }
 
 /// Σ gap over the codes of entries `[a, b)` (a ≤ b ≤ 2·codes.len(), checked by the caller).
 /// Whole bytes at a time between an odd first and an odd last nibble.
-#[allow(dead_code)] // until the CUDA upload calls split_rows
 fn nibble_sum(codes: &[u8], a: usize, b: usize) -> u64 {
     if a >= b {
         return 0;
@@ -284,7 +268,6 @@ fn nibble_sum(codes: &[u8], a: usize, b: usize) -> u64 {
 
 /// Σ of both nibbles of every byte. In blocks of 2048 bytes summed in u16 (2048 · 30 < 65536),
 /// which the compiler turns into wide SIMD adds.
-#[allow(dead_code)] // until the CUDA upload calls split_rows
 fn byte_nibble_sum(bytes: &[u8]) -> u64 {
     bytes
         .chunks(2048)

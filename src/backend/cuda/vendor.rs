@@ -147,6 +147,8 @@ impl Vendor {
                 padded_x: false,
                 half_warp: false,
                 short_chunks: false,
+                block: 0,
+                split_entries: None,
             },
         }))
     }
