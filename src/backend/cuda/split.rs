@@ -297,7 +297,6 @@ mod tests {
         assert_eq!(t.item_ptr.len(), n + 1);
         assert_eq!(t.item_col.len(), n);
         assert_eq!(t.row_item.len(), rows + 1);
-        assert_eq!(t.bytes(), 4 * (3 * n as u64 + 1 + rows as u64 + 1));
         // Partition of [0, N), in order.
         assert_eq!(t.item_ptr[0], 0);
         assert_eq!(t.item_ptr[n], row_ptr[rows]);
@@ -440,7 +439,6 @@ mod tests {
         assert_eq!(t.items(), 0);
         assert_eq!(t.item_ptr, vec![0]);
         assert_eq!(t.row_item, vec![0]);
-        assert_eq!(t.bytes(), 8);
     }
 
     #[test]
