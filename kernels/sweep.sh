@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# MACKO CUDA variant sweep on the GPU machine (issue 7). Staged binaries in .gpu-cuda/ (macko,
-# agreement, cuda_backend; see NOTES.md). Usage:
-#   bash kernels/sweep.sh [tests] [sanitize] -- NAME 'ENV=.. ENV=..' NAME 'ENV=..' ...
+# MACKO CUDA variant sweep on the GPU machine (issue 7). Binaries staged by
+# `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko, tests/macko--agreement,
+# tests/macko--cuda_backend; see NOTES.md). Usage, through remote.sh (CUDA libraries on the path):
+#   bash .gpu/remote.sh bash kernels/sweep.sh [tests] [sanitize] -- NAME 'ENV=.. ENV=..' ...
 # Each variant runs `macko bench --backend cuda` with its environment on $SHAPES/$DENSITIES; full
 # output in $OUT/<NAME>.log, and a table of macko % of ceiling and speedup over cuBLAS last.
 set -uo pipefail
 final=${OUT:-/tmp/out}; out=/tmp/sweep-logs; rm -rf "$out"; mkdir -p "$out" "$final"
-B=.gpu-cuda
+B=${SWEEP_BIN:-.gpu}
+bin_macko=$B/bin/macko
+test_bin() { echo "$B/tests/macko--$1"; }
 SHAPES=${SHAPES:-12288x12288,4096x11008,11008x4096}
 DENS=${DENSITIES:-1.0,0.5,0.3,0.1}
 ITERS=${ITERS:-100}
@@ -18,24 +21,25 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     tests)
       # Every kernel path: lanes per row, x layout, x in global memory.
       i=0
+      # Every kernel path: lanes per row, x layout, x in global memory, batches pipelined or not,
+      # rows split into segments (3, or 8: many tiny items), 1024-thread blocks.
       for e in "X=1" "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=off" \
-               "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=on" \
-               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=on" \
-               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=off" \
-               "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global" \
-               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long MACKO_CUDA_X=global"; do
+               "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=on MACKO_CUDA_SPLIT=3" \
+               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=on MACKO_CUDA_SPLIT=8 MACKO_CUDA_BLOCK=1024" \
+               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=off MACKO_CUDA_BLOCK=1024" \
+               "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global MACKO_CUDA_SPLIT=2" \
+               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_DEFINES=MACKO_PIPE=0 MACKO_CUDA_SPLIT=3"; do
         i=$((i+1))
         for t in agreement cuda_backend; do
-          env $e timeout 120 $B/$t --test-threads=1 > "$out/test_${t}_$i.log" 2>&1
+          env $e timeout 120 "$(test_bin $t)" --test-threads=1 > "$out/test_${t}_$i.log" 2>&1
           echo "test $t [$e]: rc=$? $(grep -E '^test result' "$out/test_${t}_$i.log" | tail -1)" | tee -a "$summary"
         done
       done ;;
     sanitize)
-      for e in "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short" "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long" \
-               "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=long MACKO_CUDA_X=global" \
-               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=off"; do
+      for e in "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_SPLIT=3" \
+               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_SPLIT=8 MACKO_CUDA_BLOCK=1024"; do
         env $e timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 1 \
-          $B/cuda_backend edge_ --test-threads=1 > "$out/memcheck.log" 2>&1
+          "$(test_bin cuda_backend)" edge_ --test-threads=1 > "$out/memcheck.log" 2>&1
         echo "memcheck [$e]: rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)" | tee -a "$summary"
       done ;;
   esac
@@ -46,7 +50,7 @@ while [ $# -ge 2 ]; do
   name=$1; envs=$2; shift 2
   log=$out/$name.log
   echo "== $name: $envs" > "$log"
-  env $envs timeout ${VTIMEOUT:-120} $B/macko bench --backend cuda --shapes "$SHAPES" \
+  env $envs timeout ${VTIMEOUT:-120} $bin_macko bench --backend cuda --shapes "$SHAPES" \
     --densities "$DENS" --iters "$ITERS" --check-rows 512 --out /tmp/b-$name >> "$log" 2>&1
   echo "rc=$?" >> "$log"
   csv=/tmp/b-$name/results.csv
