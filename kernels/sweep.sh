@@ -15,7 +15,8 @@ DENS=${DENSITIES:-1.0,0.5,0.3,0.1}
 ITERS=${ITERS:-100}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export MACKO_REQUIRE_BACKENDS=cuda
-summary=$out/summary.txt; : > "$summary"
+# The summary goes straight to the returned folder: a run cut short still brings it back.
+summary=$final/summary.txt; : > "$summary"
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
     tests)
@@ -63,6 +64,6 @@ while [ $# -ge 2 ]; do
   } | tee -a "$summary"
 done
 # At most 8 files come back: the summary, and the logs and CSVs packed.
-cp "$summary" "$final/summary.txt"
+
 tar -C /tmp -czf "$final/csv.tar.gz" $(cd /tmp && ls -d b-* 2>/dev/null) 2>/dev/null
 tar -C "$out" -czf "$final/logs.tar.gz" . 2>/dev/null
