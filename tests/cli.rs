@@ -1,7 +1,8 @@
 //! End-to-end tests of the `macko` binary's `convert` and `verify`: small safetensors files are
 //! written by hand (so that any dtype, rank or corruption can be built), converted, verified,
 //! and every kind of bad input is checked to fail with a message naming the file, tensor and
-//! problem, a non-zero exit status, and nothing written.
+//! problem, a non-zero exit status, and nothing written. Then `bench --merge`: two small CPU
+//! runs merged into one set of results and plots, and the merges it refuses.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -669,4 +670,220 @@ fn a_copied_tensor_that_clashes_with_a_matrix_array_is_refused() {
     // Leaving `a` unconverted avoids the clash, but then nothing is selected.
     let o = macko(&[&"convert", &input, &output, &"--exclude", &"a"]);
     assert_fails(&o, &["no tensor selected"]);
+}
+
+/// `macko bench` on the CPU over two tiny shapes at `densities`, into `out`; returns stdout.
+fn cpu_bench(out: &Path, densities: &str) -> String {
+    let o = macko(&[
+        &"bench",
+        &"--backend",
+        &"cpu",
+        &"--shapes",
+        &"64x96,96x64",
+        &"--densities",
+        &densities,
+        &"--iters",
+        &"3",
+        &"--warmup",
+        &"1",
+        &"--out",
+        &out,
+    ]);
+    assert!(
+        o.status.success(),
+        "bench failed:\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// The data rows of a results.csv, header left out.
+fn csv_rows(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).expect("results.csv");
+    text.lines().skip(1).map(str::to_owned).collect()
+}
+
+/// The rows of the summary table on stdout: (backend, density, shapes).
+fn summary_rows(out: &str) -> Vec<(String, String, usize)> {
+    out.lines()
+        .skip_while(|l| !l.starts_with("backend density"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('('))
+        .map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            (f[0].into(), f[1].into(), f[2].parse().expect("shape count"))
+        })
+        .collect()
+}
+
+/// Two results.csv rows with the same fields, numbers equal to within one unit of their last
+/// printed digit: serde_json (without its `float_roundtrip` feature) may read a figure back one
+/// ulp off, which can move a figure that sits on a rounding boundary (wall-clock times in whole
+/// nanoseconds do) by one in the last place.
+fn same_rows(a: &[String], b: &[String]) -> bool {
+    let same_field = |x: &str, y: &str| {
+        x == y
+            || match (x.parse::<f64>(), y.parse::<f64>()) {
+                (Ok(u), Ok(v)) => {
+                    let places = x.split_once('.').map_or(0, |(_, f)| f.len());
+                    (u - v).abs() <= 1.01 * 10f64.powi(-(places as i32))
+                }
+                _ => false,
+            }
+    };
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| {
+            let (fx, fy): (Vec<&str>, Vec<&str>) = (x.split(',').collect(), y.split(',').collect());
+            fx.len() == fy.len() && fx.iter().zip(&fy).all(|(u, v)| same_field(u, v))
+        })
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read json")).expect("json")
+}
+
+#[test]
+fn bench_merge_combines_runs_without_measuring() {
+    let dir = TempDir::new("merge");
+    let (a, b, out) = (dir.path("a"), dir.path("b"), dir.path("merged"));
+    cpu_bench(&a, "1.0,0.7");
+    cpu_bench(&b, "0.5,0.1");
+    let o = macko(&[&"bench", &"--merge", &a, &"--merge", &b, &"--out", &out]);
+    assert!(
+        o.status.success(),
+        "merge failed:\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let text = stdout(&o);
+    assert!(text.contains("nothing is measured"), "{text}");
+    assert!(
+        text.contains("0 records replaced by a later directory"),
+        "{text}"
+    );
+    // Every row of both runs, densest first as one run writes them.
+    let (rows_a, rows_b, merged) = (
+        csv_rows(&a.join("results.csv")),
+        csv_rows(&b.join("results.csv")),
+        csv_rows(&out.join("results.csv")),
+    );
+    assert_eq!(merged.len(), rows_a.len() + rows_b.len());
+    let mut union = [rows_a.clone(), rows_b].concat();
+    let mut sorted = merged.clone();
+    union.sort();
+    sorted.sort();
+    assert!(same_rows(&sorted, &union), "{sorted:#?}\n{union:#?}");
+    let density_of = |row: &str| row.split(',').nth(4).expect("density").to_owned();
+    assert_eq!(density_of(&merged[0]), "1");
+    // The summary: cpu at four densities, two shapes each.
+    let summary = summary_rows(&text);
+    let densities: Vec<&str> = summary.iter().map(|(_, d, _)| d.as_str()).collect();
+    assert_eq!(densities, ["1.00", "0.70", "0.50", "0.10"], "{text}");
+    assert!(
+        summary.iter().all(|(b, _, n)| b == "cpu" && *n == 2),
+        "{text}"
+    );
+    // results.json: the records, the settings and devices of the runs, and where they came from.
+    let json = read_json(&out.join("results.json"));
+    assert_eq!(
+        json["results"].as_array().expect("results").len(),
+        merged.len()
+    );
+    assert_eq!(json["settings"]["iters"], 3);
+    assert_eq!(json["devices"][0]["backend"], "cpu");
+    let sources = json["merged_from"].as_array().expect("merged_from");
+    assert_eq!(sources.len(), 2);
+    assert_eq!(sources[1]["records"], rows_a.len() as u64);
+    assert_eq!(sources[1]["replaced"], 0);
+    for plot in [
+        "speedup_cpu.svg",
+        "effective_density.svg",
+        "ceiling_cpu.svg",
+    ] {
+        let svg = std::fs::read_to_string(out.join(plot)).expect(plot);
+        assert!(svg.starts_with("<svg") && svg.contains("</svg>"), "{plot}");
+        assert!(text.contains(plot), "{plot} not named on stdout");
+    }
+
+    // A later directory's records replace an earlier one's of the same key: merging the merged
+    // results with `b` again replaces b's rows and adds none.
+    let again = dir.path("again");
+    let o = macko(&[&"bench", &"--merge", &out, &"--merge", &b, &"--out", &again]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!(
+            "{} records replaced by a later directory",
+            csv_rows(&b.join("results.csv")).len()
+        )),
+        "{}",
+        stdout(&o)
+    );
+    assert!(same_rows(&csv_rows(&again.join("results.csv")), &merged));
+}
+
+#[test]
+fn bench_merge_refuses_what_cannot_be_merged() {
+    let dir = TempDir::new("merge-bad");
+    let (a, b, out) = (dir.path("a"), dir.path("b"), dir.path("merged"));
+    cpu_bench(&a, "1.0");
+    cpu_bench(&b, "0.5");
+    let merge = |x: &Path, y: &Path, out: &Path| {
+        macko(&[&"bench", &"--merge", &x, &"--merge", &y, &"--out", &out])
+    };
+
+    let missing = dir.path("missing");
+    assert_fails(
+        &merge(&a, &missing, &out),
+        &["missing", "no such directory"],
+    );
+    let empty = dir.path("empty");
+    std::fs::create_dir_all(&empty).expect("mkdir");
+    assert_fails(
+        &merge(&a, &empty, &out),
+        &["empty/results.json", "no such file"],
+    );
+    let broken = dir.path("broken");
+    std::fs::create_dir_all(&broken).expect("mkdir");
+    std::fs::write(
+        broken.join("results.json"),
+        "{\"tool\": \"macko bench\", \"results\": [",
+    )
+    .expect("write");
+    assert_fails(
+        &merge(&a, &broken, &out),
+        &["broken/results.json", "not the results.json"],
+    );
+    assert_fails(&merge(&a, &b, &b), &["also one of the --merge directories"]);
+
+    // Another setting: named, with both values and both files.
+    let other = dir.path("other");
+    std::fs::create_dir_all(&other).expect("mkdir");
+    let mut json = read_json(&b.join("results.json"));
+    json["settings"]["iters"] = 7.into();
+    std::fs::write(other.join("results.json"), json.to_string()).expect("write");
+    assert_fails(
+        &merge(&a, &other, &out),
+        &[
+            "settings.iters is 3",
+            "but 7",
+            "a/results.json",
+            "other/results.json",
+        ],
+    );
+    // Another device on the same backend.
+    json["settings"]["iters"] = 3.into();
+    json["devices"][0]["name"] = "another cpu".into();
+    std::fs::write(other.join("results.json"), json.to_string()).expect("write");
+    assert_fails(
+        &merge(&a, &other, &out),
+        &["the cpu device", "\"another cpu\""],
+    );
+    // Measuring flags do not go with --merge, and --merge needs --out.
+    assert_fails(
+        &macko(&[&"bench", &"--merge", &a, &"--iters", &"5", &"--out", &out]),
+        &["cannot be used with"],
+    );
+    assert_fails(&macko(&[&"bench", &"--merge", &a]), &["--out"]);
+    assert!(!out.exists(), "a refused merge wrote {}", out.display());
 }

@@ -1,8 +1,10 @@
 //! `macko bench`: on every available backend, MACKO-16-4 against the baselines a user would
 //! otherwise pick (our dense GEMV and CSR; cuBLAS and cuSPARSE on CUDA), over LLM weight shapes
 //! and densities, each result checked against the f64 reference before it is timed, with the
-//! device's streaming-read ceiling over the same bytes measured in the same run.
+//! device's streaming-read ceiling over the same bytes measured in the same run. With
+//! `--merge DIR…` it measures nothing and combines earlier runs' results instead (merge.rs).
 
+mod merge;
 mod plots;
 mod record;
 mod report;
@@ -17,6 +19,7 @@ use macko::{
     MackoMatrix, MatrixRef, Precision, VendorBaseline,
 };
 pub use record::Record;
+use record::{Host, Results, Settings};
 
 use crate::error::CliError;
 
@@ -65,6 +68,9 @@ const DEFAULT_DENSITIES: [f64; 11] = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.
 const ROTATION_BYTES: u64 = 256 << 20;
 const MAX_COPIES: usize = 8;
 
+/// The `tool` of every results.json.
+const TOOL: &str = "macko bench";
+
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Backends to measure (repeatable or comma-separated); default: every available one.
@@ -92,8 +98,19 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Write results.csv, results.json and SVG plots here.
-    #[arg(long)]
+    #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
+    /// Measure nothing: merge the results.json of earlier runs (repeatable, in order; a later
+    /// DIR's record replaces an earlier one's of the same backend, shape, density and kernel)
+    /// and write the merged results, plots and summary to --out. The runs must have measured
+    /// the same device per backend with the same settings.
+    #[arg(
+        long,
+        value_name = "DIR",
+        requires = "out",
+        conflicts_with_all = ["backend", "quick", "shapes", "densities", "iters", "warmup", "check_rows", "seed"]
+    )]
+    merge: Vec<PathBuf>,
 }
 
 fn parse_shape(s: &str) -> Result<(usize, usize), String> {
@@ -335,6 +352,12 @@ fn ceiling_gbps(b: &Bench, bytes: u64, args: &BenchArgs) -> Option<f64> {
 }
 
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
+    if !args.merge.is_empty() {
+        let out = args.out.as_deref().ok_or_else(|| {
+            CliError::Usage("--merge needs --out DIR for the merged results".into())
+        })?;
+        return merge::run(&args.merge, out);
+    }
     let plan = plan(args)?;
     let benches = open_devices(args);
     if benches.is_empty() {
@@ -346,8 +369,23 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} (eta {eta}) {msg}")
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
-    let infos: Vec<_> = benches.iter().map(|b| b.dev.info().clone()).collect();
-    let mut records: Vec<Record> = Vec::new();
+    let mut doc = Results {
+        tool: TOOL.into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        date: report::today(),
+        host: Host::here(),
+        settings: Settings {
+            iters: args.iters,
+            warmup: args.warmup,
+            check_rows: args.check_rows,
+            seed: args.seed,
+            output: "f16".into(),
+            rotation_bytes: ROTATION_BYTES,
+        },
+        devices: benches.iter().map(|b| b.dev.info().into()).collect(),
+        merged_from: Vec::new(),
+        results: Vec::new(),
+    };
     let mut failures: Vec<String> = Vec::new();
     for (si, &(rows, cols)) in plan.shapes.iter().enumerate() {
         for (di, &density) in plan.densities.iter().enumerate() {
@@ -423,27 +461,17 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
                 if let Some(line) = report::case_line(&these) {
                     say(&bar, line);
                 }
-                records.extend(these);
+                doc.results.extend(these);
             }
             // Results so far go to disk after every case, so a run cut short keeps them.
             if let Some(dir) = &args.out {
-                report::write_files(&records, &infos, args, dir)?;
+                report::write_files(&doc, dir)?;
             }
             bar.inc(1);
         }
     }
     bar.finish_and_clear();
-    report::summary(&records);
-    if let Some(dir) = &args.out {
-        let written = report::write_files(&records, &infos, args, dir)?;
-        match plots::write_plots(&records, dir) {
-            Ok(paths) => written
-                .iter()
-                .chain(&paths)
-                .for_each(|p| println!("wrote {}", p.display())),
-            Err(e) => println!("plots not written: {e}"),
-        }
-    }
+    report::finish(&doc, args.out.as_deref())?;
     if !failures.is_empty() {
         return Err(CliError::Check(format!(
             "{} kernel result(s) disagreed with the f64 reference (listed above)",

@@ -1,7 +1,11 @@
 //! One measured figure of `macko bench`, as written to results.csv / results.json and read by
-//! the plots.
+//! the plots, and results.json as a whole (the run's description around the figures), which
+//! `macko bench --merge` reads back.
 
-use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+use macko::DeviceInfo;
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// One (backend, shape, density, kernel) measurement.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -22,16 +26,22 @@ pub struct Record {
     /// Bytes that must move: the stored matrix, x read once and y written once.
     pub bytes: u64,
     /// Bytes of the stored matrix over dense f16 bytes.
+    #[serde(deserialize_with = "nan_if_null")]
     pub effective_density: f64,
     /// Median time of one product, µs.
+    #[serde(deserialize_with = "nan_if_null")]
     pub median_us: f64,
     /// Fastest product, µs.
+    #[serde(deserialize_with = "nan_if_null")]
     pub min_us: f64,
     /// 10th and 90th percentile, µs (the spread).
+    #[serde(deserialize_with = "nan_if_null")]
     pub p10_us: f64,
     /// 90th percentile, µs.
+    #[serde(deserialize_with = "nan_if_null")]
     pub p90_us: f64,
     /// bytes / median time, GB/s.
+    #[serde(deserialize_with = "nan_if_null")]
     pub gbps: f64,
     /// gbps over the streaming-read ceiling measured in the same run over the same bytes.
     pub fraction_of_ceiling: Option<f64>,
@@ -42,4 +52,111 @@ pub struct Record {
     pub timer: String,
     /// Timed repetitions.
     pub iters: usize,
+}
+
+/// JSON has no NaN: serde_json writes a NaN figure (the spread of a "stream" record) as `null`,
+/// so `null` reads back as NaN.
+fn nan_if_null<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::NAN))
+}
+
+/// results.json: what was measured where, how, and every record.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Results {
+    /// Always "macko bench".
+    pub tool: String,
+    /// Version of macko that measured.
+    pub version: String,
+    /// Date of the measurement (UTC, YYYY-MM-DD); for merged results, the latest source's.
+    pub date: String,
+    /// The machine that measured.
+    pub host: Host,
+    /// How it measured.
+    pub settings: Settings,
+    /// Each device measured, one per backend.
+    pub devices: Vec<DeviceEntry>,
+    /// For merged results (`macko bench --merge`): the result directories, in merge order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<Source>,
+    /// Every figure.
+    pub results: Vec<Record>,
+}
+
+/// The machine that ran `macko bench`.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Host {
+    /// Operating system ("linux").
+    pub os: String,
+    /// CPU architecture ("x86_64").
+    pub arch: String,
+    /// Hardware threads.
+    pub threads: usize,
+}
+
+impl Host {
+    /// This machine.
+    pub fn here() -> Self {
+        Self {
+            os: std::env::consts::OS.into(),
+            arch: std::env::consts::ARCH.into(),
+            threads: std::thread::available_parallelism().map_or(0, |n| n.get()),
+        }
+    }
+}
+
+/// The measurement settings of a run; results measured with different settings are not merged.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Settings {
+    /// Timed products per measurement.
+    pub iters: usize,
+    /// Untimed products first.
+    pub warmup: usize,
+    /// Rows checked against the f64 reference (0 = all).
+    pub check_rows: usize,
+    /// Seed of the synthetic matrices and vectors.
+    pub seed: u64,
+    /// Output precision of the products ("f16").
+    pub output: String,
+    /// Bytes of rotated matrix copies (so that products read from memory, not cache).
+    pub rotation_bytes: u64,
+}
+
+/// One device measured.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct DeviceEntry {
+    /// Backend name.
+    pub backend: String,
+    /// Device name as the backend reports it.
+    pub name: String,
+    /// Key properties (driver, memory, kernels, …).
+    pub properties: BTreeMap<String, String>,
+}
+
+impl From<&DeviceInfo> for DeviceEntry {
+    fn from(d: &DeviceInfo) -> Self {
+        Self {
+            backend: d.backend.name().into(),
+            name: d.name.clone(),
+            properties: d.properties.iter().cloned().collect(),
+        }
+    }
+}
+
+/// One result directory of a merge.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Source {
+    /// The directory, as given on the command line.
+    pub dir: String,
+    /// Its measurement date.
+    pub date: String,
+    /// The machine that measured it.
+    pub host: Host,
+    /// Its records.
+    pub records: usize,
+    /// How many of them replaced a record of an earlier directory (same backend, shape,
+    /// density and kernel).
+    pub replaced: usize,
+    /// Where it was itself merged from, if it was.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<Source>,
 }

@@ -4,11 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use macko::DeviceInfo;
-
 use crate::error::CliError;
 
-use super::{BenchArgs, Record};
+use super::plots;
+use super::record::{Record, Results};
 
 /// Fills in the derived figures of one case on one device: fraction of the streaming-read
 /// ceiling over each kernel's own bytes, and speedup over the backend's dense baseline. Adds a
@@ -131,7 +130,7 @@ fn io_error(path: &Path, e: impl std::fmt::Display) -> CliError {
 }
 
 /// Today's date (UTC) as YYYY-MM-DD, from the system clock.
-fn today() -> String {
+pub fn today() -> String {
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
@@ -148,20 +147,15 @@ fn today() -> String {
     format!("{year:04}-{month:02}-{day:02}")
 }
 
-/// Writes results.csv and results.json (with the devices, versions and date) into `dir`.
-pub fn write_files(
-    records: &[Record],
-    devices: &[DeviceInfo],
-    args: &BenchArgs,
-    dir: &Path,
-) -> Result<Vec<PathBuf>, CliError> {
+/// Writes results.csv and results.json (the run's description and every record) into `dir`.
+pub fn write_files(doc: &Results, dir: &Path) -> Result<Vec<PathBuf>, CliError> {
     std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
     let csv_path = dir.join("results.csv");
     let mut csv = String::from(
         "backend,device,rows,cols,density,kernel,bytes,effective_density,median_us,min_us,p10_us,p90_us,gbps,fraction_of_ceiling,speedup_over_dense,timer,iters\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
-    for r in records {
+    for r in &doc.results {
         csv.push_str(&format!(
             "{},\"{}\",{},{},{},{},{},{:.4},{:.2},{:.2},{:.2},{:.2},{:.1},{},{},{},{}\n",
             r.backend,
@@ -185,37 +179,27 @@ pub fn write_files(
     }
     std::fs::write(&csv_path, csv).map_err(|e| io_error(&csv_path, e))?;
     let json_path = dir.join("results.json");
-    let devices: Vec<_> = devices
-        .iter()
-        .map(|d| {
-            serde_json::json!({
-                "backend": d.backend.name(),
-                "name": d.name,
-                "properties": d.properties.iter().cloned().collect::<BTreeMap<_, _>>(),
-            })
-        })
-        .collect();
-    let doc = serde_json::json!({
-        "tool": "macko bench",
-        "version": env!("CARGO_PKG_VERSION"),
-        "date": today(),
-        "host": {
-            "os": std::env::consts::OS,
-            "arch": std::env::consts::ARCH,
-            "threads": std::thread::available_parallelism().map_or(0, |n| n.get()),
-        },
-        "settings": {
-            "iters": args.iters,
-            "warmup": args.warmup,
-            "check_rows": args.check_rows,
-            "seed": args.seed,
-            "output": "f16",
-            "rotation_bytes": super::ROTATION_BYTES,
-        },
-        "devices": devices,
-        "results": records,
-    });
-    let text = serde_json::to_string_pretty(&doc).map_err(|e| io_error(&json_path, e))?;
+    // Through a `Value`, whose maps are sorted: every object's keys in alphabetical order.
+    let text = serde_json::to_value(doc)
+        .and_then(|v| serde_json::to_string_pretty(&v))
+        .map_err(|e| io_error(&json_path, e))?;
     std::fs::write(&json_path, text).map_err(|e| io_error(&json_path, e))?;
     Ok(vec![csv_path, json_path])
+}
+
+/// The end of a run, measured or merged: the summary table on stdout and, with `out`,
+/// results.csv, results.json and the plots there, each file written named on stdout.
+pub fn finish(doc: &Results, out: Option<&Path>) -> Result<(), CliError> {
+    summary(&doc.results);
+    if let Some(dir) = out {
+        let written = write_files(doc, dir)?;
+        match plots::write_plots(&doc.results, dir) {
+            Ok(paths) => written
+                .iter()
+                .chain(&paths)
+                .for_each(|p| println!("wrote {}", p.display())),
+            Err(e) => println!("plots not written: {e}"),
+        }
+    }
+    Ok(())
 }
