@@ -60,8 +60,9 @@
 // Threads per block of the `_big` entries: one block per SM with the same 64 registers per thread,
 // for x staged wider than half the shared memory of an SM.
 #define MACKO_BIG_BLOCK 1024
-// 1: two-chunk batches load the next batch (or the next item's first) before computing the
-// current one (see macko_row).
+// 1: two-chunk batches of a warp per item may load the next batch (or the next item's first)
+// before computing the current one (see macko_row), where the host asks for it (flags bit 3: long
+// items, more than one round of them); 0 compiles that path out.
 #ifndef MACKO_PIPE
 #define MACKO_PIPE 1
 #endif
@@ -388,7 +389,7 @@ __device__ __forceinline__ void macko_split_store(Out* __restrict__ y, const Mac
     split.counters[it.row] = 0u;  // every item of the row has arrived: ready for the next product
 }
 
-template <typename Out, int XM, unsigned L, int CH, bool SPLIT>
+template <typename Out, int XM, unsigned L, int CH, bool SPLIT, bool PIPE>
 __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row_ptr,
                                                 const uint4* __restrict__ values,
                                                 const unsigned* __restrict__ codes,
@@ -396,8 +397,6 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
                                                 Out* __restrict__ y, unsigned cols,
                                                 unsigned items, const MackoSplit& split) {
     extern __shared__ float macko_xs[];
-    // Software pipelining for two-chunk batches (the registers of a second batch fit the cap).
-    constexpr bool PIPE = MACKO_PIPE && CH <= 2;
     const unsigned sub = threadIdx.x & (L - 1u);
     const unsigned teams_per_block = blockDim.x / L;
     const unsigned first_item = blockIdx.x * teams_per_block + threadIdx.x / L;
@@ -456,24 +455,29 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
 
 // flags bit 0: items of 16 lanes (a half-warp per item), else a warp per item; bit 1: batches of
 // MACKO_CHUNKS_SHORT chunks, else MACKO_CHUNKS; bit 2: a split matrix (work items from `desc`,
-// `items` of them), else one item per row (`items` = rows). The host chooses per matrix
+// `items` of them), else one item per row (`items` = rows); bit 3: pipelined batches (with bit 1
+// and a warp per item only; the pipelined registers of a second batch fit the cap only at two
+// chunks). The host chooses per matrix
 // (launch.rs). `_big` entries run 1024-thread blocks (one per SM: for x too wide for two
 // 512-thread blocks' shared memory), the others 512-thread blocks; both get 64 registers.
 #define MACKO_SPMV_DISPATCH(OUT, XM, SPLIT)                                                     \
     if ((flags & 2u) != 0u) {                                                                   \
         if (half) {                                                                             \
-            macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS_SHORT, SPLIT>(row_ptr, values, codes, x, \
-                                                                     y, cols, items, split);    \
+            macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS_SHORT, SPLIT, false>(                    \
+                row_ptr, values, codes, x, y, cols, items, split);                              \
+        } else if (MACKO_PIPE && MACKO_CHUNKS_SHORT <= 2 && (flags & 8u) != 0u) {               \
+            macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS_SHORT, SPLIT, true>(                     \
+                row_ptr, values, codes, x, y, cols, items, split);                              \
         } else {                                                                                \
-            macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS_SHORT, SPLIT>(row_ptr, values, codes, x, \
-                                                                     y, cols, items, split);    \
+            macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS_SHORT, SPLIT, false>(                    \
+                row_ptr, values, codes, x, y, cols, items, split);                              \
         }                                                                                       \
     } else if (half) {                                                                          \
-        macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS, SPLIT>(row_ptr, values, codes, x, y, cols,  \
-                                                           items, split);                       \
+        macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS, SPLIT, false>(row_ptr, values, codes, x, y, \
+                                                                  cols, items, split);          \
     } else {                                                                                    \
-        macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS, SPLIT>(row_ptr, values, codes, x, y, cols,  \
-                                                           items, split);                       \
+        macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS, SPLIT, false>(row_ptr, values, codes, x, y, \
+                                                                  cols, items, split);          \
     }
 
 #define MACKO_SPMV_ENTRY(NAME, OUT, XM, BLOCK, MINB)                                           \

@@ -151,6 +151,27 @@ fn split_from_env() -> Result<Option<SplitPolicy>> {
     })
 }
 
+/// Environment variable that forces software pipelining of the MACKO kernel's two-chunk warp
+/// batches: `on`, `off`, or `auto` (on for long items in more than one round, see
+/// [`PIPE_MIN_ENTRIES`]).
+pub const ENV_PIPE: &str = "MACKO_CUDA_PIPE";
+
+/// The pipelining `MACKO_CUDA_PIPE` asks for: `None` for auto.
+fn pipe_from_env() -> Result<Option<bool>> {
+    env_knob(ENV_PIPE, "on or off", |v| match v {
+        "on" | "1" => Some(true),
+        "off" | "0" => Some(false),
+        _ => None,
+    })
+}
+
+/// Mean entries per work item from which a warp's two-chunk batches are pipelined (measured on
+/// an H200, kernels/NOTES.md: +2 to +4.5 points of the ceiling for items of 2 458 to 8 601
+/// entries with several items per warp; −2 to −4 points for items of 1 229 to 2 048 entries or a
+/// single round of rows, where the extra batch in flight delays the staging of x and the next
+/// item's bounds more than it hides).
+const PIPE_MIN_ENTRIES: f64 = 2400.0;
+
 /// Balance (see [`balance`]) from which whole rows are handed out as they are.
 const SPLIT_MIN_BALANCE: f64 = 0.9;
 
@@ -248,9 +269,15 @@ pub(crate) struct Plan {
     pub block: u32,
     /// MACKO only: rows cut into segments of this many entries (see `split.rs`), else whole.
     pub split_entries: Option<u32>,
+    /// MACKO only: two-chunk warp batches software-pipelined.
+    pub pipelined: bool,
 }
 
 impl Plan {
+    /// Warps resident at once.
+    pub fn warps(&self) -> u64 {
+        u64::from(self.grid) * u64::from(self.block / 32)
+    }
     /// Whether x is staged in shared memory.
     pub fn x_in_smem(&self) -> bool {
         self.smem_bytes > 0
@@ -316,6 +343,8 @@ pub(crate) struct Kernels {
     block: Option<u32>,
     /// `MACKO_CUDA_SPLIT`: `None` chooses per matrix.
     split: Option<SplitPolicy>,
+    /// `MACKO_CUDA_PIPE`: `None` chooses per matrix.
+    pipe: Option<bool>,
 }
 
 /// Loads one kernel file's CUBIN (compiled once per process) and returns its functions in the
@@ -434,6 +463,7 @@ impl Kernels {
             short_chunks: short_chunks_from_env()?,
             block: block_from_env()?,
             split: split_from_env()?,
+            pipe: pipe_from_env()?,
         })
     }
 
@@ -469,6 +499,7 @@ impl Kernels {
                     short_chunks: false,
                     block: BLOCK,
                     split_entries: None,
+                    pipelined: false,
                 });
             }
         }
@@ -491,6 +522,7 @@ impl Kernels {
             short_chunks: false,
             block: BLOCK,
             split_entries: None,
+            pipelined: false,
         })
     }
 
@@ -508,37 +540,56 @@ impl Kernels {
         let nearly_dense = fill >= PAD_MIN_FILL;
         plan.padded_x = self.xpad.unwrap_or(nearly_dense);
         plan.short_chunks = self.short_chunks.unwrap_or(!nearly_dense);
-        if plan.x_in_smem() {
-            self.choose_block(&mut plan, rows)?;
-        }
         let mean_entries = if rows == 0 {
             0.0
         } else {
             entries as f64 / f64::from(rows)
         };
-        // Teams (warps or half-warps) resident at once.
-        let warps = u64::from(plan.grid) * u64::from(plan.block / 32);
-        let even_split = balance(rows, 2 * warps) >= balance(rows, warps);
         let short_rows = mean_entries / 8.0 <= HALF_WARP_MAX_GROUPS;
-        plan.split_entries = match self.split {
+        // Whether and how to split, for a plan's resident warps.
+        let split_for = |warps: u64| match self.split {
             Some(SplitPolicy::Off) => None,
-            Some(SplitPolicy::Segments(k)) => Some(segment_entries(mean_entries, k)),
+            Some(SplitPolicy::Segments(k)) => Some((k, segment_entries(mean_entries, k))),
             None if self.lanes == Some(16) || short_rows => None,
-            None => split_segments(rows, mean_entries, warps).map(|(_, seg)| seg),
+            None => split_segments(rows, mean_entries, warps),
         };
+        if plan.x_in_smem() {
+            self.choose_block(&mut plan, rows, &split_for)?;
+        }
+        // Teams (warps or half-warps) resident at once.
+        let warps = plan.warps();
+        let even_split = balance(rows, 2 * warps) >= balance(rows, warps);
+        let split = split_for(warps);
+        plan.split_entries = split.map(|(_, seg)| seg);
         // The kernel runs half-warps only with cols >= 1 (it checks too).
         plan.half_warp = cols > 0
             && match self.lanes {
                 Some(l) => l == 16,
-                None => short_rows || (plan.split_entries.is_none() && even_split),
+                None => short_rows || (split.is_none() && even_split),
             };
+        let items = u64::from(rows) * u64::from(split.map_or(1, |(k, _)| k));
+        let item_entries = mean_entries / split.map_or(1.0, |(k, _)| f64::from(k));
+        plan.pipelined = plan.short_chunks
+            && !plan.half_warp
+            && self
+                .pipe
+                .unwrap_or(item_entries >= PIPE_MIN_ENTRIES && items > warps);
         Ok(plan)
     }
 
     /// Picks the block of a MACKO plan with x staged: 1024 threads (one block per SM, one copy
-    /// of x for all its warps) where the 512-thread kernel would get fewer than two blocks per
-    /// SM, or as `MACKO_CUDA_BLOCK` says; the grid follows.
-    fn choose_block(&self, plan: &mut Plan, rows: u32) -> Result<()> {
+    /// of x for all its warps) where the 512-thread kernel would get fewer resident threads — as
+    /// long as the rows (split as `split_for` would split them) spread about as evenly over the
+    /// larger number of warps (within 0.05 of the balance) — or as `MACKO_CUDA_BLOCK` says; the
+    /// grid follows. Measured on an H200 (kernels/NOTES.md): 9216×36864 went from 66–67 % of the
+    /// ceiling to 71–80 % at d = 0.3–0.7 with 1024-thread blocks and split rows, but lost 6
+    /// points at d = 0.1, where rows too short to split fell into an uneven last round.
+    fn choose_block(
+        &self,
+        plan: &mut Plan,
+        rows: u32,
+        split_for: &dyn Fn(u64) -> Option<(u32, u32)>,
+    ) -> Result<()> {
         let (small, big) = if plan.padded_x {
             (&self.macko_xs, &self.macko_xs_big)
         } else {
@@ -546,11 +597,18 @@ impl Kernels {
         };
         let small_grid = self.grid(&small.f32, BLOCK, plan.smem_bytes, rows)?;
         let big_grid = self.grid(&big.f32, BIG_BLOCK, plan.smem_bytes, rows)?;
-        let resident_threads =
-            |g: Option<u32>, b: u32| g.map_or(0, |g| u64::from(g) * u64::from(b));
+        let warps = |g: Option<u32>, b: u32| g.map_or(0, |g| u64::from(g) * u64::from(b / 32));
+        let spread = |w: u64| {
+            let k = split_for(w).map_or(1, |(k, _)| k);
+            balance(rows.saturating_mul(k), w)
+        };
+        let (small_warps, big_warps) = (warps(small_grid, BLOCK), warps(big_grid, BIG_BLOCK));
         let use_big = match self.block {
             Some(b) => b == BIG_BLOCK && big_grid.is_some(),
-            None => resident_threads(big_grid, BIG_BLOCK) > resident_threads(small_grid, BLOCK),
+            None => {
+                big_warps > small_warps
+                    && (small_warps == 0 || spread(big_warps) + 0.05 >= spread(small_warps))
+            }
         };
         let (grid, block) = if use_big {
             (big_grid, BIG_BLOCK)
@@ -599,6 +657,7 @@ impl Kernels {
             short_chunks: false,
             block: BLOCK,
             split_entries: None,
+            pipelined: false,
         })
     }
 
@@ -729,7 +788,8 @@ fn macko_into<T: DeviceRepr>(
 ) -> Result<()> {
     let flags: u32 = u32::from(m.plan.half_warp)
         | (u32::from(m.plan.short_chunks) << 1)
-        | (u32::from(m.split.is_some()) << 2);
+        | (u32::from(m.split.is_some()) << 2)
+        | (u32::from(m.plan.pipelined) << 3);
     let mut args = stream.launch_builder(f);
     args.arg(m.row_ptr.buf())
         .arg(m.values.buf())
