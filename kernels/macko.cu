@@ -332,32 +332,32 @@ __device__ __forceinline__ float macko_team_sum(float v) {
 }
 
 // Where a split matrix's work items are described (host side: src/backend/cuda/split.rs and
-// launch.rs). Item i: desc[i] = (first entry, col0, row, first item of the row | items of the row
-// << 24); desc[items].x = P closes the last one. `counters` (one per row, zero between products)
-// and `partials` (one f32 per item) combine a split row's partial sums.
+// launch.rs). Item i: desc[i] = (first entry, col0: the column after the row's entry before it);
+// desc[items].x = P closes the last one. Each item's sum goes to partials[i]; macko_combine (a
+// second launch on the same stream) adds each row's partials in item order into y. Combining in
+// a second kernel keeps the product free of fences: a per-item "last arriver" combine (a
+// __threadfence and an atomic per item) cost about two loaded memory round trips per item on an
+// H200 and lost up to 21 points of the ceiling (kernels/NOTES.md).
 struct MackoSplit {
-    const uint4* __restrict__ desc;
-    unsigned* counters;
-    float* partials;
+    const uint2* __restrict__ desc;
+    float* __restrict__ partials;
 };
 
 // The bounds of a work item: row `i` from row_ptr, or item `i` of a split matrix.
 struct MackoItem {
-    unsigned start, end, col0, row, group;
+    unsigned start, end, col0;
 };
 
 template <bool SPLIT>
 __device__ __forceinline__ MackoItem macko_item(const unsigned* __restrict__ row_ptr,
                                                 const MackoSplit& split, unsigned i,
                                                 unsigned items) {
-    MackoItem it = {0u, 0u, 0u, i, 0u};
+    MackoItem it = {0u, 0u, 0u};
     if (i < items) {
         if (SPLIT) {
-            const uint4 d = __ldg(split.desc + i);
+            const uint2 d = __ldg(split.desc + i);
             it.start = d.x;
             it.col0 = d.y;
-            it.row = d.z;
-            it.group = d.w;
             it.end = __ldg(&split.desc[i + 1u].x);
         } else {
             it.start = __ldg(row_ptr + i);
@@ -365,28 +365,6 @@ __device__ __forceinline__ MackoItem macko_item(const unsigned* __restrict__ row
         }
     }
     return it;
-}
-
-// Stores a split item's sum: directly when its row has one item; else as a partial, and the
-// team that brings a row's last partial adds the row's partials in item order (the same order on
-// every run: deterministic) and stores y. Called by one lane of the team.
-template <typename Out>
-__device__ __forceinline__ void macko_split_store(Out* __restrict__ y, const MackoSplit& split,
-                                                  const MackoItem& it, unsigned i, float acc) {
-    const unsigned first = it.group & 0x00ffffffu, count = it.group >> 24;
-    if (count <= 1u) {
-        macko_store(y, it.row, acc);
-        return;
-    }
-    __stcg(split.partials + i, acc);
-    __threadfence();  // the partial is visible device-wide before the arrival is counted
-    const unsigned arrived = atomicAdd(split.counters + it.row, 1u);
-    if (arrived != count - 1u) return;
-    __threadfence();  // every other partial of the row is visible: their arrivals came first
-    float sum = 0.0f;
-    for (unsigned j = 0u; j < count; ++j) sum += __ldcg(split.partials + first + j);
-    macko_store(y, it.row, sum);
-    split.counters[it.row] = 0u;  // every item of the row has arrived: ready for the next product
 }
 
 template <typename Out, int XM, unsigned L, int CH, bool SPLIT, bool PIPE>
@@ -444,7 +422,7 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
         acc = macko_team_sum<L>(acc);
         if (sub == 0u && i < items) {
             if (SPLIT) {
-                macko_split_store(y, split, it, i, acc);
+                split.partials[i] = acc;
             } else {
                 macko_store(y, i, acc);
             }
@@ -485,10 +463,9 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
         NAME(const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,            \
              const unsigned* __restrict__ codes, const unsigned short* __restrict__ x,          \
              OUT* __restrict__ y, unsigned rows, unsigned cols, unsigned flags,                 \
-             const uint4* __restrict__ desc, unsigned* counters, float* partials,               \
-             unsigned items) {                                                                  \
+             const uint2* __restrict__ desc, float* __restrict__ partials, unsigned items) {    \
         const bool half = (flags & 1u) != 0u && cols > 0u;                                     \
-        const MackoSplit split = {desc, counters, partials};                                    \
+        const MackoSplit split = {desc, partials};                                              \
         if ((flags & 4u) != 0u) {                                                               \
             MACKO_SPMV_DISPATCH(OUT, XM, true)                                                  \
         } else {                                                                                \
@@ -507,3 +484,21 @@ MACKO_SPMV_ENTRY(macko_spmv_xs_f16_big, unsigned short, MACKO_XP, MACKO_BIG_BLOC
 MACKO_SPMV_ENTRY(macko_spmv_xs_f32_big, float, MACKO_XP, MACKO_BIG_BLOCK, 1)
 MACKO_SPMV_ENTRY(macko_spmv_xu_f16_big, unsigned short, MACKO_XU, MACKO_BIG_BLOCK, 1)
 MACKO_SPMV_ENTRY(macko_spmv_xu_f32_big, float, MACKO_XU, MACKO_BIG_BLOCK, 1)
+
+// y[r] = the sum of row r's partials (items row_item[r] .. row_item[r + 1]) in item order: the
+// second launch of a split matrix's product (see MackoSplit). One thread per row, grid-stride.
+#define MACKO_COMBINE_ENTRY(NAME, OUT)                                                          \
+    extern "C" __global__ void __launch_bounds__(MACKO_BLOCK)                                  \
+        NAME(const unsigned* __restrict__ row_item, const float* __restrict__ partials,         \
+             OUT* __restrict__ y, unsigned rows) {                                              \
+        for (unsigned r = blockIdx.x * blockDim.x + threadIdx.x; r < rows;                      \
+             r += gridDim.x * blockDim.x) {                                                     \
+            const unsigned first = __ldg(row_item + r), last = __ldg(row_item + r + 1u);        \
+            float sum = 0.0f;                                                                   \
+            for (unsigned j = first; j < last; ++j) sum += __ldg(partials + j);                 \
+            macko_store(y, r, sum);                                                             \
+        }                                                                                       \
+    }
+
+MACKO_COMBINE_ENTRY(macko_combine_f16, unsigned short)
+MACKO_COMBINE_ENTRY(macko_combine_f32, float)

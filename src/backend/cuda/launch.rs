@@ -322,6 +322,8 @@ pub(crate) struct Kernels {
     /// The same two in 1024-thread blocks.
     macko_xs_big: ByOutput,
     macko_xu_big: ByOutput,
+    /// The second launch of a split matrix's product: partial sums into y.
+    macko_combine: ByOutput,
     csr_xs: ByOutput,
     csr_xg: ByOutput,
     dense_aligned: ByOutput,
@@ -416,14 +418,15 @@ impl Kernels {
         let defines = nvrtc::env_defines()?;
         let macko = load_file(ctx, &nvrtc::MACKO, &arch, &defines)?;
         // Entries in the order of nvrtc::MACKO: xs, xg, xu, xs_big, xu_big (f16 then f32).
-        let Ok([xs16, xs32, xg16, xg32, xu16, xu32, xsb16, xsb32, xub16, xub32]) =
-            <[CudaFunction; 10]>::try_from(macko)
+        let Ok([xs16, xs32, xg16, xg32, xu16, xu32, xsb16, xsb32, xub16, xub32, c16, c32]) =
+            <[CudaFunction; 12]>::try_from(macko)
         else {
-            return Err(internal("kernels/macko.cu should have 10 entries"));
+            return Err(internal("kernels/macko.cu should have 12 entries"));
         };
         let pair = |f16, f32| ByOutput { f16, f32 };
         let (macko_xs, macko_xg, macko_xu) = (pair(xs16, xs32), pair(xg16, xg32), pair(xu16, xu32));
         let (macko_xs_big, macko_xu_big) = (pair(xsb16, xsb32), pair(xub16, xub32));
+        let macko_combine = pair(c16, c32);
         let (csr_xs, csr_xg) = two_pairs(
             load_file(ctx, &nvrtc::CSR, &arch, &defines)?,
             nvrtc::CSR.file,
@@ -448,6 +451,7 @@ impl Kernels {
             macko_xu,
             macko_xs_big,
             macko_xu_big,
+            macko_combine,
             csr_xs,
             csr_xg,
             dense_aligned,
@@ -680,9 +684,16 @@ impl Kernels {
             (true, true, true) => &self.macko_xs_big,
             (true, false, true) => &self.macko_xu_big,
         };
+        let (p, c) = (&self.macko_combine, self.sms);
         match y {
-            VectorData::F16(y) => macko_into(stream, pair.pick(Precision::F16), m, x, y.buf_mut()),
-            VectorData::F32(y) => macko_into(stream, pair.pick(Precision::F32), m, x, y.buf_mut()),
+            VectorData::F16(y) => {
+                macko_into(stream, pair.pick(Precision::F16), m, x, y.buf_mut())?;
+                combine_into(stream, p.pick(Precision::F16), c, m, y.buf_mut())
+            }
+            VectorData::F32(y) => {
+                macko_into(stream, pair.pick(Precision::F32), m, x, y.buf_mut())?;
+                combine_into(stream, p.pick(Precision::F32), c, m, y.buf_mut())
+            }
         }
     }
 
@@ -803,26 +814,52 @@ fn macko_into<T: DeviceRepr>(
     match &m.split {
         Some(sp) => args
             .arg(sp.desc.buf())
-            .arg(sp.counters.buf())
             .arg(sp.partials.buf())
             .arg(&sp.items),
-        None => args
-            .arg(m.row_ptr.buf())
-            .arg(m.row_ptr.buf())
-            .arg(m.row_ptr.buf())
-            .arg(&m.rows),
+        None => args.arg(m.row_ptr.buf()).arg(m.row_ptr.buf()).arg(&m.rows),
     };
     // SAFETY: the arguments match `macko_spmv_*` in kernels/macko.cu in order and type (u32
     // row_ptr of rows + 1, P/8 16-byte value words, P/8 32-bit code words, f16 x of cols, y of
     // rows in the kernel's output type, rows, cols and flags as u32, then the split table: items
-    // + 1 16-byte descriptors, rows u32 counters, items f32 partials, items as u32 — read only
-    // when flags bit 2 is set, which it is exactly when `m.split` is); every buffer lives on
-    // this stream and outlives the launch in stream order; the kernel reads only inside the
-    // arrays of a valid matrix, which macko-format guarantees, and the split table's entries
-    // lie inside them (split.rs; argued in kernels/NOTES.md).
+    // + 1 8-byte descriptors, items f32 partials, items as u32 — read and written only when
+    // flags bit 2 is set, which it is exactly when `m.split` is); every buffer lives on this
+    // stream and outlives the launch in stream order; the kernel reads only inside the arrays
+    // of a valid matrix, which macko-format guarantees, and the split table's entries lie
+    // inside them (split.rs; argued in kernels/NOTES.md).
     unsafe { args.launch(m.plan.config()) }
         .map(|_| ())
         .map_err(|e| cuda_error("launching the MACKO kernel", e))
+}
+
+/// Queues the second launch of a split matrix's product (nothing for an unsplit one): y from the
+/// partial sums, one thread per row over `sms` × 4 blocks at most.
+fn combine_into<T: DeviceRepr>(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    sms: u32,
+    m: &MackoDev,
+    y: &mut CudaSlice<T>,
+) -> Result<()> {
+    let Some(sp) = &m.split else {
+        return Ok(());
+    };
+    let cfg = LaunchConfig {
+        grid_dim: (m.rows.div_ceil(BLOCK).clamp(1, sms.max(1) * 4), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut args = stream.launch_builder(f);
+    args.arg(sp.row_item.buf())
+        .arg(sp.partials.buf())
+        .arg(y)
+        .arg(&m.rows);
+    // SAFETY: matches `macko_combine_*(const unsigned* row_item, const float* partials, OUT* y,
+    // unsigned rows)`: row_item holds rows + 1 non-decreasing item indices up to `items`,
+    // partials `items` floats, y rows elements of the kernel's output type; all on this stream,
+    // queued after the product that wrote the partials.
+    unsafe { args.launch(cfg) }
+        .map(|_| ())
+        .map_err(|e| cuda_error("launching the MACKO combine kernel", e))
 }
 
 fn csr_into<T: DeviceRepr>(

@@ -113,46 +113,31 @@ pub(crate) struct MackoDev {
 }
 
 /// The work items of a MACKO matrix whose rows are cut into segments (src/backend/cuda/split.rs),
-/// as the kernel reads them.
+/// as the kernels read them.
 pub(crate) struct SplitDev {
-    /// `items + 1` descriptors of four u32: first entry, column after the row's previous entry,
-    /// row, and the row's first item | its item count << 24; the last holds only P.
+    /// `items + 1` pairs of u32: first entry, and the column after the row's previous entry;
+    /// the last pair holds only P.
     pub desc: DeviceArray<u32>,
-    /// One arrival counter per row, zero between products (the kernel resets them).
-    pub counters: DeviceArray<u32>,
-    /// One f32 partial sum per item.
+    /// `rows + 1`: row r's items are `row_item[r] .. row_item[r + 1]`.
+    pub row_item: DeviceArray<u32>,
+    /// One f32 partial sum per item, written by the product, added up per row by the combine.
     pub partials: DeviceArray<f32>,
     /// Number of items.
     pub items: u32,
 }
 
-/// Most items of one row the kernel's descriptor packs (8 bits), and most items in all (24 bits).
-const MAX_ROW_ITEMS: u32 = 255;
-const MAX_ITEMS: usize = 1 << 24;
-
-/// The kernel's descriptors of a split table (see [`SplitDev::desc`]), or `None` when the table
-/// exceeds the packing (more than 2^24 items, or more than 255 items in one row).
+/// The product kernel's descriptors of a split table (see [`SplitDev::desc`]), or `None` when
+/// the arrays disagree in length (they cannot, from `split_rows`).
 pub(crate) fn kernel_descriptors(t: &SplitTable) -> Option<Vec<u32>> {
     let items = t.items();
-    if items >= MAX_ITEMS || t.item_ptr.len() != items + 1 {
+    if t.item_ptr.len() != items + 1 || t.item_col.len() != items {
         return None;
     }
-    let mut desc = Vec::with_capacity(4 * (items + 1));
-    for i in 0..items {
-        let row = t.item_row[i] as usize;
-        let first = *t.row_item.get(row)?;
-        let count = t.row_item.get(row + 1)?.checked_sub(first)?;
-        if count > MAX_ROW_ITEMS {
-            return None;
-        }
-        desc.extend_from_slice(&[
-            t.item_ptr[i],
-            t.item_col[i],
-            t.item_row[i],
-            first | (count << 24),
-        ]);
+    let mut desc = Vec::with_capacity(2 * (items + 1));
+    for (start, col) in t.item_ptr.iter().zip(&t.item_col) {
+        desc.extend_from_slice(&[*start, *col]);
     }
-    desc.extend_from_slice(&[t.item_ptr[items], 0, 0, 0]);
+    desc.extend_from_slice(&[t.item_ptr[items], 0]);
     Some(desc)
 }
 

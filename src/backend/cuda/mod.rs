@@ -104,9 +104,8 @@ impl CudaBackend {
         }))
     }
 
-    /// Cuts the rows of `m` into segments of `seg` entries and uploads the kernel's table of them
-    /// (and grows the plan's grid to the items). `None`, and the plan left unsplit, when the
-    /// table does not fit the kernel's packing (2^24 items, 255 items per row).
+    /// Cuts the rows of `m` into segments of `seg` entries and uploads the kernels' table of
+    /// them (and grows the plan's grid to the items).
     fn upload_split(
         &self,
         m: &macko_format::MackoMatrix,
@@ -114,15 +113,13 @@ impl CudaBackend {
         plan: &mut launch::Plan,
     ) -> Result<Option<SplitDev>> {
         let table = split::split_rows(m.row_ptr(), m.codes(), seg)?;
-        let Some(desc) = memory::kernel_descriptors(&table) else {
-            plan.split_entries = None;
-            return Ok(None);
-        };
+        let desc = memory::kernel_descriptors(&table)
+            .ok_or_else(|| probe::internal("split table lengths"))?;
         let items = u32::try_from(table.items()).map_err(|_| probe::internal("split items"))?;
         plan.grid = self.kernels.macko_split_grid(plan, items)?;
         Ok(Some(SplitDev {
             desc: DeviceArray::upload(self.stream(), &desc, "MACKO row segments")?,
-            counters: DeviceArray::zeros(self.stream(), m.rows(), "MACKO row counters")?,
+            row_item: DeviceArray::upload(self.stream(), &table.row_item, "MACKO row segments")?,
             partials: DeviceArray::zeros(self.stream(), table.items(), "MACKO partial sums")?,
             items,
         }))

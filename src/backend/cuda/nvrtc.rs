@@ -54,6 +54,8 @@ pub const MACKO: KernelSource = KernelSource {
         "macko_spmv_xs_f32_big",
         "macko_spmv_xu_f16_big",
         "macko_spmv_xu_f32_big",
+        "macko_combine_f16",
+        "macko_combine_f32",
     ],
 };
 
