@@ -175,9 +175,19 @@ const PIPE_MIN_ENTRIES: f64 = 2400.0;
 /// Balance (see [`balance`]) from which whole rows are handed out as they are.
 const SPLIT_MIN_BALANCE: f64 = 0.9;
 
-/// Shortest segment worth its own work item, in entries: two full batches of a warp (2 × 32
-/// lanes × 2 chunks × 8 entries). Shorter rows are not split: a half-warp per row serves them.
-const MIN_SPLIT_ENTRIES: f64 = 2048.0;
+/// Shortest segment worth its own work item, in entries. Measured on an H200 (kernels/NOTES.md):
+/// segments of 4 600 to 9 000 entries gained up to 15 points of the ceiling, segments of 2 000
+/// to 3 100 entries lost 5 to 11 points on matrices whose whole rows spread at least 0.73
+/// evenly (each segment's last batch is partly empty, and that waste outweighed the balance).
+const MIN_SPLIT_ENTRIES: f64 = 4096.0;
+
+/// Shortest segment where whole rows spread very unevenly (balance below
+/// [`POOR_BALANCE`]): there even 2 300-entry segments gained 10 points (5120×13824 at
+/// d = 0.5: 1.2 rounds of rows). Two full batches of a warp (2 × 32 lanes × 2 chunks × 8).
+const MIN_SPLIT_ENTRIES_POOR: f64 = 2048.0;
+
+/// Balance of whole rows under which [`MIN_SPLIT_ENTRIES_POOR`] applies.
+const POOR_BALANCE: f64 = 0.65;
 
 /// Rows are cut every `segment` entries; rows up to this much longer than the mean still get
 /// `k` segments, not `k` and a sliver.
@@ -186,7 +196,8 @@ const SPLIT_SLACK: f64 = 1.05;
 /// Segments per row (k ≥ 2) and their length in entries (a multiple of 8) for `rows` rows of
 /// `mean_entries` stored entries on `teams` resident warps, or `None` when whole rows already
 /// spread evenly (balance ≥ [`SPLIT_MIN_BALANCE`]) or no split of segments of at least
-/// [`MIN_SPLIT_ENTRIES`] improves the balance by 0.05. A warp's last round of rows decides the
+/// [`MIN_SPLIT_ENTRIES`] ([`MIN_SPLIT_ENTRIES_POOR`] where whole rows spread very unevenly)
+/// improves the balance by 0.05. A warp's last round of rows decides the
 /// product's time: 5120 rows on 4224 warps leave the second round 21 % full, while the same rows
 /// in 3 segments each take 3.6 rounds, the last 64 % full.
 fn split_segments(rows: u32, mean_entries: f64, teams: u64) -> Option<(u32, u32)> {
@@ -194,9 +205,14 @@ fn split_segments(rows: u32, mean_entries: f64, teams: u64) -> Option<(u32, u32)
     if whole >= SPLIT_MIN_BALANCE || rows == 0 {
         return None;
     }
+    let min_entries = if whole < POOR_BALANCE {
+        MIN_SPLIT_ENTRIES_POOR
+    } else {
+        MIN_SPLIT_ENTRIES
+    };
     let mut best: Option<(u32, f64)> = None;
     for k in 2..=MAX_SPLIT {
-        if mean_entries / f64::from(k) < MIN_SPLIT_ENTRIES {
+        if mean_entries / f64::from(k) < min_entries {
             break;
         }
         let b = balance(rows.saturating_mul(k), teams);
@@ -907,7 +923,10 @@ fn dense_into<T: DeviceRepr>(
 
 #[cfg(test)]
 mod tests {
-    use super::{balance, segment_entries, split_segments, MAX_SPLIT, MIN_SPLIT_ENTRIES};
+    use super::{
+        balance, segment_entries, split_segments, MAX_SPLIT, MIN_SPLIT_ENTRIES,
+        MIN_SPLIT_ENTRIES_POOR,
+    };
 
     #[test]
     fn rows_that_spread_evenly_are_not_split() {
@@ -926,7 +945,21 @@ mod tests {
         assert_eq!(seg % 8, 0);
         // k segments of seg entries cover a row 5 % longer than the mean.
         assert!(u64::from(seg) * u64::from(k) >= (13824.0_f64 * 1.05) as u64);
-        assert!(f64::from(seg) >= MIN_SPLIT_ENTRIES);
+        assert!(f64::from(seg) >= MIN_SPLIT_ENTRIES_POOR);
+        // The same rows at d = 0.5 (6912 entries): still split, the balance being so poor.
+        assert!(split_segments(5120, 6912.0, 4224).is_some());
+    }
+
+    #[test]
+    fn rows_that_spread_fairly_are_split_only_into_long_segments() {
+        // 14336 rows of 4096 entries (balance 0.85): two segments would be 2048 entries.
+        assert_eq!(split_segments(14336, 4096.0, 4224), None);
+        // 9216 rows of 18432 entries on 4224 warps (balance 0.73): segments of >= 4096.
+        let (k, seg) = split_segments(9216, 18432.0, 4224).expect("split");
+        assert!(
+            k >= 2 && f64::from(seg) >= MIN_SPLIT_ENTRIES,
+            "k {k}, seg {seg}"
+        );
     }
 
     #[test]
