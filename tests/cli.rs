@@ -717,26 +717,10 @@ fn summary_rows(out: &str) -> Vec<(String, String, usize)> {
         .collect()
 }
 
-/// Two results.csv rows with the same fields, numbers equal to within one unit of their last
-/// printed digit: serde_json (without its `float_roundtrip` feature) may read a figure back one
-/// ulp off, which can move a figure that sits on a rounding boundary (wall-clock times in whole
-/// nanoseconds do) by one in the last place.
+/// Two results.csv rows with the same fields, byte for byte: results.json is read back with
+/// serde_json's `float_roundtrip`, so every figure survives the merge exactly.
 fn same_rows(a: &[String], b: &[String]) -> bool {
-    let same_field = |x: &str, y: &str| {
-        x == y
-            || match (x.parse::<f64>(), y.parse::<f64>()) {
-                (Ok(u), Ok(v)) => {
-                    let places = x.split_once('.').map_or(0, |(_, f)| f.len());
-                    (u - v).abs() <= 1.01 * 10f64.powi(-(places as i32))
-                }
-                _ => false,
-            }
-    };
-    a.len() == b.len()
-        && a.iter().zip(b).all(|(x, y)| {
-            let (fx, fy): (Vec<&str>, Vec<&str>) = (x.split(',').collect(), y.split(',').collect());
-            fx.len() == fy.len() && fx.iter().zip(&fy).all(|(u, v)| same_field(u, v))
-        })
+    a == b
 }
 
 fn read_json(path: &Path) -> serde_json::Value {
