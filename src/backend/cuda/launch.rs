@@ -643,15 +643,21 @@ impl Kernels {
     /// The grid of a split MACKO matrix of `items` work items (more items than rows: the grid
     /// may grow up to every resident warp).
     pub fn macko_split_grid(&self, plan: &Plan, items: u32) -> Result<u32> {
-        let f = match (plan.block == BIG_BLOCK, plan.padded_x, plan.x_in_smem()) {
-            (_, _, false) => &self.macko_xg.f32,
-            (true, true, true) => &self.macko_xs_big.f32,
-            (true, false, true) => &self.macko_xu_big.f32,
-            (false, true, true) => &self.macko_xs.f32,
-            (false, false, true) => &self.macko_xu.f32,
-        };
+        let f = &self.macko_kernel(plan).f32;
         self.grid(f, plan.block, plan.smem_bytes, items)?
             .ok_or_else(|| internal("the MACKO kernel cannot be resident"))
+    }
+
+    /// The MACKO product kernel a plan runs: where x is read, its layout, the block.
+    fn macko_kernel(&self, plan: &Plan) -> &ByOutput {
+        let big = plan.block == BIG_BLOCK;
+        match (plan.x_in_smem(), plan.padded_x, big) {
+            (false, _, _) => &self.macko_xg,
+            (true, true, false) => &self.macko_xs,
+            (true, false, false) => &self.macko_xu,
+            (true, true, true) => &self.macko_xs_big,
+            (true, false, true) => &self.macko_xu_big,
+        }
     }
 
     /// Launch plan of a CSR matrix.
@@ -692,14 +698,7 @@ impl Kernels {
         if m.rows == 0 {
             return Ok(());
         }
-        let big = m.plan.block == BIG_BLOCK;
-        let pair = match (m.plan.x_in_smem(), m.plan.padded_x, big) {
-            (false, _, _) => &self.macko_xg,
-            (true, true, false) => &self.macko_xs,
-            (true, false, false) => &self.macko_xu,
-            (true, true, true) => &self.macko_xs_big,
-            (true, false, true) => &self.macko_xu_big,
-        };
+        let pair = self.macko_kernel(&m.plan);
         let (p, c) = (&self.macko_combine, self.sms);
         match y {
             VectorData::F16(y) => {
