@@ -1,8 +1,12 @@
 // MACKO-16-4 sparse matrix-vector product y = A·x (see ../shared/design/FORMAT.md and NOTES.md).
 //
-// One team per row — a warp, or a half-warp (two rows side by side) for short rows or where that
-// spreads the rows more evenly; the host chooses per matrix — rows handed out grid-stride over a
-// persistent grid. A row's entries are walked in batches of CH "chunks" (MACKO_CHUNKS or
+// One team per work item — a warp, or a half-warp (two items side by side) for short rows or
+// where that spreads the rows more evenly; the host chooses per matrix — items handed out
+// grid-stride over a persistent grid. An item is a row, or, where whole rows would spread
+// unevenly over the warps, a segment of one (the host cuts rows at upload; each segment's sum
+// goes to a partial, and a second launch, macko_combine, adds each row's partials into y).
+// Long items' two-chunk batches are software-pipelined (the next batch's loads issued before the
+// current one is used). A row's entries are walked in batches of CH "chunks" (MACKO_CHUNKS or
 // MACKO_CHUNKS_SHORT, chosen per matrix too); in a chunk, lane l owns the 8 entries of one
 // aligned group: their values as one 16-byte load and their 8 gap codes as one 32-bit load, at
 // the same group index. A row may begin and end inside a group: the entries of the neighbouring
