@@ -27,6 +27,14 @@ override X_WORDS: u32 = 1u;
 // (8- or 4-way conflicts); swizzled, 32. Random columns (d < 1) are as random either way.
 override X_SWIZZLE: bool = false;
 var<workgroup> xs: array<u32, X_WORDS>;
+// With FAST_FINITE (the default), staging checks whether x holds any ±∞ or NaN; where it holds
+// none, an entry whose value is zero (padding, or masked) adds 0·x = ±0 anyway, so the kernel
+// drops the per-entry select that keeps such entries from meeting a non-finite x (two
+// instructions of about twenty per entry). The check is OR-ed over the workgroup in
+// `x_nonfinite`, and `x_finite_copy` carries it out through a uniform load.
+override FAST_FINITE: bool = true;
+var<workgroup> x_nonfinite: atomic<u32>;
+var<workgroup> x_finite_copy: u32;
 
 fn x_slot(i: u32) -> u32 {
     if X_SWIZZLE {
@@ -48,15 +56,37 @@ fn x_at(c: u32) -> f32 {
     return load_x(c);
 }
 
-// Copies x into workgroup memory (with X_SHARED), 16 bytes per load; every invocation of the
-// workgroup calls it once, at the start, in uniform control flow (it ends with a barrier).
-fn stage_x(t: u32, invocations: u32) {
+// Whether any of the 8 binary16 values of a word of x is ±∞ or NaN (exponent bits all set).
+fn word_nonfinite(v: vec4<u32>) -> bool {
+    let lo = v & vec4<u32>(0x7c00u);
+    let hi = v & vec4<u32>(0x7c000000u);
+    return any(lo == vec4<u32>(0x7c00u)) || any(hi == vec4<u32>(0x7c000000u));
+}
+
+// Copies x into workgroup memory (with X_SHARED), 16 bytes per load, and zeroes the staged
+// words past x (masked entries may read them, and with FAST_FINITE they must read finite
+// values). Every invocation of the workgroup calls it once, at the start, in uniform control
+// flow. Returns, uniformly over the workgroup, whether the per-entry zero select may be
+// skipped: X_SHARED, FAST_FINITE and no ±∞ or NaN in x.
+fn stage_x(t: u32, invocations: u32) -> bool {
+    let check = X_SHARED && FAST_FINITE;
+    if check {
+        if t == 0u {
+            atomicStore(&x_nonfinite, 0u);
+        }
+        workgroupBarrier();
+    }
     if X_SHARED {
+        var bad = false;
+        // Words of xs written from x; those after it, up to X_WORDS, are zeroed below.
+        var staged = 0u;
         if X_F32 {
             // 8 columns per 16-byte word of x; X_WORDS is a multiple of 8 (the backend's
             // granule) covering every column, and x is zero-padded to whole 16-byte words.
+            staged = 8u * ((params.cols + 7u) / 8u);
             for (var i = t; 8u * i < params.cols; i += invocations) {
                 let v = x[i];
+                bad = bad || word_nonfinite(v);
                 let a = unpack2x16float(v.x);
                 let b = unpack2x16float(v.y);
                 let c = unpack2x16float(v.z);
@@ -72,16 +102,33 @@ fn stage_x(t: u32, invocations: u32) {
             }
         } else {
             let words = (params.cols + 1u) / 2u;
+            staged = 4u * ((words + 3u) / 4u);
             for (var i = t; 4u * i < words; i += invocations) {
                 let v = x[i];
+                bad = bad || word_nonfinite(v);
                 xs[x_slot(4u * i)] = v.x;
                 xs[x_slot(4u * i + 1u)] = v.y;
                 xs[x_slot(4u * i + 2u)] = v.z;
                 xs[x_slot(4u * i + 3u)] = v.w;
             }
         }
+        // x_slot is a permutation of 0..X_WORDS, so the slots of the words past x are exactly
+        // those no word of x took: after this, every slot holds x or zero.
+        for (var i = staged + t; i < X_WORDS; i += invocations) {
+            xs[x_slot(i)] = 0u;
+        }
+        if check && bad {
+            atomicOr(&x_nonfinite, 1u);
+        }
     }
     workgroupBarrier();
+    if !check {
+        return false;
+    }
+    if t == 0u {
+        x_finite_copy = atomicLoad(&x_nonfinite);
+    }
+    return workgroupUniformLoad(&x_finite_copy) == 0u;
 }
 
 // // A group is 8 entries: one vec4<u32> of values (entry 2k in the low half of component k,

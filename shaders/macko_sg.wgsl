@@ -17,7 +17,8 @@
 // groups' column steps across the subgroup (subgroupExclusiveAdd), and the running column moves
 // on by the step's total (subgroupAdd). Entries that do not belong to the row have their values
 // zeroed when loaded (only in steps that touch the row's first or last group), so every entry
-// is then the same three instructions: a zero value selects x to 0, then one fma. Groups of a
+// is then the same three instructions: a zero value selects x to 0, then one fma (one
+// instruction, the fma, where the staged x is finite: FAST_FINITE in macko.wgsl). Groups of a
 // step that lie wholly past the row are neither loaded nor computed (a subgroup-uniform test).
 
 // One row counter per block, zeroed before every product.
@@ -87,49 +88,62 @@ fn load_four_masked(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32, l
     return f;
 }
 
-// Two entries packed in one u32 of values at columns c_lo, c_hi: acc += a * x, except that a
-// zero value (padding, or masked) selects x to 0 first, so NaN or infinity in x never meets it.
-fn pair_fma(v: u32, c_lo: u32, c_hi: u32, acc: vec2<f32>) -> vec2<f32> {
+// Two entries packed in one u32 of values at columns c_lo, c_hi: acc += a * x. With `guard`, a
+// zero value (padding, or masked) selects x to 0 first, so NaN or infinity in x never meets it;
+// without, the caller knows x finite (see FAST_FINITE). `guard` is a literal at every call of
+// the row loop, so each inlined copy keeps one form.
+fn pair_fma(v: u32, c_lo: u32, c_hi: u32, acc: vec2<f32>, guard: bool) -> vec2<f32> {
     let a = unpack2x16float(v);
     let xv = vec2<f32>(x_at(c_lo), x_at(c_hi));
-    return fma(a, select(vec2<f32>(0.0), xv, a != vec2<f32>(0.0)), acc);
+    if guard {
+        return fma(a, select(vec2<f32>(0.0), xv, a != vec2<f32>(0.0)), acc);
+    }
+    return fma(a, xv, acc);
 }
 
 // One group whose first entry follows column base - 1: entry j's column is base - 1 plus its
 // inclusive step (byte j of low, or of high counted from entry 4).
-fn group_fma(v: vec4<u32>, d: Decoded, base: u32, acc_in: vec2<f32>) -> vec2<f32> {
+fn group_fma(v: vec4<u32>, d: Decoded, base: u32, acc_in: vec2<f32>, guard: bool) -> vec2<f32> {
     let b0 = base - 1u;
     let b4 = b0 + (d.low >> 24u);
     let p = d.low;
     let q = d.high;
-    var acc = pair_fma(v.x, b0 + (p & 0xffu), b0 + ((p >> 8u) & 0xffu), acc_in);
-    acc = pair_fma(v.y, b0 + ((p >> 16u) & 0xffu), b4, acc);
-    acc = pair_fma(v.z, b4 + (q & 0xffu), b4 + ((q >> 8u) & 0xffu), acc);
-    return pair_fma(v.w, b4 + ((q >> 16u) & 0xffu), b4 + (q >> 24u), acc);
+    var acc = pair_fma(v.x, b0 + (p & 0xffu), b0 + ((p >> 8u) & 0xffu), acc_in, guard);
+    acc = pair_fma(v.y, b0 + ((p >> 16u) & 0xffu), b4, acc, guard);
+    acc = pair_fma(v.z, b4 + (q & 0xffu), b4 + ((q >> 8u) & 0xffu), acc, guard);
+    return pair_fma(v.w, b4 + ((q >> 16u) & 0xffu), b4 + (q >> 24u), acc, guard);
 }
 
 // Adds the `live` (1..4) groups of f, given the row's column count before them, the exclusive
 // scan of their packed totals (`before`) and the sum of those over the subgroup (`all`).
-fn four_fma(f: Four, column: u32, before: vec2<u32>, all: vec2<u32>, live: u32, acc_in: vec2<f32>) -> vec2<f32> {
+fn four_fma(
+    f: Four,
+    column: u32,
+    before: vec2<u32>,
+    all: vec2<u32>,
+    live: u32,
+    acc_in: vec2<f32>,
+    guard: bool,
+) -> vec2<f32> {
     let t0 = all.x & 0xffffu;
     let t1 = all.x >> 16u;
     let t2 = all.y & 0xffffu;
-    var acc = group_fma(f.v0, f.d0, column + (before.x & 0xffffu), acc_in);
+    var acc = group_fma(f.v0, f.d0, column + (before.x & 0xffffu), acc_in, guard);
     if live > 1u {
-        acc = group_fma(f.v1, f.d1, column + t0 + (before.x >> 16u), acc);
+        acc = group_fma(f.v1, f.d1, column + t0 + (before.x >> 16u), acc, guard);
     }
     if live > 2u {
-        acc = group_fma(f.v2, f.d2, column + t0 + t1 + (before.y & 0xffffu), acc);
+        acc = group_fma(f.v2, f.d2, column + t0 + t1 + (before.y & 0xffffu), acc, guard);
     }
     if live > 3u {
-        acc = group_fma(f.v3, f.d3, column + t0 + t1 + t2 + (before.y >> 16u), acc);
+        acc = group_fma(f.v3, f.d3, column + t0 + t1 + t2 + (before.y >> 16u), acc, guard);
     }
     return acc;
 }
 
 // Row entries s..e, summed over the subgroup (every lane gets the sum). A step is DEPTH sets of
 // 4 groups per lane, all loaded before the first is used.
-fn row_dot(s: u32, e: u32, lane: u32, lanes: u32) -> f32 {
+fn row_dot(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
     var acc = vec2<f32>(0.0);
     if e > s {
         let gend = (e + 7u) / 8u;
@@ -155,17 +169,17 @@ fn row_dot(s: u32, e: u32, lane: u32, lanes: u32) -> f32 {
                 let mine = vec4<u32>(four_totals(f), four_totals(h));
                 let before = subgroupExclusiveAdd(mine);
                 let all = subgroupAdd(mine);
-                acc = four_fma(f, column, before.xy, all.xy, min(live, 4u), acc);
+                acc = four_fma(f, column, before.xy, all.xy, min(live, 4u), acc, guard);
                 column += step_total(all.xy);
                 if live > 4u {
-                    acc = four_fma(h, column, before.zw, all.zw, live - 4u, acc);
+                    acc = four_fma(h, column, before.zw, all.zw, live - 4u, acc, guard);
                     column += step_total(all.zw);
                 }
             } else {
                 let mine = four_totals(f);
                 let before = subgroupExclusiveAdd(mine);
                 let all = subgroupAdd(mine);
-                acc = four_fma(f, column, before, all, live, acc);
+                acc = four_fma(f, column, before, all, live, acc, guard);
                 column += step_total(all);
             }
         }
@@ -173,15 +187,12 @@ fn row_dot(s: u32, e: u32, lane: u32, lanes: u32) -> f32 {
     return subgroupAdd(acc.x + acc.y);
 }
 
-@compute @workgroup_size(WORKGROUP)
-fn main(@builtin(local_invocation_index) t: u32) {
-    let lane = subgroupExclusiveAdd(1u);
-    let lanes = subgroupAdd(1u);
-    // The first row and its bounds, and the next row, are requested before x is staged.
-    var row = next_row(lane);
-    var bounds = row_bounds(row);
-    var following = next_row(lane);
-    stage_x(t, WORKGROUP);
+// Works through rows until the counter runs past the block: `row` with its `bounds` loaded, and
+// `following` claimed. `guard` as in pair_fma.
+fn rows_loop(first: u32, first_bounds: vec2<u32>, second: u32, lane: u32, lanes: u32, guard: bool) {
+    var row = first;
+    var bounds = first_bounds;
+    var following = second;
     loop {
         if row >= params.rows {
             break;
@@ -189,12 +200,28 @@ fn main(@builtin(local_invocation_index) t: u32) {
         // Loads and claims for the rows after this one, issued before this row's loads.
         let following_bounds = row_bounds(following);
         let after = next_row(lane);
-        let sum = row_dot(bounds.x, bounds.y, lane, lanes);
+        let sum = row_dot(bounds.x, bounds.y, lane, lanes, guard);
         if lane == 0u {
             store_y(params.row_offset + row, sum);
         }
         row = following;
         bounds = following_bounds;
         following = after;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn main(@builtin(local_invocation_index) t: u32) {
+    let lane = subgroupExclusiveAdd(1u);
+    let lanes = subgroupAdd(1u);
+    // The first row and its bounds, and the next row, are requested before x is staged.
+    let row = next_row(lane);
+    let bounds = row_bounds(row);
+    let following = next_row(lane);
+    // Two copies of the row loop: without the zero select where the staged x is finite.
+    if stage_x(t, WORKGROUP) {
+        rows_loop(row, bounds, following, lane, lanes, false);
+    } else {
+        rows_loop(row, bounds, following, lane, lanes, true);
     }
 }

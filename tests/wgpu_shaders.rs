@@ -91,6 +91,7 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
                 ("X_WORDS", 2048.0),
                 ("X_F32", 1.0),
                 ("X_SWIZZLE", 0.0),
+                ("FAST_FINITE", 0.0),
                 ("WORKGROUP", 512.0),
                 ("DEPTH", 2.0),
             ],

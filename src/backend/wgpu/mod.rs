@@ -54,6 +54,9 @@ pub const ENV_MACKO_DEPTH: &str = "MACKO_WGPU_MACKO_DEPTH";
 /// Environment variable that, set to `1`, swizzles the staged x (see macko.wgsl; off by default:
 /// measured slower on an H200 at every density).
 pub const ENV_X_SWIZZLE: &str = "MACKO_WGPU_X_SWIZZLE";
+/// Environment variable that, set to `0`, keeps the per-entry zero select of the MACKO subgroup
+/// kernel even where the staged x is finite (see `FAST_FINITE` in macko.wgsl; on by default).
+pub const ENV_FAST_FINITE: &str = "MACKO_WGPU_FAST_FINITE";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -70,6 +73,8 @@ pub(crate) struct MackoTuning {
     pub depth: u32,
     /// Swizzle the staged x.
     pub x_swizzle: bool,
+    /// Skip the per-entry zero select where the staged x is finite.
+    pub fast_finite: bool,
 }
 
 impl MackoTuning {
@@ -97,6 +102,10 @@ impl MackoTuning {
         let on = |name: &str| matches!(var(name).as_deref(), Some("1" | "true" | "on" | "yes"));
         let x_f32 = on(ENV_X_F32);
         let x_swizzle = on(ENV_X_SWIZZLE);
+        let fast_finite = !matches!(
+            var(ENV_FAST_FINITE).as_deref(),
+            Some("0" | "false" | "off" | "no")
+        );
         let depth = var(ENV_MACKO_DEPTH)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
@@ -127,6 +136,7 @@ impl MackoTuning {
             max_staged_workgroups,
             depth,
             x_swizzle,
+            fast_finite,
         }
     }
 }
@@ -288,7 +298,7 @@ impl WgpuBackend {
             let t = &self.tuning;
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups when staged",
+                 workgroups when staged{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -306,7 +316,12 @@ impl WgpuBackend {
                 } else {
                     "f16 pairs"
                 },
-                t.max_staged_workgroups
+                t.max_staged_workgroups,
+                if t.fast_finite {
+                    ", no zero select where x is finite"
+                } else {
+                    ""
+                }
             );
         }
         p.push(("kernels".to_string(), kernels));

@@ -179,6 +179,8 @@ pub(super) struct PipelineKey {
     /// the staged x is swizzled.
     pub depth: u32,
     pub x_swizzle: bool,
+    /// MACKO subgroup kernel with x staged: skip the zero select where x is finite.
+    pub fast_finite: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -268,6 +270,7 @@ impl Pipelines {
                 0
             },
             x_swizzle: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_swizzle,
+            fast_finite: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.fast_finite,
             ..key
         };
         let mut built = lock(&self.built);
@@ -295,10 +298,15 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{})",
                     key.workgroup,
                     key.depth.max(1),
-                    if key.x_swizzle { ", swizzled x" } else { "" }
+                    if key.x_swizzle { ", swizzled x" } else { "" },
+                    if key.fast_finite {
+                        ", finite-x fast path"
+                    } else {
+                        ""
+                    }
                 )
             } else {
                 String::new()
@@ -314,6 +322,7 @@ impl Pipelines {
                 constants.push(("X_WORDS", key.x_words as f64));
                 constants.push(("X_F32", if key.x_f32 { 1.0 } else { 0.0 }));
                 constants.push(("X_SWIZZLE", if key.x_swizzle { 1.0 } else { 0.0 }));
+                constants.push(("FAST_FINITE", if key.fast_finite { 1.0 } else { 0.0 }));
             }
         }
         if key.workgroup > 0 {

@@ -559,6 +559,7 @@ impl WgpuBackend {
                 workgroup,
                 depth: self.tuning.depth,
                 x_swizzle: self.tuning.x_swizzle,
+                fast_finite: self.tuning.fast_finite,
             },
         )?;
         let x_group = x

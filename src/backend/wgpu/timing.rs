@@ -217,6 +217,7 @@ impl WgpuBackend {
                 workgroup: 0,
                 depth: 0,
                 x_swizzle: false,
+                fast_finite: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
