@@ -1,75 +1,74 @@
-#!/bin/bash
-# WGSL MACKO sweep on the GPU machine (see shaders/NOTES.md, "Measurements"). Run from the
-# repository root of the device copy, after staging .gpu-wgpu/ (macko, agreement, wgpu_backend,
-# debs, golden; optionally macko-old: the binary of the previous shaders, for a same-run
-# baseline). Arguments: variants as NAME:ENV=V,ENV=V (or NAME:default), run in order while the
-# time budget (SWEEP_BUDGET seconds, default 330) lasts. SWEEP_TESTS=1 runs the agreement and
-# wgpu backend suites first. SHAPES / DENSITIES / ITERS override the bench cases; CUDA_WITH=NAME
-# adds --backend cuda to that variant for the ratio; CUDA_ALL=1 to every variant (this also keeps
-# the GPU busy between wgpu cases: wgpu-only runs on the H200 gave erratic figures, see NOTES.md).
-set -u
-OUT=${OUT:-/tmp/sweep-out}
-mkdir -p "$OUT"
-START=$(date +%s)
-BUDGET=${SWEEP_BUDGET:-330}
-for f in .gpu-wgpu/debs/*.deb; do dpkg -x "$f" / ; done
-ldconfig
-export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
-export MACKO_SHARED=$PWD/.gpu-wgpu MACKO_REQUIRE_BACKENDS=cpu,wgpu
-SHAPES=${SHAPES:-36864x12288,12288x12288}
-DENSITIES=${DENSITIES:-1.0,0.5,0.3,0.1}
+#!/usr/bin/env bash
+# WGSL MACKO variant sweep on the GPU machine (issue 7; see NOTES.md, "Tuning log"). Binaries
+# staged by `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko, tests/macko--agreement,
+# tests/macko--wgpu_backend, tests/macko--wgpu_macko_variants). Usage, through remote.sh (Vulkan
+# loader and CUDA libraries on the path):
+#   bash .gpu/remote.sh bash shaders/sweep.sh [tests] -- NAME 'ENV=.. ENV=..' ...
+# ('-' for no environment). Each variant runs `macko bench --backend cuda,wgpu` with its
+# environment on $SHAPES/$DENSITIES: CUDA and wgpu cases interleaved, because wgpu-only runs on the
+# H200 gave erratic figures (the GPU idles and drops its clocks between cases; NOTES.md). The
+# summary lists per case the WGSL MACKO time, its % of the streaming read, and its throughput
+# against CUDA MACKO and our WGSL dense GEMV in the same run. $SWEEP_BUDGET seconds (default 480)
+# bound the whole sweep: variants that would start later are skipped and say so.
+set -uo pipefail
+final=${OUT:-/tmp/out}; out=/tmp/sweep-logs; rm -rf "$out"; mkdir -p "$out" "$final"
+B=${SWEEP_BIN:-.gpu}
+bin_macko=$B/bin/macko
+test_bin() { echo "$B/tests/macko--$1"; }
+SHAPES=${SHAPES:-36864x12288,12288x12288,11008x4096,4096x4096}
+DENS=${DENSITIES:-1.0,0.5,0.3,0.1}
 ITERS=${ITERS:-100}
-summary="$OUT/summary.txt"
-: > "$summary"
-# Other work on the GPU distorts every figure: show it (and judge each line by its own ceiling
-# and dense figure: a clean H200 line has a ceiling above 4 TB/s on the large shapes and dense
-# at 95%+).
-nvidia-smi --query-compute-apps=pid,process_name,used_memory --format=csv,noheader 2>&1 \
-    | sed 's/^/gpu apps: /' | tee -a "$summary"
-if [ "${SWEEP_TESTS:-0}" = 1 ]; then
-    for t in agreement wgpu_backend wgpu_global_x wgpu_macko_variants; do
-        [ -x .gpu-wgpu/$t ] || continue
-        .gpu-wgpu/$t > "$OUT/test-$t.log" 2>&1
-        echo "test $t rc=$? $(grep 'test result' "$OUT/test-$t.log")" | tee -a "$summary"
-    done
-    # The agreement suite again under each NAME:ENV=V,ENV=V of TEST_ENVS (space-separated).
-    for spec in ${TEST_ENVS:-}; do
-        name=${spec%%:*}
-        IFS=',' read -ra kv <<< "${spec#*:}"
-        env "${kv[@]}" .gpu-wgpu/agreement > "$OUT/test-agreement-$name.log" 2>&1
-        echo "test agreement ($name) rc=$? $(grep 'test result' "$OUT/test-agreement-$name.log")" \
-            | tee -a "$summary"
-    done
-fi
-for spec in "$@"; do
-    name=${spec%%:*}
-    envs=${spec#*:}
-    now=$(( $(date +%s) - START ))
-    if [ "$now" -gt "$BUDGET" ]; then
-        echo "skip $name (at ${now}s)" | tee -a "$summary"
-        continue
-    fi
-    bin=.gpu-wgpu/macko
-    backends=wgpu
-    { [ "${CUDA_WITH:-}" = "$name" ] || [ "${CUDA_ALL:-0}" = 1 ]; } && backends=cuda,wgpu
-    vars=()
-    if [ "$envs" != default ]; then
-        IFS=',' read -ra kv <<< "$envs"
-        for e in "${kv[@]}"; do
-            if [ "$e" = OLD ]; then bin=.gpu-wgpu/macko-old; else vars+=("$e"); fi
-        done
-    fi
-    t0=$(date +%s)
-    env "${vars[@]}" $bin bench --backend $backends --shapes "$SHAPES" --densities "$DENSITIES" \
-        --iters "$ITERS" >> "$OUT/bench-$name.log" 2>&1
-    rc=$?
-    echo "== $name ($envs) rc=$rc $(( $(date +%s) - t0 ))s" \
-        "gpu apps now: $(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | wc -l)" \
-        | tee -a "$summary"
-    # The case lines of this run (the log accumulates repeats of a variant).
-    tail -n 40 "$OUT/bench-$name.log" | grep -E '^(wgpu|cuda) +[0-9]+×' | sed 's/  */ /g' \
-        | tee -a "$summary"
+BUDGET=${SWEEP_BUDGET:-480}
+START=$(date +%s)
+export MACKO_REQUIRE_BACKENDS=cpu,wgpu
+# The summary goes straight to the returned folder: a run cut short still brings it back.
+summary=$final/summary.txt; : > "$summary"
+nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader 2>&1 \
+  | sed 's/^/gpu apps: /' | tee -a "$summary"
+while [ $# -gt 0 ] && [ "$1" != "--" ]; do
+  case "$1" in
+    tests)
+      for t in agreement wgpu_backend wgpu_macko_variants wgpu_global_x; do
+        [ -x "$(test_bin $t)" ] || continue
+        timeout 180 "$(test_bin $t)" > "$out/test_$t.log" 2>&1
+        echo "test $t: rc=$? $(grep -E '^test result' "$out/test_$t.log" | tail -1)" | tee -a "$summary"
+      done
+      # The agreement suite again in each setting of $TEST_ENVS ('ENV=V ENV=V;ENV=V ...').
+      IFS=';' read -ra sets <<< "${TEST_ENVS:-}"
+      for e in "${sets[@]}"; do
+        env $e timeout 180 "$(test_bin agreement)" > "$out/test_agreement_env.log" 2>&1
+        echo "test agreement [$e]: rc=$? $(grep -E '^test result' "$out/test_agreement_env.log" | tail -1)" \
+          | tee -a "$summary"
+      done ;;
+  esac
+  shift
+done
+[ "${1:-}" = "--" ] && shift
+while [ $# -ge 2 ]; do
+  name=$1; envs=$2; shift 2
+  [ "$envs" = - ] && envs=
+  now=$(( $(date +%s) - START ))
+  if [ "$now" -gt "$BUDGET" ]; then
+    echo "skip $name (at ${now}s)" | tee -a "$summary"; continue
+  fi
+  log=$out/$name.log
+  echo "== $name: $envs" > "$log"
+  t0=$(date +%s)
+  env $envs timeout ${VTIMEOUT:-150} $bin_macko bench --backend cuda,wgpu --shapes "$SHAPES" \
+    --densities "$DENS" --iters "$ITERS" --check-rows 512 --out /tmp/b-$name >> "$log" 2>&1
+  echo "rc=$?" >> "$log"
+  csv=/tmp/b-$name/results.csv
+  {
+    echo "== $name ($envs) $(( $(date +%s) - t0 ))s"
+    [ -f "$csv" ] && awk -F, 'NR>1{k=$3"x"$4" d="$5; t[$1","k","$6]=$9; keys[k]=1}
+      END{for(k in keys){m=t["wgpu,"k",macko"]; s=t["wgpu,"k",stream"]; c=t["cuda,"k",macko"];
+        d=t["wgpu,"k",dense"];
+        if(m>0) printf "%-22s wgsl=%7.2fus %5.1f%% ceil  /cuda %.2f  x%.2f wgsl-dense  (cuda %6.2fus)\n",
+          k, m, 100*s/m, c/m, d/m, c}}' "$csv" | sort -t= -k1,1 -k2,2r
+    grep -iE "error|mismatch|panick" "$log" | head -3
+  } | tee -a "$summary"
 done
 echo "total $(( $(date +%s) - START ))s" | tee -a "$summary"
-# Few files come back: the logs travel as one archive.
-(cd "$OUT" && tar czf logs.tgz ./*.log && rm -f ./*.log)
+# At most 8 files come back: the summary, and the logs and CSVs packed.
+tar -C /tmp -czf "$final/csv.tar.gz" $(cd /tmp && ls -d b-* 2>/dev/null) 2>/dev/null
+tar -C "$out" -czf "$final/logs.tar.gz" . 2>/dev/null

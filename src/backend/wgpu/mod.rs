@@ -47,6 +47,9 @@ pub const ENV_MACKO_WORKGROUP: &str = "MACKO_WGPU_MACKO_WORKGROUP";
 /// Environment variable: the most workgroups the MACKO subgroup kernel dispatches when x is
 /// staged (default `MackoTuning::DEFAULT_MAX_STAGED_WORKGROUPS`).
 pub const ENV_MACKO_WORKGROUPS: &str = "MACKO_WGPU_MACKO_WORKGROUPS";
+/// Environment variable: rows per workgroup aimed at when x is staged (default
+/// `MackoTuning::DEFAULT_ROWS_PER_STAGED_WORKGROUP`), before the cap above.
+pub const ENV_MACKO_ROWS_PER_WORKGROUP: &str = "MACKO_WGPU_MACKO_ROWS_PER_WORKGROUP";
 
 /// Environment variable: sets of 4 groups a lane of the MACKO subgroup kernel loads per step
 /// (1 or 2).
@@ -69,6 +72,9 @@ pub(crate) struct MackoTuning {
     pub workgroup_large: u32,
     /// The most workgroups dispatched with x staged.
     pub max_staged_workgroups: u32,
+    /// Rows per workgroup aimed at with x staged (the copy of x is then a small fraction of a
+    /// workgroup's reads), before the cap of `max_staged_workgroups`.
+    pub rows_per_staged_workgroup: u32,
     /// Sets of 4 groups per lane per step.
     pub depth: u32,
     /// Swizzle the staged x.
@@ -86,6 +92,7 @@ impl MackoTuning {
     pub const DEFAULT_WORKGROUP_LARGE: u32 = 512;
     pub const LARGE_ROWS: usize = 12288;
     pub const DEFAULT_MAX_STAGED_WORKGROUPS: u32 = 1024;
+    pub const DEFAULT_ROWS_PER_STAGED_WORKGROUP: u32 = 16;
     pub const DEFAULT_DEPTH: u32 = 1;
 
     /// Invocations per workgroup for a matrix of `rows` rows.
@@ -129,11 +136,16 @@ impl MackoTuning {
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|&n| n >= 1)
             .unwrap_or(Self::DEFAULT_MAX_STAGED_WORKGROUPS);
+        let rows_per_staged_workgroup = var(ENV_MACKO_ROWS_PER_WORKGROUP)
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&n| n >= 1)
+            .unwrap_or(Self::DEFAULT_ROWS_PER_STAGED_WORKGROUP);
         Self {
             x_f32,
             workgroup_small,
             workgroup_large,
             max_staged_workgroups,
+            rows_per_staged_workgroup,
             depth,
             x_swizzle,
             fast_finite,

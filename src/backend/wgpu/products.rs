@@ -29,11 +29,6 @@ use super::WgpuBackend;
 /// `synchronize` or download submits the rest and waits once).
 const MAX_PENDING_PRODUCTS: usize = 256;
 
-/// Rows per workgroup aimed at when x is staged in workgroup memory (the copy of x is then a
-/// small fraction of a workgroup's reads). The most such workgroups dispatched is
-/// `MackoTuning::max_staged_workgroups`.
-const ROWS_PER_STAGED_WORKGROUP: u32 = 16;
-
 /// What every matrix kernel reads from its uniform (MatrixParams in common.wgsl).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -511,7 +506,7 @@ impl WgpuBackend {
             // With x staged in workgroup memory, each workgroup pays for copying x, so a
             // bounded number of them (enough to fill a large GPU) work through the rows.
             Kernel::MackoSubgroup if x_words > 0 => (
-                rows.div_ceil(ROWS_PER_STAGED_WORKGROUP)
+                rows.div_ceil(self.tuning.rows_per_staged_workgroup)
                     .clamp(1, self.tuning.max_staged_workgroups.clamp(1, max)),
                 1,
             ),
