@@ -31,7 +31,8 @@ var<workgroup> xs: array<u32, X_WORDS>;
 // none, an entry whose value is zero (padding, or masked) adds 0·x = ±0 anyway, so the kernel
 // drops the per-entry select that keeps such entries from meeting a non-finite x (two
 // instructions of about twenty per entry). The check is OR-ed over the workgroup in
-// `x_nonfinite`, and `x_finite_copy` carries it out through a uniform load.
+// `x_nonfinite`, and `x_finite_copy` carries it out through a uniform load. (Workgroup memory
+// besides xs is reserved by the backend: MACKO_OTHER_WORKGROUP_BYTES in products.rs.)
 override FAST_FINITE: bool = true;
 var<workgroup> x_nonfinite: atomic<u32>;
 var<workgroup> x_finite_copy: u32;

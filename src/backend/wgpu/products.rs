@@ -29,6 +29,10 @@ use super::WgpuBackend;
 /// `synchronize` or download submits the rest and waits once).
 const MAX_PENDING_PRODUCTS: usize = 256;
 
+/// Bytes of workgroup memory the MACKO subgroup kernel declares besides the staged x (`x_nonfinite`
+/// and `x_finite_copy` in macko.wgsl: 8), with room to spare for small additions.
+const MACKO_OTHER_WORKGROUP_BYTES: u32 = 64;
+
 /// What every matrix kernel reads from its uniform (MatrixParams in common.wgsl).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -481,7 +485,15 @@ impl WgpuBackend {
         if kernel != Kernel::MackoSubgroup || !self.x_in_workgroup {
             return (0, false);
         }
-        let budget = (self.gpu.limits.max_compute_workgroup_storage_size / 4) as u64;
+        // The kernel's other workgroup variables (the finite-x flag and its copy) take some of
+        // the limit too: a pipeline over it is not rejected by every driver (on an H200, f32 x
+        // of 12288 columns, exactly 48 KiB, plus the 8 bytes of flags hung the product).
+        let budget = (self
+            .gpu
+            .limits
+            .max_compute_workgroup_storage_size
+            .saturating_sub(MACKO_OTHER_WORKGROUP_BYTES)
+            / 4) as u64;
         // The granule is a multiple of 8: the f32 staging writes 8 columns per word of x.
         let f32_words = round_up((cols as u64).max(1), X_WORDS_GRANULE as u64);
         let f16_words = round_up((cols as u64).div_ceil(2).max(1), X_WORDS_GRANULE as u64);
