@@ -60,6 +60,10 @@ pub const ENV_X_SWIZZLE: &str = "MACKO_WGPU_X_SWIZZLE";
 /// Environment variable that, set to `0`, keeps the per-entry zero select of the MACKO subgroup
 /// kernel even where the staged x is finite (see `FAST_FINITE` in macko.wgsl; on by default).
 pub const ENV_FAST_FINITE: &str = "MACKO_WGPU_FAST_FINITE";
+/// Environment variable: `0` compiles the MACKO subgroup kernel without naga's loop bounding
+/// and integer-division checks (`create_shader_module_trusted`; array indices stay clamped),
+/// `1` with them (see `MackoTuning::loop_bounds`).
+pub const ENV_LOOP_BOUNDS: &str = "MACKO_WGPU_LOOP_BOUNDS";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -81,6 +85,13 @@ pub(crate) struct MackoTuning {
     pub x_swizzle: bool,
     /// Skip the per-entry zero select where the staged x is finite.
     pub fast_finite: bool,
+    /// Keep naga's runtime loop bounding and integer-division checks in the MACKO subgroup
+    /// kernel. wgpu adds to every loop a 64-bit iteration counter that is decremented and
+    /// tested each iteration (so that a driver never meets an infinite loop): registers and
+    /// instructions in the kernel's hottest loops. Every loop of macko.wgsl and macko_sg.wgsl
+    /// ends (each advances a counter by a positive step towards a bound far below 2³²) and every
+    /// divisor is a positive constant or the subgroup's lane count, so the kernel needs neither.
+    pub loop_bounds: bool,
 }
 
 impl MackoTuning {
@@ -111,6 +122,10 @@ impl MackoTuning {
         let x_swizzle = on(ENV_X_SWIZZLE);
         let fast_finite = !matches!(
             var(ENV_FAST_FINITE).as_deref(),
+            Some("0" | "false" | "off" | "no")
+        );
+        let loop_bounds = !matches!(
+            var(ENV_LOOP_BOUNDS).as_deref(),
             Some("0" | "false" | "off" | "no")
         );
         let depth = var(ENV_MACKO_DEPTH)
@@ -149,6 +164,7 @@ impl MackoTuning {
             depth,
             x_swizzle,
             fast_finite,
+            loop_bounds,
         }
     }
 }
@@ -310,7 +326,7 @@ impl WgpuBackend {
             let t = &self.tuning;
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups when staged{}",
+                 workgroups when staged{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -333,6 +349,11 @@ impl WgpuBackend {
                     ", no zero select where x is finite"
                 } else {
                     ""
+                },
+                if t.loop_bounds {
+                    ""
+                } else {
+                    ", loops not bounded by naga"
                 }
             );
         }

@@ -181,6 +181,9 @@ pub(super) struct PipelineKey {
     pub x_swizzle: bool,
     /// MACKO subgroup kernel with x staged: skip the zero select where x is finite.
     pub fast_finite: bool,
+    /// MACKO subgroup kernel: naga's loop bounding and division checks kept (see
+    /// `MackoTuning::loop_bounds`); always true for the other kernels.
+    pub loop_bounds: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -271,6 +274,7 @@ impl Pipelines {
             },
             x_swizzle: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_swizzle,
             fast_finite: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.fast_finite,
+            loop_bounds: key.kernel != Kernel::MackoSubgroup || key.loop_bounds,
             ..key
         };
         let mut built = lock(&self.built);
@@ -332,12 +336,20 @@ impl Pipelines {
             constants.push(("DEPTH", key.depth as f64));
         }
         let pipeline = gpu.scoped(&what, 0, || {
-            let module = gpu
-                .device
-                .create_shader_module(wgpu::ShaderModuleDescriptor {
-                    label: Some(kernel.name()),
-                    source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(kernel.source())),
-                });
+            let desc = wgpu::ShaderModuleDescriptor {
+                label: Some(kernel.name()),
+                source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(kernel.source())),
+            };
+            let module = if key.loop_bounds {
+                gpu.device.create_shader_module(desc)
+            } else {
+                let mut checks = wgpu::ShaderRuntimeChecks::checked();
+                checks.force_loop_bounding = false;
+                checks.int_div_checks = false;
+                // SAFETY: only the MACKO subgroup kernel comes here, whose loops all end and
+                // whose divisors are never zero (MackoTuning::loop_bounds); bounds checks stay.
+                unsafe { gpu.device.create_shader_module_trusted(desc, checks) }
+            };
             gpu.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(kernel.name()),

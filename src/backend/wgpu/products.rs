@@ -567,6 +567,7 @@ impl WgpuBackend {
                 depth: self.tuning.depth,
                 x_swizzle: self.tuning.x_swizzle,
                 fast_finite: self.tuning.fast_finite,
+                loop_bounds: self.tuning.loop_bounds,
             },
         )?;
         let x_group = x

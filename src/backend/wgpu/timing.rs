@@ -218,6 +218,7 @@ impl WgpuBackend {
                 depth: 0,
                 x_swizzle: false,
                 fast_finite: false,
+                loop_bounds: true,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
