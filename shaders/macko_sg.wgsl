@@ -21,7 +21,10 @@
 // instruction, the fma, where the staged x is finite: FAST_FINITE in macko.wgsl). Groups of a
 // step that lie wholly past the row are neither loaded nor computed (a subgroup-uniform test).
 
-// One row counter per block, zeroed before every product.
+// Two counters per block: [2 slot] hands out rows, [2 slot + 1] counts the workgroups that are
+// done. Zero at creation; the last workgroup of each product sets both back to zero (the end of
+// main), so the next product finds them zero without a clear (a transfer and two more barriers
+// per product).
 @group(0) @binding(4) var<storage, read_write> counters: array<atomic<u32>>;
 
 // Invocations per workgroup: a pipeline constant, so the backend can trade workgroups per
@@ -35,7 +38,7 @@ override DEPTH: u32 = 1u;
 fn next_row(lane: u32) -> u32 {
     var r = 0u;
     if lane == 0u {
-        r = atomicAdd(&counters[params.slot], 1u);
+        r = atomicAdd(&counters[2u * params.slot], 1u);
     }
     return subgroupBroadcastFirst(r);
 }
@@ -211,7 +214,10 @@ fn rows_loop(first: u32, first_bounds: vec2<u32>, second: u32, lane: u32, lanes:
 }
 
 @compute @workgroup_size(WORKGROUP)
-fn main(@builtin(local_invocation_index) t: u32) {
+fn main(
+    @builtin(local_invocation_index) t: u32,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
     let lane = subgroupExclusiveAdd(1u);
     let lanes = subgroupAdd(1u);
     // The first row and its bounds, and the next row, are requested before x is staged.
@@ -223,5 +229,20 @@ fn main(@builtin(local_invocation_index) t: u32) {
         rows_loop(row, bounds, following, lane, lanes, false);
     } else {
         rows_loop(row, bounds, following, lane, lanes, true);
+    }
+    // Every claim of this workgroup has been made (each subgroup saw a row past the block).
+    // The barrier's device-scope release orders them before the done count's increment; the
+    // workgroup that completes the count acquires (second barrier), so every other workgroup's
+    // claims precede its reset of the row counter. The next product's dispatch is ordered after
+    // this one by the barrier wgpu puts between dispatches that write the counters.
+    storageBarrier();
+    var last = false;
+    if t == 0u {
+        last = atomicAdd(&counters[2u * params.slot + 1u], 1u) == nwg.x * nwg.y * nwg.z - 1u;
+    }
+    storageBarrier();
+    if last {
+        atomicStore(&counters[2u * params.slot], 0u);
+        atomicStore(&counters[2u * params.slot + 1u], 0u);
     }
 }

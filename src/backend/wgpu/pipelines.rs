@@ -49,7 +49,8 @@ pub(super) enum Kernel {
 /// Which bind group layout a kernel's group 0 uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum MatrixLayout {
-    /// Params, row_ptr, values, codes or col_idx, row counters.
+    /// Params, row_ptr, values, codes or col_idx, and the counters of the MACKO subgroup
+    /// kernel (two words per block; the other sparse kernels leave them alone).
     Sparse,
     /// Params, values.
     Dense,
@@ -118,11 +119,6 @@ impl Kernel {
             Kernel::DenseSubgroup | Kernel::DenseWorkgroup => MatrixLayout::Dense,
             Kernel::Stream => MatrixLayout::Stream,
         }
-    }
-
-    /// Whether rows are handed out by an atomic counter that must be zeroed before each product.
-    pub fn uses_row_counter(self) -> bool {
-        matches!(self, Kernel::MackoSubgroup | Kernel::CsrSubgroup)
     }
 
     /// Whether the kernel relies on workgroup memory starting at zero (the streaming read's

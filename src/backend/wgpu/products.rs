@@ -29,6 +29,10 @@ use super::WgpuBackend;
 /// `synchronize` or download submits the rest and waits once).
 const MAX_PENDING_PRODUCTS: usize = 256;
 
+/// Words of the counter buffer per row block (the MACKO subgroup kernel's row counter and its
+/// count of finished workgroups; see macko_sg.wgsl).
+const COUNTER_WORDS_PER_BLOCK: u64 = 2;
+
 /// Bytes of workgroup memory the MACKO subgroup kernel declares besides the staged x (`x_nonfinite`
 /// and `x_finite_copy` in macko.wgsl: 8), with room to spare for small additions.
 const MACKO_OTHER_WORKGROUP_BYTES: u32 = 64;
@@ -59,9 +63,12 @@ pub(super) struct GpuMatrix {
     pub rows: usize,
     pub cols: usize,
     pub blocks: Vec<Block>,
-    /// One row counter per block (sparse formats), zeroed before each product on the
-    /// subgroup path.
-    pub counters: Option<wgpu::Buffer>,
+    /// Sparse formats: per block, the MACKO subgroup kernel's row counter and its count of
+    /// finished workgroups. Zero-filled at creation and set back to zero by the last workgroup
+    /// of every product, so no product clears them (a clear is a transfer between compute
+    /// dispatches: two more barriers and command buffers per product). Bound in the blocks'
+    /// bind groups, which keep the buffer alive; held here too so that is not implicit.
+    pub _counters: Option<wgpu::Buffer>,
 }
 
 /// A vector on the device.
@@ -77,11 +84,44 @@ pub(super) struct GpuVector {
     pub as_y: wgpu::BindGroup,
 }
 
-/// Pending work: the encoder products are recorded into, and how many it holds.
+/// Pending work: the encoder products are recorded into, the one compute pass they share, and
+/// how many it holds.
+///
+/// Queued products share one pass because every pass costs wgpu two more command buffers and
+/// its own tracking when the encoder is finished (about 3 µs per product of host time on a 2-core
+/// VM, most of it in `finish`). Within a pass wgpu-core still tracks usage per dispatch and puts
+/// a barrier before each dispatch whose buffers a previous one wrote (y, the counters), so
+/// products stay ordered: a y read as the next product's x included.
 #[derive(Default)]
 pub(super) struct Pending {
-    pub encoder: Option<wgpu::CommandEncoder>,
-    pub products: usize,
+    /// Declared before `encoder`: a pass must end before its encoder is finished.
+    pass: Option<wgpu::ComputePass<'static>>,
+    encoder: Option<wgpu::CommandEncoder>,
+    products: usize,
+}
+
+impl Pending {
+    /// The pass the next product is recorded into, begun (with its encoder) if none is open.
+    fn pass(&mut self, gpu: &super::gpu::Gpu) -> &mut wgpu::ComputePass<'static> {
+        let encoder = &mut self.encoder;
+        self.pass.get_or_insert_with(|| {
+            encoder
+                .get_or_insert_with(|| gpu.encoder("products"))
+                .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                    label: Some("queued products"),
+                    timestamp_writes: None,
+                })
+                // The pass locks the encoder until it is dropped (in `take`).
+                .forget_lifetime()
+        })
+    }
+
+    /// Ends the pass and hands over the encoder, if any products were recorded.
+    fn take(&mut self) -> Option<wgpu::CommandEncoder> {
+        self.pass = None;
+        self.products = 0;
+        self.encoder.take()
+    }
 }
 
 fn element_bytes(p: Precision) -> u64 {
@@ -193,11 +233,12 @@ impl WgpuBackend {
         })
     }
 
-    /// A buffer of one u32 row counter per block.
+    /// The counters of `blocks` row blocks (see `GpuMatrix::_counters`), zero-filled by wgpu.
+    /// `COPY_SRC` only so the tests can read them back.
     fn counters(&self, blocks: usize) -> Result<wgpu::Buffer> {
         self.gpu.create_buffer(
-            buffer_size(4 * blocks as u64),
-            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+            buffer_size(4 * COUNTER_WORDS_PER_BLOCK * blocks as u64),
+            wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             "row counters",
         )
     }
@@ -286,7 +327,7 @@ impl WgpuBackend {
             rows: m.rows(),
             cols: m.cols(),
             blocks,
-            counters: Some(counters),
+            _counters: Some(counters),
         })
     }
 
@@ -321,7 +362,7 @@ impl WgpuBackend {
             rows: m.rows(),
             cols: m.cols(),
             blocks,
-            counters: Some(counters),
+            _counters: Some(counters),
         })
     }
 
@@ -370,7 +411,7 @@ impl WgpuBackend {
             rows,
             cols,
             blocks,
-            counters: None,
+            _counters: None,
         })
     }
 
@@ -542,16 +583,15 @@ impl WgpuBackend {
         }
     }
 
-    /// Records y = A·x into `encoder` as one compute pass (one dispatch per row block), after
-    /// zeroing the row counters where the kernel uses them. `timestamps` are written at the
-    /// start and end of the pass.
+    /// Records y = A·x into `pass`: one dispatch per row block. Nothing is cleared between
+    /// products (the kernels that count rows reset their counters themselves), so products can
+    /// follow each other in one pass.
     pub(super) fn record_product(
         &self,
-        encoder: &mut wgpu::CommandEncoder,
+        pass: &mut wgpu::ComputePass<'_>,
         a: &GpuMatrix,
         x: &GpuVector,
         y: &GpuVector,
-        timestamps: Option<wgpu::ComputePassTimestampWrites<'_>>,
     ) -> Result<()> {
         let kernel = Kernel::for_product(a.format, self.path);
         let (x_words, x_f32) = self.x_staging(kernel, a.cols);
@@ -574,15 +614,6 @@ impl WgpuBackend {
             .as_x
             .as_ref()
             .ok_or_else(|| backend_error("internal: x is not an f16 vector"))?;
-        if kernel.uses_row_counter() {
-            if let Some(counters) = &a.counters {
-                encoder.clear_buffer(counters, 0, None);
-            }
-        }
-        let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-            label: Some("product"),
-            timestamp_writes: timestamps,
-        });
         pass.set_pipeline(&pipeline);
         pass.set_bind_group(1, x_group, &[]);
         pass.set_bind_group(2, &y.as_y, &[]);
@@ -594,17 +625,15 @@ impl WgpuBackend {
         Ok(())
     }
 
-    /// Queues y = A·x; submits (without waiting) once `MAX_PENDING_PRODUCTS` are queued.
+    /// Queues y = A·x in the pending pass; submits (without waiting) once
+    /// `MAX_PENDING_PRODUCTS` are queued.
     pub(super) fn spmv_impl(&self, a: &GpuMatrix, x: &GpuVector, y: &GpuVector) -> Result<()> {
         self.gpu.check()?;
         if a.rows == 0 {
             return Ok(());
         }
         let mut pending = lock(&self.pending);
-        let encoder = pending
-            .encoder
-            .get_or_insert_with(|| self.gpu.encoder("products"));
-        self.record_product(encoder, a, x, y, None)?;
+        self.record_product(pending.pass(&self.gpu), a, x, y)?;
         pending.products += 1;
         if pending.products >= MAX_PENDING_PRODUCTS {
             self.flush(&mut pending)?;
@@ -614,8 +643,7 @@ impl WgpuBackend {
 
     /// Submits the pending products, if any, without waiting.
     pub(super) fn flush(&self, pending: &mut Pending) -> Result<()> {
-        pending.products = 0;
-        match pending.encoder.take() {
+        match pending.take() {
             Some(encoder) => self.gpu.submit(encoder, "queued products"),
             None => Ok(()),
         }
@@ -666,5 +694,48 @@ mod tests {
         assert_eq!(plan_dense_blocks(0, 0, 64).unwrap(), 1);
         assert_eq!(plan_dense_blocks(10, 32, 64).unwrap(), 2);
         assert!(plan_dense_blocks(10, 128, 64).is_err());
+    }
+
+    /// The MACKO subgroup kernel's counters are back at zero after every product (nothing
+    /// else clears them): after hundreds of queued products over several submissions, on a
+    /// matrix split into row blocks, every word of the counter buffer reads zero.
+    #[test]
+    fn row_counters_are_zero_after_queued_products() {
+        use crate::backend::BackendKind;
+        use crate::device::DeviceOptions;
+        let opts = DeviceOptions {
+            max_binding_bytes: Some(16 << 10),
+            ..DeviceOptions::for_backend(BackendKind::Wgpu)
+        };
+        let b = match WgpuBackend::open(&opts) {
+            Ok(b) => b,
+            Err(e) => {
+                println!("skipping: {e}");
+                return;
+            }
+        };
+        let dense = crate::synthetic::pruned_matrix(300, 200, 0.5, 3).unwrap();
+        let m = MackoMatrix::from_dense(&dense).unwrap();
+        if b.path != super::super::pipelines::KernelPath::Subgroup {
+            println!(
+                "skipping: {} (the counters are the subgroup kernel's)",
+                b.path_reason
+            );
+            return;
+        }
+        let a = b.upload_matrix_impl(MatrixRef::Macko(&m)).unwrap();
+        assert!(a.blocks.len() > 1, "{} blocks", a.blocks.len());
+        let x = b
+            .upload_vector_impl(&crate::synthetic::activations(200, 3))
+            .unwrap();
+        let y = b.alloc_vector_impl(300, Precision::F16).unwrap();
+        for _ in 0..2 * MAX_PENDING_PRODUCTS + 7 {
+            b.spmv_impl(&a, &x, &y).unwrap();
+        }
+        b.synchronize_impl().unwrap();
+        let counters = a._counters.as_ref().unwrap();
+        let words = COUNTER_WORDS_PER_BLOCK as usize * a.blocks.len();
+        let bytes = b.gpu.read(counters, 4 * words as u64, "counters").unwrap();
+        assert!(bytes.iter().all(|&v| v == 0), "{bytes:?}");
     }
 }

@@ -113,8 +113,13 @@ impl WgpuBackend {
             }
             return Ok(times);
         }
+        // One pass per timed product: timestamps are written at a pass's start and end only.
         self.timed_passes(iters, |encoder, i, writes| {
-            self.record_product(encoder, matrix(warmup + i), x, y, Some(writes))
+            let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: Some("timed product"),
+                timestamp_writes: Some(writes),
+            });
+            self.record_product(&mut pass, matrix(warmup + i), x, y)
         })
     }
 
