@@ -6,11 +6,14 @@
 //!   `macko bench` reports; no host in it);
 //! - `queued`: the wall time of N products queued with `Device::spmv` and one `synchronize`,
 //!   divided by N — what a decode loop that never waits pays per product;
+//! - `host`: the part of `queued` spent inside the N `Device::spmv` calls, before the
+//!   `synchronize` (recording, and the submissions made along the way) — the host's share;
 //! - `synced`: the wall time of one product followed by `synchronize`, median of N — a loop
 //!   that waits for every result.
 //!
-//! `queued − device` is the host's launch path per product when it is longer than the kernel
-//! (the GPU then idles between products); 0 means the host keeps ahead of the GPU.
+//! `queued − device` is what a product costs beyond its kernel. Where `host` is well below
+//! `queued`, the host keeps ahead and that cost is spent on the device (barriers and gaps
+//! between dispatches); where `host` ≈ `queued`, the host's launch path is the limit.
 //!
 //! ```sh
 //! cargo run --release --example queued_overhead                 # 3 shapes at d = 0.5
@@ -57,8 +60,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
     let (density, n) = args()?;
     println!("MACKO products at density {density}, {n} per figure (µs per product)\n");
     println!(
-        "{:<8} {:<13} {:>9} {:>9} {:>9} {:>15}  device",
-        "backend", "shape", "device", "queued", "synced", "queued − device"
+        "{:<8} {:<13} {:>9} {:>9} {:>9} {:>9} {:>15}  device",
+        "backend", "shape", "device", "queued", "host", "synced", "queued − device"
     );
     for status in Device::available() {
         let Ok(info) = status.device else {
@@ -80,6 +83,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             for _ in 0..n {
                 dev.spmv(&a, &x, &mut y)?;
             }
+            let host = t.elapsed().as_secs_f64() / n as f64;
             dev.synchronize()?;
             let queued = t.elapsed().as_secs_f64() / n as f64;
             let mut synced = Vec::with_capacity(n);
@@ -91,11 +95,12 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             }
             let synced = median(synced);
             println!(
-                "{:<8} {:<13} {:>9.2} {:>9.2} {:>9.2} {:>15.2}  {}",
+                "{:<8} {:<13} {:>9.2} {:>9.2} {:>9.2} {:>9.2} {:>15.2}  {}",
                 status.backend.name(),
                 format!("{rows}×{cols}"),
                 device * 1e6,
                 queued * 1e6,
+                host * 1e6,
                 synced * 1e6,
                 (queued - device).max(0.0) * 1e6,
                 info.name
