@@ -201,6 +201,57 @@ fn edge_long_rows_span_many_batches() {
     check_formats(&dev, "2×40000", &dense, &random_x(40_000, 8));
 }
 
+#[test]
+fn edge_rows_of_many_lengths_in_one_range_of_entries() {
+    // Matrices the flat kernel takes (every row of at least 9 entries; run with
+    // MACKO_CUDA_FLAT=on, and MACKO_CUDA_FLAT_SNAP=0 to cut rows inside): many short rows per
+    // range, rows longer than a range, and rows of mixed lengths, both output precisions.
+    let Some(dev) = cuda("rows of many lengths") else {
+        return;
+    };
+    for (rows, cols, d, seed) in [
+        (3000, 300, 0.12, 21),
+        (700, 4096, 0.05, 22),
+        (40, 20_000, 0.5, 23),
+        (1500, 2500, 0.9, 24),
+    ] {
+        let dense = random_dense(rows, cols, d, seed);
+        check_formats(
+            &dev,
+            &format!("{rows}×{cols} d={d}"),
+            &dense,
+            &random_x(cols, seed),
+        );
+    }
+    // Row lengths from 9 entries to several thousand, interleaved.
+    let (rows, cols) = (600, 3000);
+    let mut values = vec![f16::ZERO; rows * cols];
+    for r in 0..rows {
+        let kept = [9, 10, 17, 250, 2999, 40][r % 6];
+        for k in 0..kept {
+            let c = (k * cols / kept + r) % cols;
+            values[r * cols + c] = f16::from_f32(((r * 7 + k) % 13) as f32 / 8.0 - 0.75);
+        }
+    }
+    let dense = DenseMatrix::new(rows, cols, values).expect("dense");
+    check_formats(&dev, "mixed row lengths", &dense, &random_x(cols, 25));
+    // NaN and ±∞ in x under columns every row leaves zero: the padding of long gaps.
+    let dense = random_dense(400, 5000, 0.2, 26);
+    let macko = MackoMatrix::from_dense(&dense).expect("encode");
+    let mut x = random_x(5000, 27);
+    for (c, xc) in x.iter_mut().enumerate() {
+        if (0..dense.rows()).all(|r| dense.row(r)[c].to_bits() & 0x7fff == 0) {
+            *xc = [f16::NAN, f16::INFINITY][c % 2];
+        }
+    }
+    let r = reference::spmv_macko(&macko, &x).expect("reference");
+    let a = dev.upload(&macko).expect("upload");
+    let x_dev = dev.upload_vector(&x).expect("upload");
+    for precision in [Precision::F16, Precision::F32] {
+        check(&dev, "400×5000, NaN/∞ x", &a, &x_dev, &r, precision);
+    }
+}
+
 /// A valid but non-canonical MACKO matrix: zero-valued entries with any code (not only 15),
 /// −0.0 values, rows that end with zeros, empty rows, and N a multiple of 8 or not.
 fn non_canonical(seed: u64, rows: usize) -> MackoMatrix {

@@ -15,7 +15,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 
 use super::cuda_error;
-use super::memory::{CsrDev, DenseDev, DeviceArray, MackoDev, VectorData};
+use super::memory::{CsrDev, DenseDev, DeviceArray, FlatDev, MackoDev, VectorData};
 use super::nvrtc::{self, KernelSource};
 use super::probe::{internal, DeviceProps};
 use crate::backend::{BackendKind, Precision};
@@ -165,6 +165,36 @@ fn pipe_from_env() -> Result<Option<bool>> {
     })
 }
 
+/// Environment variable that forces the flat MACKO kernel (one range of entries per warp, see
+/// `flat.rs`): `on` (wherever it can run: x staged in 512-thread blocks, rows of at least 9
+/// entries), `off`, or `auto` (see [`Kernels::macko_plan`]).
+pub const ENV_FLAT: &str = "MACKO_CUDA_FLAT";
+
+/// The flat kernel `MACKO_CUDA_FLAT` asks for: `None` for auto.
+fn flat_from_env() -> Result<Option<bool>> {
+    env_knob(ENV_FLAT, "on or off", |v| match v {
+        "on" | "1" => Some(true),
+        "off" | "0" => Some(false),
+        _ => None,
+    })
+}
+
+/// Environment variable: how far from the even cut (a fraction of the mean range) a flat range
+/// may start at a row's start instead of inside a row (default [`FLAT_SNAP`]).
+pub const ENV_FLAT_SNAP: &str = "MACKO_CUDA_FLAT_SNAP";
+
+/// Default of [`ENV_FLAT_SNAP`]: ranges stay within ±1/16 of equal, and rows shorter than an
+/// eighth of a range are never cut (no combine launch for them).
+pub(crate) const FLAT_SNAP: f64 = 0.0625;
+
+/// The snap `MACKO_CUDA_FLAT_SNAP` asks for, else [`FLAT_SNAP`].
+fn flat_snap_from_env() -> Result<f64> {
+    Ok(env_knob(ENV_FLAT_SNAP, "a fraction in [0, 0.5]", |v| {
+        v.parse::<f64>().ok().filter(|f| (0.0..=0.5).contains(f))
+    })?
+    .unwrap_or(FLAT_SNAP))
+}
+
 /// Mean entries per work item from which a warp's two-chunk batches are pipelined (measured on
 /// an H200, kernels/NOTES.md: +2 to +4.5 points of the ceiling for items of 2 458 to 8 601
 /// entries with several items per warp; −2 to −4 points for items of 1 229 to 2 048 entries or a
@@ -287,6 +317,8 @@ pub(crate) struct Plan {
     pub split_entries: Option<u32>,
     /// MACKO only: two-chunk warp batches software-pipelined.
     pub pipelined: bool,
+    /// MACKO only: the flat kernel (one range of entries per warp), when the matrix allows it.
+    pub flat: bool,
 }
 
 impl Plan {
@@ -340,6 +372,10 @@ pub(crate) struct Kernels {
     macko_xu_big: ByOutput,
     /// The second launch of a split matrix's product: partial sums into y.
     macko_combine: ByOutput,
+    /// The flat kernel, x staged padded or plain, and the second launch for the rows it cuts.
+    macko_flat_xs: ByOutput,
+    macko_flat_xu: ByOutput,
+    macko_combine_rows: ByOutput,
     csr_xs: ByOutput,
     csr_xg: ByOutput,
     dense_aligned: ByOutput,
@@ -363,6 +399,10 @@ pub(crate) struct Kernels {
     split: Option<SplitPolicy>,
     /// `MACKO_CUDA_PIPE`: `None` chooses per matrix.
     pipe: Option<bool>,
+    /// `MACKO_CUDA_FLAT`: `None` chooses per matrix.
+    flat: Option<bool>,
+    /// `MACKO_CUDA_FLAT_SNAP`.
+    flat_snap: f64,
 }
 
 /// Loads one kernel file's CUBIN (compiled once per process) and returns its functions in the
@@ -434,15 +474,18 @@ impl Kernels {
         let defines = nvrtc::env_defines()?;
         let macko = load_file(ctx, &nvrtc::MACKO, &arch, &defines)?;
         // Entries in the order of nvrtc::MACKO: xs, xg, xu, xs_big, xu_big (f16 then f32).
-        let Ok([xs16, xs32, xg16, xg32, xu16, xu32, xsb16, xsb32, xub16, xub32, c16, c32]) =
-            <[CudaFunction; 12]>::try_from(macko)
+        let Ok(
+            [xs16, xs32, xg16, xg32, xu16, xu32, xsb16, xsb32, xub16, xub32, c16, c32, fs16, fs32, fu16, fu32, cr16, cr32],
+        ) = <[CudaFunction; 18]>::try_from(macko)
         else {
-            return Err(internal("kernels/macko.cu should have 12 entries"));
+            return Err(internal("kernels/macko.cu should have 18 entries"));
         };
         let pair = |f16, f32| ByOutput { f16, f32 };
         let (macko_xs, macko_xg, macko_xu) = (pair(xs16, xs32), pair(xg16, xg32), pair(xu16, xu32));
         let (macko_xs_big, macko_xu_big) = (pair(xsb16, xsb32), pair(xub16, xub32));
         let macko_combine = pair(c16, c32);
+        let (macko_flat_xs, macko_flat_xu) = (pair(fs16, fs32), pair(fu16, fu32));
+        let macko_combine_rows = pair(cr16, cr32);
         let (csr_xs, csr_xg) = two_pairs(
             load_file(ctx, &nvrtc::CSR, &arch, &defines)?,
             nvrtc::CSR.file,
@@ -460,6 +503,14 @@ impl Kernels {
             .min(allow_large_smem(&macko_xu, props.smem_per_block_optin)?)
             .min(allow_large_smem(&macko_xs_big, props.smem_per_block_optin)?)
             .min(allow_large_smem(&macko_xu_big, props.smem_per_block_optin)?)
+            .min(allow_large_smem(
+                &macko_flat_xs,
+                props.smem_per_block_optin,
+            )?)
+            .min(allow_large_smem(
+                &macko_flat_xu,
+                props.smem_per_block_optin,
+            )?)
             .min(allow_large_smem(&csr_xs, props.smem_per_block_optin)?);
         Ok(Self {
             macko_xs,
@@ -468,6 +519,9 @@ impl Kernels {
             macko_xs_big,
             macko_xu_big,
             macko_combine,
+            macko_flat_xs,
+            macko_flat_xu,
+            macko_combine_rows,
             csr_xs,
             csr_xg,
             dense_aligned,
@@ -484,6 +538,8 @@ impl Kernels {
             block: block_from_env()?,
             split: split_from_env()?,
             pipe: pipe_from_env()?,
+            flat: flat_from_env()?,
+            flat_snap: flat_snap_from_env()?,
         })
     }
 
@@ -520,6 +576,7 @@ impl Kernels {
                     block: BLOCK,
                     split_entries: None,
                     pipelined: false,
+                    flat: false,
                 });
             }
         }
@@ -543,6 +600,7 @@ impl Kernels {
             block: BLOCK,
             split_entries: None,
             pipelined: false,
+            flat: false,
         })
     }
 
@@ -594,7 +652,44 @@ impl Kernels {
             && self
                 .pipe
                 .unwrap_or(item_entries >= PIPE_MIN_ENTRIES && items > warps);
+        // The flat kernel runs 512-thread blocks with x staged (the upload checks the rows): by
+        // default where whole rows would spread unevenly enough to be split. Measured on an H200
+        // (kernels/NOTES.md, step 4): 5120×13824 gained 4–9 points of the ceiling at d = 0.3–1
+        // over split rows, while matrices of short or evenly spread rows lost 1–25.
+        plan.flat = plan.x_in_smem()
+            && plan.block == BLOCK
+            && rows > 0
+            && self.flat.unwrap_or(split.is_some());
         Ok(plan)
+    }
+
+    /// Turns a MACKO plan into the flat kernel's (same x layout, 512-thread blocks) and returns
+    /// the number of ranges to cut: one per resident warp, at most one per chunk (256 entries).
+    pub fn flat_plan(&self, plan: &mut Plan, entries: u64) -> Result<usize> {
+        let f = if plan.padded_x {
+            &self.macko_flat_xs.f32
+        } else {
+            &self.macko_flat_xu.f32
+        };
+        let blocks = self
+            .grid(f, BLOCK, plan.smem_bytes, u32::MAX)?
+            .ok_or_else(|| internal("the flat MACKO kernel cannot be resident"))?;
+        let warps = u64::from(blocks) * u64::from(BLOCK / 32);
+        let ranges = warps.min((entries / 256).max(1));
+        plan.block = BLOCK;
+        plan.grid = u32::try_from(ranges.div_ceil(u64::from(BLOCK / 32)))
+            .map_err(|_| internal("flat grid"))?;
+        plan.split_entries = None;
+        plan.half_warp = false;
+        plan.pipelined = true;
+        plan.short_chunks = true;
+        plan.flat = true;
+        usize::try_from(ranges).map_err(|_| internal("flat ranges"))
+    }
+
+    /// `MACKO_CUDA_FLAT_SNAP` (or its default).
+    pub fn flat_snap(&self) -> f64 {
+        self.flat_snap
     }
 
     /// Picks the block of a MACKO plan with x staged: 1024 threads (one block per SM, one copy
@@ -684,6 +779,7 @@ impl Kernels {
             block: BLOCK,
             split_entries: None,
             pipelined: false,
+            flat: false,
         })
     }
 
@@ -697,6 +793,24 @@ impl Kernels {
     ) -> Result<()> {
         if m.rows == 0 {
             return Ok(());
+        }
+        if let Some(fl) = &m.flat {
+            let f = if m.plan.padded_x {
+                &self.macko_flat_xs
+            } else {
+                &self.macko_flat_xu
+            };
+            let (cr, c) = (&self.macko_combine_rows, self.sms);
+            return match y {
+                VectorData::F16(y) => {
+                    flat_into(stream, f.pick(Precision::F16), m, fl, x, y.buf_mut())?;
+                    combine_rows_into(stream, cr.pick(Precision::F16), c, fl, y.buf_mut())
+                }
+                VectorData::F32(y) => {
+                    flat_into(stream, f.pick(Precision::F32), m, fl, x, y.buf_mut())?;
+                    combine_rows_into(stream, cr.pick(Precision::F32), c, fl, y.buf_mut())
+                }
+            };
         }
         let pair = self.macko_kernel(&m.plan);
         let (p, c) = (&self.macko_combine, self.sms);
@@ -844,6 +958,67 @@ fn macko_into<T: DeviceRepr>(
     unsafe { args.launch(m.plan.config()) }
         .map(|_| ())
         .map_err(|e| cuda_error("launching the MACKO kernel", e))
+}
+
+/// Queues the flat kernel's product (see `flat.rs`).
+fn flat_into<T: DeviceRepr>(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    m: &MackoDev,
+    fl: &FlatDev,
+    x: &DeviceArray<u16>,
+    y: &mut CudaSlice<T>,
+) -> Result<()> {
+    let mut args = stream.launch_builder(f);
+    args.arg(m.row_ptr.buf())
+        .arg(m.values.buf())
+        .arg(m.codes.buf())
+        .arg(x.buf())
+        .arg(y)
+        .arg(&m.rows)
+        .arg(&m.cols)
+        .arg(fl.desc.buf())
+        .arg(fl.partials.buf())
+        .arg(&fl.ranges);
+    // SAFETY: the arguments match `macko_flat_*` in kernels/macko.cu in order and type (the
+    // matrix arrays as for `macko_spmv_*`, y of rows elements of the kernel's output type, rows
+    // and cols as u32, then ranges + 1 16-byte range descriptors, 2 · ranges f32 partials and
+    // ranges as u32); every buffer lives on this stream and outlives the launch in stream order;
+    // the descriptors come from `flat_ranges` (entries inside the matrix, every row of at least 9
+    // entries, checked there), and the kernel reads only inside the arrays of a valid matrix.
+    unsafe { args.launch(m.plan.config()) }
+        .map(|_| ())
+        .map_err(|e| cuda_error("launching the flat MACKO kernel", e))
+}
+
+/// Queues the second launch of a flat product when some row is cut by a range (nothing
+/// otherwise): the cut rows' partial sums into y, one thread per cut row.
+fn combine_rows_into<T: DeviceRepr>(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    sms: u32,
+    fl: &FlatDev,
+    y: &mut CudaSlice<T>,
+) -> Result<()> {
+    if fl.cut_rows == 0 {
+        return Ok(());
+    }
+    let cfg = LaunchConfig {
+        grid_dim: (fl.cut_rows.div_ceil(BLOCK).clamp(1, sms.max(1) * 4), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut args = stream.launch_builder(f);
+    args.arg(fl.cut.buf())
+        .arg(fl.partials.buf())
+        .arg(y)
+        .arg(&fl.cut_rows);
+    // SAFETY: matches `macko_combine_rows_*(const uint4* cut, const float* partials, OUT* y,
+    // unsigned count)`: `cut` holds cut_rows entries of (row < rows, first <= end <= 2 · ranges),
+    // partials 2 · ranges floats, y rows elements; all on this stream, after the product.
+    unsafe { args.launch(cfg) }
+        .map(|_| ())
+        .map_err(|e| cuda_error("launching the MACKO combine-rows kernel", e))
 }
 
 /// Queues the second launch of a split matrix's product (nothing for an unsplit one): y from the

@@ -110,6 +110,23 @@ pub(crate) struct MackoDev {
     pub plan: Plan,
     /// The rows cut into segments, when the plan splits them.
     pub split: Option<SplitDev>,
+    /// The entries cut into one range per warp, when the plan runs the flat kernel.
+    pub flat: Option<Box<FlatDev>>,
+}
+
+/// The ranges of a MACKO matrix run by the flat kernel (src/backend/cuda/flat.rs), as the kernels
+/// read them.
+pub(crate) struct FlatDev {
+    /// `ranges + 1` descriptors of 4 u32 (see `FlatTable::desc`).
+    pub desc: DeviceArray<u32>,
+    /// 4 u32 per row cut by a range boundary (see `FlatTable::cut`); one unused entry when none.
+    pub cut: DeviceArray<u32>,
+    /// Two f32 partial sums per range.
+    pub partials: DeviceArray<f32>,
+    /// Number of ranges (warps with work).
+    pub ranges: u32,
+    /// Number of cut rows: the combine launch runs only when there are any.
+    pub cut_rows: u32,
 }
 
 /// The work items of a MACKO matrix whose rows are cut into segments (src/backend/cuda/split.rs),

@@ -14,6 +14,7 @@
 //! Everything is queued on one stream, in order: products return once queued, and
 //! `synchronize`/`download` wait.
 
+mod flat;
 mod launch;
 mod memory;
 pub mod nvrtc;
@@ -29,7 +30,8 @@ use half::f16;
 
 use self::launch::{Kernels, XPolicy};
 use self::memory::{
-    dim, CsrDev, CudaMatrix, CudaVector, DenseDev, DeviceArray, MackoDev, SplitDev, VectorData,
+    dim, CsrDev, CudaMatrix, CudaVector, DenseDev, DeviceArray, FlatDev, MackoDev, SplitDev,
+    VectorData,
 };
 use self::probe::{human_bytes, Gpu};
 use self::vendor::Vendor;
@@ -89,9 +91,15 @@ impl CudaBackend {
         let values: &[u16] = bytemuck::cast_slice(m.values());
         let entries = m.row_ptr().last().map_or(0, |&n| u64::from(n));
         let mut plan = self.kernels.macko_plan(rows, cols, entries)?;
+        let flat = if plan.flat && flat::rows_long_enough(m.row_ptr()) {
+            self.upload_flat(m, &mut plan)?
+        } else {
+            plan.flat = false;
+            None
+        };
         let split = match plan.split_entries {
-            Some(seg) => self.upload_split(m, seg, &mut plan)?,
-            None => None,
+            Some(seg) if flat.is_none() => self.upload_split(m, seg, &mut plan)?,
+            _ => None,
         };
         Ok(CudaMatrix::Macko(MackoDev {
             rows,
@@ -101,7 +109,36 @@ impl CudaBackend {
             codes: DeviceArray::upload(self.stream(), m.codes(), "MACKO codes")?,
             plan,
             split,
+            flat,
         }))
+    }
+
+    /// Cuts the entries of `m` into one range per resident warp of the flat kernel and uploads
+    /// the kernels' table of them (the plan becomes the flat kernel's).
+    fn upload_flat(
+        &self,
+        m: &macko_format::MackoMatrix,
+        plan: &mut launch::Plan,
+    ) -> Result<Option<Box<FlatDev>>> {
+        let entries = u64::from(m.row_ptr().last().copied().unwrap_or(0));
+        let ranges = self.kernels.flat_plan(plan, entries)?;
+        let table = flat::flat_ranges(m.row_ptr(), m.codes(), ranges, self.kernels.flat_snap())?;
+        let ranges = u32::try_from(table.ranges()).map_err(|_| probe::internal("flat ranges"))?;
+        let cut_rows =
+            u32::try_from(table.cut_rows()).map_err(|_| probe::internal("flat cut rows"))?;
+        // A buffer of no elements cannot be allocated: one unused entry stands in.
+        let cut = if table.cut.is_empty() {
+            vec![0u32; 4]
+        } else {
+            table.cut
+        };
+        Ok(Some(Box::new(FlatDev {
+            desc: DeviceArray::upload(self.stream(), &table.desc, "MACKO flat ranges")?,
+            cut: DeviceArray::upload(self.stream(), &cut, "MACKO flat cut rows")?,
+            partials: DeviceArray::zeros(self.stream(), 2 * ranges as usize, "MACKO partial sums")?,
+            ranges,
+            cut_rows,
+        })))
     }
 
     /// Cuts the rows of `m` into segments of `seg` entries and uploads the kernels' table of

@@ -56,6 +56,12 @@ pub const MACKO: KernelSource = KernelSource {
         "macko_spmv_xu_f32_big",
         "macko_combine_f16",
         "macko_combine_f32",
+        "macko_flat_xs_f16",
+        "macko_flat_xs_f32",
+        "macko_flat_xu_f16",
+        "macko_flat_xu_f32",
+        "macko_combine_rows_f16",
+        "macko_combine_rows_f32",
     ],
 };
 

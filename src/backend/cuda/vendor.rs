@@ -150,6 +150,7 @@ impl Vendor {
                 block: 0,
                 split_entries: None,
                 pipelined: false,
+                flat: false,
             },
         }))
     }
