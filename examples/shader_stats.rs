@@ -20,7 +20,8 @@
 //!
 //! A setting is `KERNEL[:NAME=VALUE,...]`; KERNEL is a file stem of shaders/ (`macko_sg`,
 //! `dense_sg`, ...). `--checks` is `wgpu` (the default: what `create_shader_module` gives),
-//! `trusted` (loops not bounded, divisions unchecked, indices still clamped) or `both`.
+//! `trusted` (loops not bounded, divisions unchecked, indices still clamped: what the backend
+//! builds the MACKO subgroup kernel with unless `MACKO_WGPU_LOOP_BOUNDS=1`) or `both`.
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;
@@ -77,7 +78,8 @@ impl Setting {
 
 /// The settings compared when none are given: the MACKO subgroup kernel as the backend builds it
 /// (f16 x of 12288 columns in 6144 words, f32 x of 4096 columns, x from memory) in its workgroup
-/// sizes and step depths, with and without the finite-x fast path, and the other subgroup kernels.
+/// sizes and step depths, with and without the finite-x fast path, its register-trimming
+/// variants, and the other subgroup kernels.
 fn default_settings() -> Vec<String> {
     let mut v = Vec::new();
     for wg in [256, 512, 1024] {
@@ -96,6 +98,26 @@ fn default_settings() -> Vec<String> {
             "macko_sg:Y_F16=0,X_SHARED=1,X_WORDS=6144,X_F32=0,WORKGROUP={wg},DEPTH=2,FAST_FINITE=1"
         ));
     }
+    // The register-trimming variants (shaders/NOTES.md, "Session 3"; knobs MACKO_WGPU_LATE_DECODE,
+    // MACKO_WGPU_ROW_AHEAD, MACKO_WGPU_LANE_BUILTINS), each alone and all together, on the
+    // default configuration (f16 x staged, 1 set per step, finite-x fast path), and late decode
+    // with x from memory and with 2 sets per step.
+    for wg in [256, 512] {
+        let base = format!(
+            "macko_sg:Y_F16=0,X_SHARED=1,X_WORDS=6144,X_F32=0,WORKGROUP={wg},FAST_FINITE=1"
+        );
+        for variant in [
+            "DEPTH=1,LATE_DECODE=1",
+            "DEPTH=1,ROW_AHEAD=1",
+            "DEPTH=1,LANE_BUILTINS=1",
+            "DEPTH=1,LATE_DECODE=1,ROW_AHEAD=1",
+            "DEPTH=1,LATE_DECODE=1,ROW_AHEAD=1,LANE_BUILTINS=1",
+            "DEPTH=2,LATE_DECODE=1",
+        ] {
+            v.push(format!("{base},{variant}"));
+        }
+    }
+    v.push("macko_sg:Y_F16=0,X_SHARED=0,WORKGROUP=256,DEPTH=1,FAST_FINITE=1,LATE_DECODE=1".into());
     v.push("macko_wg:Y_F16=0,X_SHARED=0".into());
     v.push("dense_sg:Y_F16=0".into());
     v.push("csr_sg:Y_F16=0".into());

@@ -33,6 +33,28 @@ override WORKGROUP: u32 = 128u;
 // Sets of 4 groups a lane loads per step (1 or 2): 80 or 160 bytes in flight per lane.
 override DEPTH: u32 = 1u;
 
+// Variants that trim the state live across the row loop (issue 7; NOTES.md, "Session 3"), each
+// off by default and selected by its own environment knob (src/backend/wgpu/mod.rs):
+// - LATE_DECODE: a step's groups stay raw code words from load to use; only each group's total
+//   column step is computed before the scan (8 + the sum of its nibbles), and a group is decoded
+//   right before its products. Holds 1 word per group across the scans instead of 2 (the
+//   decoded halves). In steps touching the row's first group, the codes of entries before the
+//   row are zeroed (one column each, CUDA's trick) and the group's start moved back by their
+//   count; the codes after the row's end are left alone: they move only columns of entries whose
+//   values are masked and the totals of groups after the row, which nothing reads.
+// - ROW_AHEAD: rows in flight per subgroup. 2 (default): the next row's bounds load and the row
+//   after it is claimed while a row is computed (4 words live across the row). 1: the next row
+//   is claimed when a row starts and its bounds are loaded when it starts (1 word live; the
+//   bounds' round trip is exposed once per row).
+// - LANE_BUILTINS: where the subgroup is full and its invocation ids are 0..size (checked at
+//   entry, subgroup-uniformly), the row loop uses subgroup_invocation_id and subgroup_size
+//   instead of the counted lane and lane count, so a driver whose subgroup size is fixed (NVIDIA:
+//   32) folds `lanes` into constants (load offsets, the step stride, the division by lanes);
+//   other subgroups take the counted path (with the zero select kept).
+override LATE_DECODE: bool = false;
+override ROW_AHEAD: u32 = 2u;
+override LANE_BUILTINS: bool = false;
+
 // The next row for this subgroup: its first lane takes it from the counter, and it is
 // broadcast from the first active lane, which is that lane (all lanes are active here).
 fn next_row(lane: u32) -> u32 {
@@ -57,13 +79,16 @@ fn row_bounds(row: u32) -> vec2<u32> {
 fn load_masked(g: u32, gend: u32, s: u32, e: u32) -> Group {
     let gi = min(g, gend - 1u);
     let d = decode_group(codes[gi], group_lo(g, s), group_hi(g, e));
-    // Component k holds entries 2k (low half) and 2k + 1 (high half): bits 2k, 2k + 1 of kept
-    // go to bits 0 and 16 (the multiplication by 0x8001 cannot carry: the two copies of the 8
-    // bits lie in bits 0..7 and 15..22), then each to a whole half.
-    let k = d.kept;
+    return Group(values[gi] & kept_mask(d.kept), d);
+}
+
+// The mask of a vec4<u32> of values that keeps the entries whose bits are set in `k` (entry j:
+// bit j). Component c holds entries 2c (low half) and 2c + 1 (high half): bits 2c, 2c + 1 of k
+// go to bits 0 and 16 (the multiplication by 0x8001 cannot carry: the two copies of the 8 bits
+// lie in bits 0..7 and 15..22), then each to a whole half.
+fn kept_mask(k: u32) -> vec4<u32> {
     let bits = vec4<u32>(k, k >> 2u, k >> 4u, k >> 6u);
-    let mask = ((bits * 0x8001u) & vec4<u32>(0x00010001u)) * 0xffffu;
-    return Group(values[gi] & mask, d);
+    return ((bits * 0x8001u) & vec4<u32>(0x00010001u)) * 0xffffu;
 }
 
 // The 4 groups of a step that touches the row's first or last group; `live` groups (1..4) lie
@@ -151,6 +176,8 @@ fn row_dot(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
     if e > s {
         let gend = (e + 7u) / 8u;
         var column = 0u; // the row's column count before the current step
+        // Ends: g0 grows by at least 4 (lanes >= 1) towards gend <= 2^29 (P <= 2^32 entries),
+        // so it never wraps.
         for (var g0 = s / 8u; g0 < gend; g0 += 4u * DEPTH * lanes) {
             var f: Four;
             var h: Four;
@@ -190,26 +217,230 @@ fn row_dot(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
     return subgroupAdd(acc.x + acc.y);
 }
 
+// ---- LATE_DECODE: groups kept as raw code words until their products ----------------------
+
+// A step's 4 groups as loaded: values and raw code words.
+struct Raw {
+    v0: vec4<u32>,
+    v1: vec4<u32>,
+    v2: vec4<u32>,
+    v3: vec4<u32>,
+    c0: u32,
+    c1: u32,
+    c2: u32,
+    c3: u32,
+}
+
+// One group of a step that touches the row's first or last group.
+struct RawGroup {
+    vals: vec4<u32>,
+    code: u32,
+}
+
+// Nibbles below nibble n (n in 0..=8) set.
+fn nibbles_below(n: u32) -> u32 {
+    return select((1u << (min(n, 7u) * 4u)) - 1u, 0xffffffffu, n >= 8u);
+}
+
+// The column step of a whole group, 8 + the sum of its 8 nibbles (<= 128): the nibbles of even
+// and odd entries added bytewise (each byte <= 30, + 2), then the 4 bytes summed into the top one
+// (<= 128: no carry between bytes).
+fn code_steps(w: u32) -> u32 {
+    let b = (w & 0x0f0f0f0fu) + ((w >> 4u) & 0x0f0f0f0fu) + 0x02020202u;
+    return (b * 0x01010101u) >> 24u;
+}
+
+// The packed step totals of a step's 4 groups, as four_totals.
+fn raw_totals(r: Raw) -> vec2<u32> {
+    return vec2<u32>(
+        code_steps(r.c0) | (code_steps(r.c1) << 16u),
+        code_steps(r.c2) | (code_steps(r.c3) << 16u),
+    );
+}
+
+// The 4 groups of a step wholly inside the row.
+fn load_raw_inside(g0: u32, lane: u32, lanes: u32) -> Raw {
+    let g = g0 + lane;
+    return Raw(
+        values[g],
+        values[g + lanes],
+        values[g + 2u * lanes],
+        values[g + 3u * lanes],
+        codes[g],
+        codes[g + lanes],
+        codes[g + 2u * lanes],
+        codes[g + 3u * lanes],
+    );
+}
+
+// Group g of a step that touches the row's first or last group: values outside the row's
+// entries s..e zeroed (as load_masked), codes of the entries before s zeroed (each then steps one
+// column: the caller moves the group's start back by group_lo(g, s), nonzero only for the row's
+// first group).
+fn load_masked_raw(g: u32, gend: u32, s: u32, e: u32) -> RawGroup {
+    let gi = min(g, gend - 1u);
+    let lo = group_lo(g, s);
+    let hi = group_hi(g, e);
+    let kept = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+    return RawGroup(values[gi] & kept_mask(kept), codes[gi] & ~nibbles_below(lo));
+}
+
+// The 4 groups of a step that touches the row's first or last group; `live` (1..4) as in
+// load_four_masked (the others stay zero: no value; their totals, 8, only move groups after the
+// row).
+fn load_raw_masked(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32, live: u32) -> Raw {
+    var r: Raw;
+    let a = load_masked_raw(g0 + lane, gend, s, e);
+    r.v0 = a.vals;
+    r.c0 = a.code;
+    if live > 1u {
+        let b = load_masked_raw(g0 + lanes + lane, gend, s, e);
+        r.v1 = b.vals;
+        r.c1 = b.code;
+    }
+    if live > 2u {
+        let c = load_masked_raw(g0 + 2u * lanes + lane, gend, s, e);
+        r.v2 = c.vals;
+        r.c2 = c.code;
+    }
+    if live > 3u {
+        let d = load_masked_raw(g0 + 3u * lanes + lane, gend, s, e);
+        r.v3 = d.vals;
+        r.c3 = d.code;
+    }
+    return r;
+}
+
+// One group decoded here, from its raw code word (every entry counted: the constant lo = 0,
+// hi = 8 folds the masks away), whose first entry follows column base - 1.
+fn group_fma_raw(v: vec4<u32>, code: u32, base: u32, acc: vec2<f32>, guard: bool) -> vec2<f32> {
+    return group_fma(v, decode_group(code, 0u, 8u), base, acc, guard);
+}
+
+// four_fma for raw groups; the first group's start moved back by `lo0` (its zeroed codes).
+fn four_fma_raw(
+    r: Raw,
+    column: u32,
+    before: vec2<u32>,
+    all: vec2<u32>,
+    live: u32,
+    lo0: u32,
+    acc_in: vec2<f32>,
+    guard: bool,
+) -> vec2<f32> {
+    let t0 = all.x & 0xffffu;
+    let t1 = all.x >> 16u;
+    let t2 = all.y & 0xffffu;
+    // Wraps below 0 for the row's first group (column 0, lo0 > 0): its kept entries' columns
+    // come out right modulo 2^32, the masked ones' are clamped reads whose values are zero.
+    var acc = group_fma_raw(r.v0, r.c0, column + (before.x & 0xffffu) - lo0, acc_in, guard);
+    if live > 1u {
+        acc = group_fma_raw(r.v1, r.c1, column + t0 + (before.x >> 16u), acc, guard);
+    }
+    if live > 2u {
+        acc = group_fma_raw(r.v2, r.c2, column + t0 + t1 + (before.y & 0xffffu), acc, guard);
+    }
+    if live > 3u {
+        acc = group_fma_raw(r.v3, r.c3, column + t0 + t1 + t2 + (before.y >> 16u), acc, guard);
+    }
+    return acc;
+}
+
+// row_dot with LATE_DECODE.
+fn row_dot_late(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
+    var acc = vec2<f32>(0.0);
+    if e > s {
+        let gend = (e + 7u) / 8u;
+        var column = 0u;
+        for (var g0 = s / 8u; g0 < gend; g0 += 4u * DEPTH * lanes) {
+            var f: Raw;
+            var h: Raw;
+            var live = 4u * DEPTH;
+            // Entries of the row's first group before s (only ever in the first step's group 0).
+            var lo0 = 0u;
+            if step_inside(g0, DEPTH * lanes, s, e) {
+                f = load_raw_inside(g0, lane, lanes);
+                if DEPTH == 2u {
+                    h = load_raw_inside(g0 + 4u * lanes, lane, lanes);
+                }
+            } else {
+                live = min((gend - g0 + lanes - 1u) / lanes, 4u * DEPTH);
+                f = load_raw_masked(g0, lane, lanes, gend, s, e, min(live, 4u));
+                if DEPTH == 2u && live > 4u {
+                    h = load_raw_masked(g0 + 4u * lanes, lane, lanes, gend, s, e, live - 4u);
+                }
+                lo0 = group_lo(g0 + lane, s);
+            }
+            // Group 0's total counts only its entries from s on (lo0 <= 7 < 8 <= its steps: no
+            // borrow from the high half).
+            let first = raw_totals(f) - vec2<u32>(lo0, 0u);
+            if DEPTH == 2u {
+                let mine = vec4<u32>(first, raw_totals(h));
+                let before = subgroupExclusiveAdd(mine);
+                let all = subgroupAdd(mine);
+                acc = four_fma_raw(f, column, before.xy, all.xy, min(live, 4u), lo0, acc, guard);
+                column += step_total(all.xy);
+                if live > 4u {
+                    acc = four_fma_raw(h, column, before.zw, all.zw, live - 4u, 0u, acc, guard);
+                    column += step_total(all.zw);
+                }
+            } else {
+                let before = subgroupExclusiveAdd(first);
+                let all = subgroupAdd(first);
+                acc = four_fma_raw(f, column, before, all, live, lo0, acc, guard);
+                column += step_total(all);
+            }
+        }
+    }
+    return subgroupAdd(acc.x + acc.y);
+}
+
+// The row's sum in the chosen variant.
+fn row_sum(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
+    if LATE_DECODE {
+        return row_dot_late(s, e, lane, lanes, guard);
+    }
+    return row_dot(s, e, lane, lanes, guard);
+}
+
 // Works through rows until the counter runs past the block: `row` with its `bounds` loaded, and
 // `following` claimed. `guard` as in pair_fma.
 fn rows_loop(first: u32, first_bounds: vec2<u32>, second: u32, lane: u32, lanes: u32, guard: bool) {
     var row = first;
     var bounds = first_bounds;
     var following = second;
+    // Termination (why naga's loop bounding may be left out, MackoTuning::loop_bounds): every
+    // iteration moves `row` on to a row claimed from the counter, one atomicAdd of 1 per claim,
+    // so the claims of all subgroups are distinct values (the counter cannot wrap: a product
+    // makes at most params.rows claims below params.rows plus 2 past it per subgroup, far below
+    // 2^32). A subgroup's claims below params.rows are distinct, so it runs at most
+    // params.rows + 2 iterations before `row` is at or past params.rows, whatever the counter
+    // held when the product started.
     loop {
         if row >= params.rows {
             break;
         }
-        // Loads and claims for the rows after this one, issued before this row's loads.
-        let following_bounds = row_bounds(following);
-        let after = next_row(lane);
-        let sum = row_dot(bounds.x, bounds.y, lane, lanes, guard);
-        if lane == 0u {
-            store_y(params.row_offset + row, sum);
+        if ROW_AHEAD == 1u {
+            // One row ahead: the next row is claimed now, its bounds loaded when it starts.
+            let next = next_row(lane);
+            let sum = row_sum(bounds.x, bounds.y, lane, lanes, guard);
+            if lane == 0u {
+                store_y(params.row_offset + row, sum);
+            }
+            row = next;
+            bounds = row_bounds(next);
+        } else {
+            // Loads and claims for the rows after this one, issued before this row's loads.
+            let following_bounds = row_bounds(following);
+            let after = next_row(lane);
+            let sum = row_sum(bounds.x, bounds.y, lane, lanes, guard);
+            if lane == 0u {
+                store_y(params.row_offset + row, sum);
+            }
+            row = following;
+            bounds = following_bounds;
+            following = after;
         }
-        row = following;
-        bounds = following_bounds;
-        following = after;
     }
 }
 
@@ -217,15 +448,33 @@ fn rows_loop(first: u32, first_bounds: vec2<u32>, second: u32, lane: u32, lanes:
 fn main(
     @builtin(local_invocation_index) t: u32,
     @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(subgroup_invocation_id) sg_id: u32,
+    @builtin(subgroup_size) sg_size: u32,
 ) {
     let lane = subgroupExclusiveAdd(1u);
     let lanes = subgroupAdd(1u);
-    // The first row and its bounds, and the next row, are requested before x is staged.
+    // Whether this subgroup is full with ids 0..size (LANE_BUILTINS; subgroup-uniform).
+    let exact = LANE_BUILTINS && subgroupAll(lane == sg_id && lanes == sg_size);
+    // The first row and its bounds, and (two rows ahead) the next row, are requested before x
+    // is staged. With ROW_AHEAD = 1 the loop claims each next row itself: no claim here may go
+    // unused.
     let row = next_row(lane);
     let bounds = row_bounds(row);
-    let following = next_row(lane);
-    // Two copies of the row loop: without the zero select where the staged x is finite.
-    if stage_x(t, WORKGROUP) {
+    var following = 0u;
+    if ROW_AHEAD != 1u {
+        following = next_row(lane);
+    }
+    let finite = stage_x(t, WORKGROUP);
+    if LANE_BUILTINS {
+        // Two copies of the row loop: the fast one with the builtin ids (foldable sizes) and
+        // without the zero select; the other, counted and guarded, for anything else.
+        if finite && exact {
+            rows_loop(row, bounds, following, sg_id, sg_size, false);
+        } else {
+            rows_loop(row, bounds, following, lane, lanes, true);
+        }
+    } else if finite {
+        // Two copies of the row loop: without the zero select where the staged x is finite.
         rows_loop(row, bounds, following, lane, lanes, false);
     } else {
         rows_loop(row, bounds, following, lane, lanes, true);

@@ -81,7 +81,8 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
     };
     // The pipeline constants the backend sets: Y_F16 both ways, and for MACKO, x gathered from
     // memory or staged in 2048 words of workgroup memory (f16 pairs or f32), and for the MACKO
-    // subgroup kernel a workgroup size other than the default.
+    // subgroup kernel a workgroup size other than the default, 2 sets per step and the
+    // register-trimming variants.
     let x_modes: &[&[(&str, f64)]] = if has("WORKGROUP") {
         &[
             &[("X_SHARED", 0.0)],
@@ -94,6 +95,47 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
                 ("FAST_FINITE", 0.0),
                 ("WORKGROUP", 512.0),
                 ("DEPTH", 2.0),
+            ],
+            // The register-trimming variants (MackoTuning: late decode, one row ahead, builtin
+            // lane ids), one at a time on the default shape, all at once, and with 2 sets.
+            &[
+                ("X_SHARED", 1.0),
+                ("X_WORDS", 2048.0),
+                ("X_F32", 0.0),
+                ("LATE_DECODE", 1.0),
+            ],
+            &[
+                ("X_SHARED", 0.0),
+                ("LATE_DECODE", 1.0),
+                ("FAST_FINITE", 0.0),
+            ],
+            &[
+                ("X_SHARED", 1.0),
+                ("X_WORDS", 2048.0),
+                ("X_F32", 0.0),
+                ("ROW_AHEAD", 1.0),
+            ],
+            &[
+                ("X_SHARED", 1.0),
+                ("X_WORDS", 2048.0),
+                ("X_F32", 0.0),
+                ("LANE_BUILTINS", 1.0),
+            ],
+            &[
+                ("X_SHARED", 1.0),
+                ("X_WORDS", 2048.0),
+                ("X_F32", 1.0),
+                ("LATE_DECODE", 1.0),
+                ("ROW_AHEAD", 1.0),
+                ("LANE_BUILTINS", 1.0),
+                ("DEPTH", 2.0),
+                ("WORKGROUP", 512.0),
+            ],
+            &[
+                ("X_SHARED", 0.0),
+                ("LATE_DECODE", 1.0),
+                ("ROW_AHEAD", 2.0),
+                ("LANE_BUILTINS", 1.0),
             ],
         ]
     } else if has("X_SHARED") {

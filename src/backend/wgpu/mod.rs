@@ -60,10 +60,21 @@ pub const ENV_X_SWIZZLE: &str = "MACKO_WGPU_X_SWIZZLE";
 /// Environment variable that, set to `0`, keeps the per-entry zero select of the MACKO subgroup
 /// kernel even where the staged x is finite (see `FAST_FINITE` in macko.wgsl; on by default).
 pub const ENV_FAST_FINITE: &str = "MACKO_WGPU_FAST_FINITE";
-/// Environment variable: `0` compiles the MACKO subgroup kernel without naga's loop bounding
-/// and integer-division checks (`create_shader_module_trusted`; array indices stay clamped),
-/// `1` with them (see `MackoTuning::loop_bounds`).
+/// Environment variable: `1` compiles the MACKO subgroup kernel with naga's loop bounding and
+/// integer-division checks, `0` (the default) without them (`create_shader_module_trusted`;
+/// array indices stay clamped). See `MackoTuning::loop_bounds`.
 pub const ENV_LOOP_BOUNDS: &str = "MACKO_WGPU_LOOP_BOUNDS";
+/// Environment variable that, set to `1`, keeps a step's groups of the MACKO subgroup kernel as
+/// raw code words until their products (`LATE_DECODE` in macko_sg.wgsl; off by default).
+pub const ENV_LATE_DECODE: &str = "MACKO_WGPU_LATE_DECODE";
+/// Environment variable: rows in flight per subgroup of the MACKO subgroup kernel, `2` (the
+/// default: the next row's bounds loading and the row after it claimed) or `1` (`ROW_AHEAD` in
+/// macko_sg.wgsl).
+pub const ENV_ROW_AHEAD: &str = "MACKO_WGPU_ROW_AHEAD";
+/// Environment variable that, set to `1`, makes full subgroups of the MACKO subgroup kernel use
+/// the builtin subgroup size and invocation id (`LANE_BUILTINS` in macko_sg.wgsl; off by
+/// default).
+pub const ENV_LANE_BUILTINS: &str = "MACKO_WGPU_LANE_BUILTINS";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -86,12 +97,30 @@ pub(crate) struct MackoTuning {
     /// Skip the per-entry zero select where the staged x is finite.
     pub fast_finite: bool,
     /// Keep naga's runtime loop bounding and integer-division checks in the MACKO subgroup
-    /// kernel. wgpu adds to every loop a 64-bit iteration counter that is decremented and
-    /// tested each iteration (so that a driver never meets an infinite loop): registers and
-    /// instructions in the kernel's hottest loops. Every loop of macko.wgsl and macko_sg.wgsl
-    /// ends (each advances a counter by a positive step towards a bound far below 2³²) and every
-    /// divisor is a positive constant or the subgroup's lane count, so the kernel needs neither.
+    /// kernel (off by default; `MACKO_WGPU_LOOP_BOUNDS=1` turns them on). wgpu adds to every
+    /// loop a 64-bit iteration counter that is decremented and tested each iteration (so that a
+    /// driver never meets an infinite loop): on an H200, 4–5 registers more per invocation and
+    /// instructions in the kernel's hottest loops (shaders/NOTES.md). The kernel needs neither:
+    /// - `stage_x` (macko.wgsl): three loops `i = t; i < bound; i += invocations`, with
+    ///   `invocations` = the workgroup size (>= 32) and every bound at most `X_WORDS` or
+    ///   `cols / 4` (< 2³⁰), so `i` never wraps and each loop ends;
+    /// - `row_dot` / `row_dot_late` (macko_sg.wgsl): `g0` starts at `s / 8` and grows by
+    ///   `4 · DEPTH · lanes >= 4` (lanes >= 1: counted at entry, when every invocation is active,
+    ///   or the builtin subgroup size) while `g0 < gend <= 2²⁹`, so it never wraps;
+    /// - `rows_loop`: every iteration moves on to a row newly claimed from the atomic counter
+    ///   (one `atomicAdd` of 1 per claim, so all claims are distinct); a subgroup's claims below
+    ///   `params.rows` are at most `params.rows`, so it leaves after at most `params.rows + 2`
+    ///   iterations, whatever the counter held at the start.
+    ///
+    /// The only divisors that are not constants are the lane count (>= 1, as above); every other
+    /// division is by a nonzero constant and all are unsigned (no `MIN / -1`).
     pub loop_bounds: bool,
+    /// Keep a step's groups as raw code words until their products (`LATE_DECODE`).
+    pub late_decode: bool,
+    /// Rows in flight per subgroup, 1 or 2 (`ROW_AHEAD`).
+    pub row_ahead: u32,
+    /// Full subgroups use the builtin subgroup size and invocation id (`LANE_BUILTINS`).
+    pub lane_builtins: bool,
 }
 
 impl MackoTuning {
@@ -105,6 +134,7 @@ impl MackoTuning {
     pub const DEFAULT_MAX_STAGED_WORKGROUPS: u32 = 1024;
     pub const DEFAULT_ROWS_PER_STAGED_WORKGROUP: u32 = 16;
     pub const DEFAULT_DEPTH: u32 = 1;
+    pub const DEFAULT_ROW_AHEAD: u32 = 2;
 
     /// Invocations per workgroup for a matrix of `rows` rows.
     pub fn workgroup_for(&self, rows: usize) -> u32 {
@@ -124,10 +154,13 @@ impl MackoTuning {
             var(ENV_FAST_FINITE).as_deref(),
             Some("0" | "false" | "off" | "no")
         );
-        let loop_bounds = !matches!(
-            var(ENV_LOOP_BOUNDS).as_deref(),
-            Some("0" | "false" | "off" | "no")
-        );
+        let loop_bounds = on(ENV_LOOP_BOUNDS);
+        let late_decode = on(ENV_LATE_DECODE);
+        let lane_builtins = on(ENV_LANE_BUILTINS);
+        let row_ahead = var(ENV_ROW_AHEAD)
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|n| (1..=2).contains(n))
+            .unwrap_or(Self::DEFAULT_ROW_AHEAD);
         let depth = var(ENV_MACKO_DEPTH)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
@@ -165,6 +198,9 @@ impl MackoTuning {
             x_swizzle,
             fast_finite,
             loop_bounds,
+            late_decode,
+            row_ahead,
+            lane_builtins,
         }
     }
 }
@@ -326,7 +362,7 @@ impl WgpuBackend {
             let t = &self.tuning;
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups when staged{}{}",
+                 workgroups when staged{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -351,9 +387,24 @@ impl WgpuBackend {
                     ""
                 },
                 if t.loop_bounds {
-                    ""
+                    ", loops bounded by naga"
                 } else {
-                    ", loops not bounded by naga"
+                    ""
+                },
+                if t.late_decode {
+                    ", codes decoded late"
+                } else {
+                    ""
+                },
+                if t.row_ahead == 1 {
+                    ", one row ahead"
+                } else {
+                    ""
+                },
+                if t.lane_builtins {
+                    ", builtin lane ids"
+                } else {
+                    ""
                 }
             );
         }

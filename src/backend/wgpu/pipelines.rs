@@ -180,6 +180,11 @@ pub(super) struct PipelineKey {
     /// MACKO subgroup kernel: naga's loop bounding and division checks kept (see
     /// `MackoTuning::loop_bounds`); always true for the other kernels.
     pub loop_bounds: bool,
+    /// MACKO subgroup kernel: the register-trimming variants (`MackoTuning`): codes decoded
+    /// late, rows in flight per subgroup (0: the kernel's default), builtin lane ids.
+    pub late_decode: bool,
+    pub row_ahead: u32,
+    pub lane_builtins: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -271,6 +276,13 @@ impl Pipelines {
             x_swizzle: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_swizzle,
             fast_finite: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.fast_finite,
             loop_bounds: key.kernel != Kernel::MackoSubgroup || key.loop_bounds,
+            late_decode: key.kernel == Kernel::MackoSubgroup && key.late_decode,
+            row_ahead: if key.kernel == Kernel::MackoSubgroup {
+                key.row_ahead
+            } else {
+                0
+            },
+            lane_builtins: key.kernel == Kernel::MackoSubgroup && key.lane_builtins,
             ..key
         };
         let mut built = lock(&self.built);
@@ -298,12 +310,28 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
                     if key.fast_finite {
                         ", finite-x fast path"
+                    } else {
+                        ""
+                    },
+                    if key.loop_bounds {
+                        ", loops bounded"
+                    } else {
+                        ""
+                    },
+                    if key.late_decode { ", late decode" } else { "" },
+                    if key.row_ahead == 1 {
+                        ", one row ahead"
+                    } else {
+                        ""
+                    },
+                    if key.lane_builtins {
+                        ", builtin lane ids"
                     } else {
                         ""
                     }
@@ -330,6 +358,13 @@ impl Pipelines {
         }
         if key.depth > 0 {
             constants.push(("DEPTH", key.depth as f64));
+        }
+        if kernel == Kernel::MackoSubgroup {
+            constants.push(("LATE_DECODE", if key.late_decode { 1.0 } else { 0.0 }));
+            if key.row_ahead > 0 {
+                constants.push(("ROW_AHEAD", key.row_ahead as f64));
+            }
+            constants.push(("LANE_BUILTINS", if key.lane_builtins { 1.0 } else { 0.0 }));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {

@@ -608,6 +608,9 @@ impl WgpuBackend {
                 x_swizzle: self.tuning.x_swizzle,
                 fast_finite: self.tuning.fast_finite,
                 loop_bounds: self.tuning.loop_bounds,
+                late_decode: self.tuning.late_decode,
+                row_ahead: self.tuning.row_ahead,
+                lane_builtins: self.tuning.lane_builtins,
             },
         )?;
         let x_group = x

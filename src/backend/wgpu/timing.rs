@@ -224,6 +224,9 @@ impl WgpuBackend {
                 x_swizzle: false,
                 fast_finite: false,
                 loop_bounds: true,
+                late_decode: false,
+                row_ahead: 0,
+                lane_builtins: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
