@@ -64,16 +64,17 @@ pub const ENV_FAST_FINITE: &str = "MACKO_WGPU_FAST_FINITE";
 /// integer-division checks, `0` (the default) without them (`create_shader_module_trusted`;
 /// array indices stay clamped). See `MackoTuning::loop_bounds`.
 pub const ENV_LOOP_BOUNDS: &str = "MACKO_WGPU_LOOP_BOUNDS";
-/// Environment variable that, set to `1`, keeps a step's groups of the MACKO subgroup kernel as
-/// raw code words until their products (`LATE_DECODE` in macko_sg.wgsl; off by default).
+/// Environment variable that, set to `0`, decodes a step's groups of the MACKO subgroup kernel when
+/// they are loaded instead of keeping them as raw code words until their products (`LATE_DECODE`
+/// in macko_sg.wgsl; on by default since the H200 sweep of shaders/NOTES.md, "Session 3").
 pub const ENV_LATE_DECODE: &str = "MACKO_WGPU_LATE_DECODE";
-/// Environment variable: rows in flight per subgroup of the MACKO subgroup kernel, `2` (the
-/// default: the next row's bounds loading and the row after it claimed) or `1` (`ROW_AHEAD` in
-/// macko_sg.wgsl).
+/// Environment variable: rows in flight per subgroup of the MACKO subgroup kernel, `1` (the
+/// default since the H200 sweep: fewer registers, more subgroups resident) or `2` (the next row's
+/// bounds loading and the row after it claimed) (`ROW_AHEAD` in macko_sg.wgsl).
 pub const ENV_ROW_AHEAD: &str = "MACKO_WGPU_ROW_AHEAD";
-/// Environment variable that, set to `1`, makes full subgroups of the MACKO subgroup kernel use
-/// the builtin subgroup size and invocation id (`LANE_BUILTINS` in macko_sg.wgsl; off by
-/// default).
+/// Environment variable that, set to `0`, makes full subgroups of the MACKO subgroup kernel count
+/// their lanes instead of using the builtin subgroup size and invocation id (`LANE_BUILTINS` in
+/// macko_sg.wgsl; on by default).
 pub const ENV_LANE_BUILTINS: &str = "MACKO_WGPU_LANE_BUILTINS";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
@@ -134,7 +135,7 @@ impl MackoTuning {
     pub const DEFAULT_MAX_STAGED_WORKGROUPS: u32 = 1024;
     pub const DEFAULT_ROWS_PER_STAGED_WORKGROUP: u32 = 16;
     pub const DEFAULT_DEPTH: u32 = 1;
-    pub const DEFAULT_ROW_AHEAD: u32 = 2;
+    pub const DEFAULT_ROW_AHEAD: u32 = 1;
 
     /// Invocations per workgroup for a matrix of `rows` rows.
     pub fn workgroup_for(&self, rows: usize) -> u32 {
@@ -155,8 +156,11 @@ impl MackoTuning {
             Some("0" | "false" | "off" | "no")
         );
         let loop_bounds = on(ENV_LOOP_BOUNDS);
-        let late_decode = on(ENV_LATE_DECODE);
-        let lane_builtins = on(ENV_LANE_BUILTINS);
+        let off = |name: &str| matches!(var(name).as_deref(), Some("0" | "false" | "off" | "no"));
+        // Defaults from the H200 sweep of shaders/NOTES.md ("Session 3"): 60 registers instead
+        // of 65, 1.0–1.3× faster.
+        let late_decode = !off(ENV_LATE_DECODE);
+        let lane_builtins = !off(ENV_LANE_BUILTINS);
         let row_ahead = var(ENV_ROW_AHEAD)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
