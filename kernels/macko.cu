@@ -552,10 +552,8 @@ __device__ __forceinline__ void macko_chunk_split(const uint4 v, unsigned pl, un
     macko_unpack2(v.w, a[6], a[7]);
 #pragma unroll
     for (unsigned k = 0; k < 8u; ++k) {
-        const unsigned byte = k < 4u ? __byte_perm(pl, 0u, 0x4440u | k)
-                                     : (pl >> 24) + __byte_perm(ph, 0u, 0x4440u | (k - 4u));
         const bool head = k < kb;
-        const unsigned slot = (head ? b0h : b0t) + byte;
+        const unsigned slot = (head ? b0h : b0t) + macko_prefix_at(pl, ph, k);
         const float xv = xs[macko_x_slot_in<XM == MACKO_XP>(slot)];
         const float t = SAFE ? (a[k] != 0.0f ? xv : 0.0f) : xv;
         if (head) {

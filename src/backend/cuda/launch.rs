@@ -680,9 +680,6 @@ impl Kernels {
         plan.grid = u32::try_from(ranges.div_ceil(u64::from(BLOCK / 32)))
             .map_err(|_| internal("flat grid"))?;
         plan.split_entries = None;
-        plan.half_warp = false;
-        plan.pipelined = true;
-        plan.short_chunks = true;
         plan.flat = true;
         usize::try_from(ranges).map_err(|_| internal("flat ranges"))
     }
@@ -960,6 +957,16 @@ fn macko_into<T: DeviceRepr>(
         .map_err(|e| cuda_error("launching the MACKO kernel", e))
 }
 
+/// Launch shape of a second (combine) launch: one thread per item, grid-stride over at most
+/// `sms` × 4 blocks.
+fn per_item_config(items: u32, sms: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (items.div_ceil(BLOCK).clamp(1, sms.max(1) * 4), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
 /// Queues the flat kernel's product (see `flat.rs`).
 fn flat_into<T: DeviceRepr>(
     stream: &CudaStream,
@@ -1003,11 +1010,7 @@ fn combine_rows_into<T: DeviceRepr>(
     if fl.cut_rows == 0 {
         return Ok(());
     }
-    let cfg = LaunchConfig {
-        grid_dim: (fl.cut_rows.div_ceil(BLOCK).clamp(1, sms.max(1) * 4), 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = per_item_config(fl.cut_rows, sms);
     let mut args = stream.launch_builder(f);
     args.arg(fl.cut.buf())
         .arg(fl.partials.buf())
@@ -1033,11 +1036,7 @@ fn combine_into<T: DeviceRepr>(
     let Some(sp) = &m.split else {
         return Ok(());
     };
-    let cfg = LaunchConfig {
-        grid_dim: (m.rows.div_ceil(BLOCK).clamp(1, sms.max(1) * 4), 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
+    let cfg = per_item_config(m.rows, sms);
     let mut args = stream.launch_builder(f);
     args.arg(sp.row_item.buf())
         .arg(sp.partials.buf())
