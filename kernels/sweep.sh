@@ -2,7 +2,7 @@
 # MACKO CUDA variant sweep on the GPU machine (issue 7). Binaries staged by
 # `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko, tests/macko--agreement,
 # tests/macko--cuda_backend; see NOTES.md). Usage, through remote.sh (CUDA libraries on the path):
-#   bash .gpu/remote.sh bash kernels/sweep.sh [tests] [sanitize] -- NAME 'ENV=.. ENV=..' ...
+#   bash .gpu/remote.sh bash kernels/sweep.sh [tests] [tail] [sanitize] -- NAME 'ENV=.. ENV=..' ...
 # Each variant runs `macko bench --backend cuda` with its environment on $SHAPES/$DENSITIES; full
 # output in $OUT/<NAME>.log, and a table of macko % of ceiling and speedup over cuBLAS last.
 set -uo pipefail
@@ -36,6 +36,20 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
           echo "test $t [$e]: rc=$? $(grep -E '^test result' "$out/test_${t}_$i.log" | tail -1)" | tee -a "$summary"
         done
       done ;;
+    tail)
+      # Tail splits (rows from a fraction on cut, the others whole) on warps and half-warps,
+      # x staged and from global memory, and the automatic choice; memcheck on the edge tests.
+      for e in "MACKO_CUDA_TAIL=0.5:3" "MACKO_CUDA_TAIL=0.25:8 MACKO_CUDA_LANES=16" \
+               "MACKO_CUDA_TAIL=0.7:2 MACKO_CUDA_X=global MACKO_CUDA_CHUNKS=long" \
+               "MACKO_CUDA_TAIL=0:2 MACKO_CUDA_BLOCK=1024"; do
+        for t in agreement cuda_backend; do
+          env $e timeout 120 "$(test_bin $t)" --test-threads=1 > "$out/test_tail_${t}.log" 2>&1
+          echo "test $t [$e]: rc=$? $(grep -E '^test result' "$out/test_tail_${t}.log" | tail -1)" | tee -a "$summary"
+        done
+      done
+      env MACKO_CUDA_TAIL=0.5:3 timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck \
+        --error-exitcode 1 "$(test_bin cuda_backend)" edge_ --test-threads=1 > "$out/memcheck_tail.log" 2>&1
+      echo "memcheck [MACKO_CUDA_TAIL=0.5:3]: rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck_tail.log" | tail -1)" | tee -a "$summary" ;;
     sanitize)
       for e in "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_SPLIT=3" \
                "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_SPLIT=8 MACKO_CUDA_BLOCK=1024"; do

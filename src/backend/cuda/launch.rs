@@ -46,6 +46,33 @@ const PAD_MIN_FILL: f64 = 0.85;
 /// row), `32` (a warp per row), or `auto` (16 for short rows, see [`HALF_WARP_MAX_GROUPS`]).
 pub const ENV_LANES: &str = "MACKO_CUDA_LANES";
 
+/// Fill of the warps' last round of rows up to which long rows stay on warps even where
+/// half-warps would spread them as evenly (see [`sparse_last_round`]).
+const SPARSE_LAST_ROUND: f64 = 0.3;
+
+/// Whether whole rows on `warps` warps take more than one round and the last is at most
+/// [`SPARSE_LAST_ROUND`] full. Such a round is cheap (its few warps stream faster than in a full
+/// one), so half-warps, which even out the rounds at the price of the slower 16-lane path, lose.
+/// Measured on an H200 (kernels/NOTES.md, step 5), warps against half-warps at d = 0.5 / 0.7:
+/// 5120² (last round 21 % full) +6 / +8 points of the ceiling, 13824×5120 (27 %) +7 / +8,
+/// 21504×7168 (9 %) +7 / +9; but 14336×4096 (39 %) −2.4 / +0.6 and 7168² (70 %) −2 / 0.
+fn sparse_last_round(rows: u32, warps: u64) -> bool {
+    if warps == 0 || u64::from(rows) <= warps {
+        return false;
+    }
+    let last = u64::from(rows) % warps;
+    last > 0 && last as f64 <= SPARSE_LAST_ROUND * warps as f64
+}
+
+/// Mean 8-entry groups per row beyond which rows that are not nearly dense stay on warps even
+/// where half-warps would spread them as evenly. Measured on an H200 (kernels/NOTES.md, step 5),
+/// warps against half-warps where both spread the rows equally, d = 0.5 / 0.7: 8192×28672
+/// (1 792 / 2 509 groups) +3.5 / +3.7 points of the ceiling, 49152×12288 (768 / 1 075) +2.4 / +4.4,
+/// 32000×8192 (512 / 717) +1.9 / +0.6; 32000×4096 and 14336×4096 at d = 0.5 (256 groups) −4.4
+/// and −3.2; 7168² (448 / 627) −1.1 / −1.4, the one loss above the threshold. 300, not 256:
+/// rows of 4096 columns at d = 0.5 hold a few padding entries more than 2 048.
+const HALF_WARP_TIE_MAX_GROUPS: f64 = 300.0;
+
 /// Mean 8-entry groups per row up to which the MACKO kernel always gives each row a half-warp: a
 /// warp then keeps two rows' loads in flight and shares the per-row costs (bounds, reduction,
 /// store) between them, where a whole warp would leave most of its lanes without a group. Longer
@@ -149,6 +176,41 @@ fn split_from_env() -> Result<Option<SplitPolicy>> {
             _ => None,
         },
     })
+}
+
+/// Environment variable for a *tail split*, an experiment: `F:K` keeps the rows below the
+/// fraction F (0 to 1) of the rows whole and cuts every later row into K (2 to [`MAX_SPLIT`])
+/// segments, where rows are not split as a whole; `off` or `auto` (the same: never by default).
+/// Meant to shorten the last, partly filled round of rows; measured on an H200 (kernels/NOTES.md,
+/// step 5) it lost to whole rows on warps almost everywhere (each warp of a sparse last round
+/// streams faster than in a full one, so that round costs far less than a row-time, while the
+/// partials and the combine launch cost 2–10 points), so nothing chooses it.
+pub const ENV_TAIL: &str = "MACKO_CUDA_TAIL";
+
+/// How `MACKO_CUDA_TAIL` is set.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum TailPolicy {
+    Off,
+    Forced { from: f64, segments: u32 },
+}
+
+/// The tail split `MACKO_CUDA_TAIL` asks for: `None` for auto.
+fn tail_from_env() -> Result<Option<TailPolicy>> {
+    env_knob(ENV_TAIL, "off or F:K (F in [0, 1], K in 2..=8)", parse_tail)
+}
+
+/// A `MACKO_CUDA_TAIL` value other than auto (lower case, trimmed), or `None` if malformed.
+fn parse_tail(v: &str) -> Option<TailPolicy> {
+    if v == "off" || v == "0" {
+        return Some(TailPolicy::Off);
+    }
+    let (f, k) = v.split_once(':')?;
+    let from = f.parse::<f64>().ok().filter(|f| (0.0..=1.0).contains(f))?;
+    let segments = k
+        .parse::<u32>()
+        .ok()
+        .filter(|k| (2..=MAX_SPLIT).contains(k))?;
+    Some(TailPolicy::Forced { from, segments })
 }
 
 /// Environment variable that forces software pipelining of the MACKO kernel's two-chunk warp
@@ -315,6 +377,9 @@ pub(crate) struct Plan {
     pub block: u32,
     /// MACKO only: rows cut into segments of this many entries (see `split.rs`), else whole.
     pub split_entries: Option<u32>,
+    /// MACKO only, with `split_entries`: the rows below this one stay whole (a tail split, see
+    /// [`tail_split`]); 0 cuts every row.
+    pub split_from_row: u32,
     /// MACKO only: two-chunk warp batches software-pipelined.
     pub pipelined: bool,
     /// MACKO only: the flat kernel (one range of entries per warp), when the matrix allows it.
@@ -403,6 +468,8 @@ pub(crate) struct Kernels {
     flat: Option<bool>,
     /// `MACKO_CUDA_FLAT_SNAP`.
     flat_snap: f64,
+    /// `MACKO_CUDA_TAIL`: `None` chooses per matrix.
+    tail: Option<TailPolicy>,
 }
 
 /// Loads one kernel file's CUBIN (compiled once per process) and returns its functions in the
@@ -540,6 +607,7 @@ impl Kernels {
             pipe: pipe_from_env()?,
             flat: flat_from_env()?,
             flat_snap: flat_snap_from_env()?,
+            tail: tail_from_env()?,
         })
     }
 
@@ -575,6 +643,7 @@ impl Kernels {
                     short_chunks: false,
                     block: BLOCK,
                     split_entries: None,
+                    split_from_row: 0,
                     pipelined: false,
                     flat: false,
                 });
@@ -599,6 +668,7 @@ impl Kernels {
             short_chunks: false,
             block: BLOCK,
             split_entries: None,
+            split_from_row: 0,
             pipelined: false,
             flat: false,
         })
@@ -636,17 +706,40 @@ impl Kernels {
         }
         // Teams (warps or half-warps) resident at once.
         let warps = plan.warps();
-        let even_split = balance(rows, 2 * warps) >= balance(rows, warps);
+        // Half-warps for longer rows too, where they spread the rows as evenly as warps do —
+        // but not where the warps' last round is sparse, nor (batches of 2 chunks) for rows of
+        // more than HALF_WARP_TIE_MAX_GROUPS groups, where the warp path is faster.
+        let even_split = balance(rows, 2 * warps) >= balance(rows, warps)
+            && !sparse_last_round(rows, warps)
+            && (nearly_dense || mean_entries / 8.0 <= HALF_WARP_TIE_MAX_GROUPS);
         let split = split_for(warps);
-        plan.split_entries = split.map(|(_, seg)| seg);
+        // An experiment only (MACKO_CUDA_TAIL=F:K): the rows from F·rows on cut into K segments.
+        let tail = match (split, self.tail) {
+            (Some(_), _) | (None, Some(TailPolicy::Off)) => None,
+            (None, Some(TailPolicy::Forced { from, segments })) => {
+                Some(((f64::from(rows) * from).floor() as u32, segments))
+            }
+            (None, None) => None,
+        };
+        plan.split_entries = split
+            .map(|(_, seg)| seg)
+            .or_else(|| tail.map(|(_, k)| segment_entries(mean_entries, k)));
+        plan.split_from_row = tail.map_or(0, |(from, _)| from);
         // The kernel runs half-warps only with cols >= 1 (it checks too).
         plan.half_warp = cols > 0
             && match self.lanes {
                 Some(l) => l == 16,
-                None => short_rows || (split.is_none() && even_split),
+                None => short_rows || (split.is_none() && tail.is_none() && even_split),
             };
-        let items = u64::from(rows) * u64::from(split.map_or(1, |(k, _)| k));
-        let item_entries = mean_entries / split.map_or(1.0, |(k, _)| f64::from(k));
+        // Pipelining follows the whole rows where a tail split keeps most of them whole.
+        let (items, item_entries) = match (split, tail) {
+            (Some((k, _)), _) => (u64::from(rows) * u64::from(k), mean_entries / f64::from(k)),
+            (None, Some((from, k))) => (
+                u64::from(from) + u64::from(rows - from.min(rows)) * u64::from(k),
+                mean_entries,
+            ),
+            (None, None) => (u64::from(rows), mean_entries),
+        };
         plan.pipelined = plan.short_chunks
             && !plan.half_warp
             && self
@@ -775,6 +868,7 @@ impl Kernels {
             short_chunks: false,
             block: BLOCK,
             split_entries: None,
+            split_from_row: 0,
             pipelined: false,
             flat: false,
         })
@@ -1097,9 +1191,39 @@ fn dense_into<T: DeviceRepr>(
 #[cfg(test)]
 mod tests {
     use super::{
-        balance, segment_entries, split_segments, MAX_SPLIT, MIN_SPLIT_ENTRIES,
-        MIN_SPLIT_ENTRIES_POOR,
+        balance, parse_tail, segment_entries, sparse_last_round, split_segments, TailPolicy,
+        MAX_SPLIT, MIN_SPLIT_ENTRIES, MIN_SPLIT_ENTRIES_POOR,
     };
+
+    #[test]
+    fn a_sparse_last_round_keeps_long_rows_on_warps() {
+        // 13824 rows on 4224 warps: 3 full rounds and 1152 rows (27 %).
+        assert!(sparse_last_round(13824, 4224));
+        assert!(sparse_last_round(5120, 4224));
+        assert!(sparse_last_round(21504, 4224));
+        // 14336 rows (39 %), 7168 (70 %), full rounds, one round or less: not sparse.
+        assert!(!sparse_last_round(14336, 4224));
+        assert!(!sparse_last_round(7168, 4224));
+        assert!(!sparse_last_round(8448, 4224));
+        assert!(!sparse_last_round(4224, 4224));
+        assert!(!sparse_last_round(1000, 4224));
+        assert!(!sparse_last_round(1000, 0));
+    }
+
+    #[test]
+    fn the_tail_knob_parses_off_and_forced_cuts_only() {
+        assert_eq!(parse_tail("off"), Some(TailPolicy::Off));
+        assert_eq!(
+            parse_tail("0.5:3"),
+            Some(TailPolicy::Forced {
+                from: 0.5,
+                segments: 3
+            })
+        );
+        for bad in ["on", "1.5:3", "0.5:1", "0.5:9", "0.5", ":3", "x:y"] {
+            assert_eq!(parse_tail(bad), None, "{bad}");
+        }
+    }
 
     #[test]
     fn rows_that_spread_evenly_are_not_split() {

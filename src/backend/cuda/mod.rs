@@ -98,7 +98,9 @@ impl CudaBackend {
             None
         };
         let split = match plan.split_entries {
-            Some(seg) if flat.is_none() => self.upload_split(m, seg, &mut plan)?,
+            Some(seg) if flat.is_none() => {
+                self.upload_split(m, seg, plan.split_from_row, &mut plan)?
+            }
             _ => None,
         };
         Ok(CudaMatrix::Macko(MackoDev {
@@ -141,15 +143,16 @@ impl CudaBackend {
         })))
     }
 
-    /// Cuts the rows of `m` into segments of `seg` entries and uploads the kernels' table of
+    /// Cuts the rows of `m` from `from_row` on into segments of `seg` entries and uploads the kernels' table of
     /// them (and grows the plan's grid to the items).
     fn upload_split(
         &self,
         m: &macko_format::MackoMatrix,
         seg: u32,
+        from_row: u32,
         plan: &mut launch::Plan,
     ) -> Result<Option<SplitDev>> {
-        let table = split::split_rows(m.row_ptr(), m.codes(), seg)?;
+        let table = split::split_rows(m.row_ptr(), m.codes(), seg, from_row)?;
         let desc = memory::kernel_descriptors(&table)
             .ok_or_else(|| probe::internal("split table lengths"))?;
         let items = u32::try_from(table.items()).map_err(|_| probe::internal("split items"))?;

@@ -149,6 +149,7 @@ impl Vendor {
                 short_chunks: false,
                 block: 0,
                 split_entries: None,
+                split_from_row: 0,
                 pipelined: false,
                 flat: false,
             },
