@@ -77,8 +77,12 @@ const HALF_WARP_TIE_MAX_GROUPS: f64 = 300.0;
 /// warp then keeps two rows' loads in flight and shares the per-row costs (bounds, reduction,
 /// store) between them, where a whole warp would leave most of its lanes without a group. Longer
 /// rows get a half-warp only where that splits the rows more evenly over the resident teams
-/// (see [`Kernels::macko_plan`]).
-const HALF_WARP_MAX_GROUPS: f64 = 128.0;
+/// (see [`Kernels::macko_plan`]). 144, not 128: rows of 129–144 groups fill a warp's third
+/// two-chunk batch (64 groups) a fifth, a half-warp's fifth (32 groups) two fifths; measured on
+/// an H200 (kernels/NOTES.md, step 5), half-warps against warps: 27648×9216 and 36864×9216 at
+/// d = 0.1 (141 groups) +8.7 and +5.6 points of the ceiling, 18944×3584 and 20480×3584 at d = 0.3
+/// (134) +6.0 and +1.7, 9216² at d = 0.1 −1.5.
+const HALF_WARP_MAX_GROUPS: f64 = 144.0;
 
 /// Environment variable that forces the chunks per batch of the MACKO kernel: `long`
 /// (`MACKO_CHUNKS`, 4), `short` (`MACKO_CHUNKS_SHORT`, 2) or `auto` (long only for nearly dense
@@ -263,6 +267,16 @@ fn flat_snap_from_env() -> Result<f64> {
 /// single round of rows, where the extra batch in flight delays the staging of x and the next
 /// item's bounds more than it hides).
 const PIPE_MIN_ENTRIES: f64 = 2400.0;
+
+/// Mean entries per work item from which batches are pipelined where items take at least
+/// [`PIPE_MANY_ROUNDS`] rounds of the warps. Measured on an H200 (kernels/NOTES.md, step 5), with
+/// pipelining against without: 28672×7168, 21504×7168 and 13824×5120 at d = 0.3 (1 536 to 2 150
+/// entries, 3.3 to 6.8 rounds) +2.1 to +2.3 points, 36864×12288 and 49152×12288 at d = 0.1 (1 510
+/// entries) +0.9 to +1.1; 12288² at d = 0.1 (2.9 rounds) −1.1, 11008×4096 at d = 0.3 −2.5.
+const PIPE_MIN_ENTRIES_MANY_ROUNDS: f64 = 1500.0;
+
+/// Rounds of items per warp from which [`PIPE_MIN_ENTRIES_MANY_ROUNDS`] applies.
+const PIPE_MANY_ROUNDS: u64 = 3;
 
 /// Balance (see [`balance`]) from which whole rows are handed out as they are.
 const SPLIT_MIN_BALANCE: f64 = 0.9;
@@ -742,9 +756,11 @@ impl Kernels {
         };
         plan.pipelined = plan.short_chunks
             && !plan.half_warp
-            && self
-                .pipe
-                .unwrap_or(item_entries >= PIPE_MIN_ENTRIES && items > warps);
+            && self.pipe.unwrap_or(
+                (item_entries >= PIPE_MIN_ENTRIES && items > warps)
+                    || (item_entries >= PIPE_MIN_ENTRIES_MANY_ROUNDS
+                        && items >= PIPE_MANY_ROUNDS * warps),
+            );
         // The flat kernel runs 512-thread blocks with x staged (the upload checks the rows): by
         // default where whole rows would spread unevenly enough to be split. Measured on an H200
         // (kernels/NOTES.md, step 4): 5120×13824 gained 4–9 points of the ceiling at d = 0.3–1
