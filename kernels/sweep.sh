@@ -38,13 +38,15 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
       done ;;
     tail)
       # Tail splits (rows from a fraction on cut, the others whole) on warps and half-warps,
-      # x staged and from global memory, and the automatic choice; memcheck on the edge tests.
+      # x staged and from global memory, 1024-thread blocks; memcheck on the edge tests.
+      i=0
       for e in "MACKO_CUDA_TAIL=0.5:3" "MACKO_CUDA_TAIL=0.25:8 MACKO_CUDA_LANES=16" \
                "MACKO_CUDA_TAIL=0.7:2 MACKO_CUDA_X=global MACKO_CUDA_CHUNKS=long" \
                "MACKO_CUDA_TAIL=0:2 MACKO_CUDA_BLOCK=1024"; do
+        i=$((i+1))
         for t in agreement cuda_backend; do
-          env $e timeout 120 "$(test_bin $t)" --test-threads=1 > "$out/test_tail_${t}.log" 2>&1
-          echo "test $t [$e]: rc=$? $(grep -E '^test result' "$out/test_tail_${t}.log" | tail -1)" | tee -a "$summary"
+          env $e timeout 120 "$(test_bin $t)" --test-threads=1 > "$out/test_tail_${t}_$i.log" 2>&1
+          echo "test $t [$e]: rc=$? $(grep -E '^test result' "$out/test_tail_${t}_$i.log" | tail -1)" | tee -a "$summary"
         done
       done
       env MACKO_CUDA_TAIL=0.5:3 timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck \

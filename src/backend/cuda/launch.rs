@@ -64,6 +64,30 @@ fn sparse_last_round(rows: u32, warps: u64) -> bool {
     last > 0 && last as f64 <= SPARSE_LAST_ROUND * warps as f64
 }
 
+/// Whether rows of `mean_entries` entries always get half-warps (see [`HALF_WARP_MAX_GROUPS`]).
+fn short_rows(mean_entries: f64) -> bool {
+    mean_entries / 8.0 <= HALF_WARP_MAX_GROUPS
+}
+
+/// Whether rows that are not short (more than [`HALF_WARP_MAX_GROUPS`] groups) and not split
+/// get half-warps: where half-warps spread them as evenly over the resident teams as warps do
+/// (see [`balance`]), except where the warps' last round is sparse ([`sparse_last_round`]) or,
+/// in batches of 2 chunks (not nearly dense), the rows hold more than
+/// [`HALF_WARP_TIE_MAX_GROUPS`] groups: in both cases the warp path measured faster.
+fn half_warps_on_a_tie(rows: u32, warps: u64, mean_entries: f64, nearly_dense: bool) -> bool {
+    balance(rows, 2 * warps) >= balance(rows, warps)
+        && !sparse_last_round(rows, warps)
+        && (nearly_dense || mean_entries / 8.0 <= HALF_WARP_TIE_MAX_GROUPS)
+}
+
+/// Whether a warp's two-chunk batches are pipelined for `items` work items of `item_entries`
+/// entries on `warps` resident warps: long items in more than one round ([`PIPE_MIN_ENTRIES`]),
+/// or shorter ones in many rounds ([`PIPE_MIN_ENTRIES_MANY_ROUNDS`], [`PIPE_MANY_ROUNDS`]).
+fn pipelined_by_default(item_entries: f64, items: u64, warps: u64) -> bool {
+    (item_entries >= PIPE_MIN_ENTRIES && items > warps)
+        || (item_entries >= PIPE_MIN_ENTRIES_MANY_ROUNDS && items >= PIPE_MANY_ROUNDS * warps)
+}
+
 /// Mean 8-entry groups per row beyond which rows that are not nearly dense stay on warps even
 /// where half-warps would spread them as evenly. Measured on an H200 (kernels/NOTES.md, step 5),
 /// warps against half-warps where both spread the rows equally, d = 0.5 / 0.7: 8192×28672
@@ -184,7 +208,9 @@ fn split_from_env() -> Result<Option<SplitPolicy>> {
 
 /// Environment variable for a *tail split*, an experiment: `F:K` keeps the rows below the
 /// fraction F (0 to 1) of the rows whole and cuts every later row into K (2 to [`MAX_SPLIT`])
-/// segments, where rows are not split as a whole; `off` or `auto` (the same: never by default).
+/// segments, where rows are not otherwise split (`MACKO_CUDA_SPLIT`, or the flat kernel, which
+/// `MACKO_CUDA_FLAT=on` or the plan may choose, take precedence); `off` or `auto` (the same:
+/// never by default).
 /// Meant to shorten the last, partly filled round of rows; measured on an H200 (kernels/NOTES.md,
 /// step 5) it lost to whole rows on warps almost everywhere (each warp of a sparse last round
 /// streams faster than in a full one, so that round costs far less than a row-time, while the
@@ -200,7 +226,8 @@ enum TailPolicy {
 
 /// The tail split `MACKO_CUDA_TAIL` asks for: `None` for auto.
 fn tail_from_env() -> Result<Option<TailPolicy>> {
-    env_knob(ENV_TAIL, "off or F:K (F in [0, 1], K in 2..=8)", parse_tail)
+    let choices = format!("off or F:K (F in [0, 1], K in 2..={MAX_SPLIT})");
+    env_knob(ENV_TAIL, &choices, parse_tail)
 }
 
 /// A `MACKO_CUDA_TAIL` value other than auto (lower case, trimmed), or `None` if malformed.
@@ -218,8 +245,8 @@ fn parse_tail(v: &str) -> Option<TailPolicy> {
 }
 
 /// Environment variable that forces software pipelining of the MACKO kernel's two-chunk warp
-/// batches: `on`, `off`, or `auto` (on for long items in more than one round, see
-/// [`PIPE_MIN_ENTRIES`]).
+/// batches: `on`, `off`, or `auto` (on for long items in more than one round, or shorter ones in
+/// many rounds, see [`pipelined_by_default`]).
 pub const ENV_PIPE: &str = "MACKO_CUDA_PIPE";
 
 /// The pipelining `MACKO_CUDA_PIPE` asks for: `None` for auto.
@@ -263,9 +290,10 @@ fn flat_snap_from_env() -> Result<f64> {
 
 /// Mean entries per work item from which a warp's two-chunk batches are pipelined (measured on
 /// an H200, kernels/NOTES.md: +2 to +4.5 points of the ceiling for items of 2 458 to 8 601
-/// entries with several items per warp; −2 to −4 points for items of 1 229 to 2 048 entries or a
-/// single round of rows, where the extra batch in flight delays the staging of x and the next
-/// item's bounds more than it hides).
+/// entries with several items per warp; −2 to −4 points for items of 1 229 to 2 048 entries in
+/// few rounds or a single round of rows, where the extra batch in flight delays the staging of x
+/// and the next item's bounds more than it hides; in ≥ 3 rounds, items from 1 500 entries gain:
+/// [`PIPE_MIN_ENTRIES_MANY_ROUNDS`]).
 const PIPE_MIN_ENTRIES: f64 = 2400.0;
 
 /// Mean entries per work item from which batches are pipelined where items take at least
@@ -392,7 +420,7 @@ pub(crate) struct Plan {
     /// MACKO only: rows cut into segments of this many entries (see `split.rs`), else whole.
     pub split_entries: Option<u32>,
     /// MACKO only, with `split_entries`: the rows below this one stay whole (a tail split, see
-    /// [`tail_split`]); 0 cuts every row.
+    /// [`ENV_TAIL`]); 0 cuts every row.
     pub split_from_row: u32,
     /// MACKO only: two-chunk warp batches software-pipelined.
     pub pipelined: bool,
@@ -707,7 +735,7 @@ impl Kernels {
         } else {
             entries as f64 / f64::from(rows)
         };
-        let short_rows = mean_entries / 8.0 <= HALF_WARP_MAX_GROUPS;
+        let short_rows = short_rows(mean_entries);
         // Whether and how to split, for a plan's resident warps.
         let split_for = |warps: u64| match self.split {
             Some(SplitPolicy::Off) => None,
@@ -720,20 +748,15 @@ impl Kernels {
         }
         // Teams (warps or half-warps) resident at once.
         let warps = plan.warps();
-        // Half-warps for longer rows too, where they spread the rows as evenly as warps do —
-        // but not where the warps' last round is sparse, nor (batches of 2 chunks) for rows of
-        // more than HALF_WARP_TIE_MAX_GROUPS groups, where the warp path is faster.
-        let even_split = balance(rows, 2 * warps) >= balance(rows, warps)
-            && !sparse_last_round(rows, warps)
-            && (nearly_dense || mean_entries / 8.0 <= HALF_WARP_TIE_MAX_GROUPS);
         let split = split_for(warps);
-        // An experiment only (MACKO_CUDA_TAIL=F:K): the rows from F·rows on cut into K segments.
+        // An experiment only (MACKO_CUDA_TAIL=F:K): the rows from F·rows on cut into K segments
+        // (nothing when that is no row).
         let tail = match (split, self.tail) {
-            (Some(_), _) | (None, Some(TailPolicy::Off)) => None,
+            (Some(_), _) | (None, Some(TailPolicy::Off)) | (None, None) => None,
             (None, Some(TailPolicy::Forced { from, segments })) => {
-                Some(((f64::from(rows) * from).floor() as u32, segments))
+                let from_row = (f64::from(rows) * from).floor() as u32;
+                (from_row < rows).then_some((from_row, segments))
             }
-            (None, None) => None,
         };
         plan.split_entries = split
             .map(|(_, seg)| seg)
@@ -743,24 +766,29 @@ impl Kernels {
         plan.half_warp = cols > 0
             && match self.lanes {
                 Some(l) => l == 16,
-                None => short_rows || (split.is_none() && tail.is_none() && even_split),
+                None => {
+                    short_rows
+                        || (split.is_none()
+                            && tail.is_none()
+                            && half_warps_on_a_tie(rows, warps, mean_entries, nearly_dense))
+                }
             };
-        // Pipelining follows the whole rows where a tail split keeps most of them whole.
-        let (items, item_entries) = match (split, tail) {
-            (Some((k, _)), _) => (u64::from(rows) * u64::from(k), mean_entries / f64::from(k)),
-            (None, Some((from, k))) => (
-                u64::from(from) + u64::from(rows - from.min(rows)) * u64::from(k),
-                mean_entries,
-            ),
-            (None, None) => (u64::from(rows), mean_entries),
+        // Work items and their mean length, as the upload will cut them.
+        let items = match (split, tail) {
+            (Some((k, _)), _) => u64::from(rows) * u64::from(k),
+            (None, Some((from, k))) => u64::from(from) + u64::from(rows - from) * u64::from(k),
+            (None, None) => u64::from(rows),
+        };
+        let item_entries = if items == 0 {
+            0.0
+        } else {
+            mean_entries * f64::from(rows) / items as f64
         };
         plan.pipelined = plan.short_chunks
             && !plan.half_warp
-            && self.pipe.unwrap_or(
-                (item_entries >= PIPE_MIN_ENTRIES && items > warps)
-                    || (item_entries >= PIPE_MIN_ENTRIES_MANY_ROUNDS
-                        && items >= PIPE_MANY_ROUNDS * warps),
-            );
+            && self
+                .pipe
+                .unwrap_or(pipelined_by_default(item_entries, items, warps));
         // The flat kernel runs 512-thread blocks with x staged (the upload checks the rows): by
         // default where whole rows would spread unevenly enough to be split. Measured on an H200
         // (kernels/NOTES.md, step 4): 5120×13824 gained 4–9 points of the ceiling at d = 0.3–1
@@ -789,6 +817,7 @@ impl Kernels {
         plan.grid = u32::try_from(ranges.div_ceil(u64::from(BLOCK / 32)))
             .map_err(|_| internal("flat grid"))?;
         plan.split_entries = None;
+        plan.split_from_row = 0;
         plan.flat = true;
         usize::try_from(ranges).map_err(|_| internal("flat ranges"))
     }
@@ -1207,8 +1236,9 @@ fn dense_into<T: DeviceRepr>(
 #[cfg(test)]
 mod tests {
     use super::{
-        balance, parse_tail, segment_entries, sparse_last_round, split_segments, TailPolicy,
-        MAX_SPLIT, MIN_SPLIT_ENTRIES, MIN_SPLIT_ENTRIES_POOR,
+        balance, half_warps_on_a_tie, parse_tail, pipelined_by_default, segment_entries,
+        short_rows, sparse_last_round, split_segments, TailPolicy, MAX_SPLIT, MIN_SPLIT_ENTRIES,
+        MIN_SPLIT_ENTRIES_POOR,
     };
 
     #[test]
@@ -1227,6 +1257,37 @@ mod tests {
     }
 
     #[test]
+    fn half_warps_take_tied_rows_only_when_short_enough_and_the_last_round_is_full() {
+        // 32000 rows of 2 048 entries (256 groups) on 4224 warps: a tie, half-warps measured
+        // faster (kernels/NOTES.md, step 5).
+        assert!(half_warps_on_a_tie(32000, 4224, 2048.5, false));
+        // The same rows at d = 0.7 (358 groups): warps, unless nearly dense.
+        assert!(!half_warps_on_a_tie(32000, 4224, 2867.0, false));
+        assert!(half_warps_on_a_tie(32000, 4224, 2867.0, true));
+        // 13824 rows: the warps' last round is 27 % full, so warps even for short-ish rows.
+        assert!(!half_warps_on_a_tie(13824, 4224, 2560.0, false));
+        // 12288 rows: half-warps spread them worse (1.45 rounds against 2.9).
+        assert!(!half_warps_on_a_tie(12288, 4224, 1000.0, false));
+        // Rows of 141 groups (9216 columns at d = 0.1 with padding) are short: always half-warps;
+        // 12288 columns at d = 0.1 (189 groups) are not.
+        assert!(short_rows(1131.0));
+        assert!(!short_rows(1510.0));
+    }
+
+    #[test]
+    fn batches_are_pipelined_for_long_items_or_many_rounds() {
+        // 12288 rows of 6 144 entries (2.9 rounds): long items.
+        assert!(pipelined_by_default(6144.0, 12288, 4224));
+        // 13824 rows of 1 541 entries: 3.3 rounds of medium items.
+        assert!(pipelined_by_default(1541.0, 13824, 4224));
+        // 12288 rows of 1 510 entries: 2.9 rounds, measured slower pipelined.
+        assert!(!pipelined_by_default(1510.0, 12288, 4224));
+        // One round of long rows, and short items however many.
+        assert!(!pipelined_by_default(11008.0, 4096, 4224));
+        assert!(!pipelined_by_default(1229.0, 36864, 4224));
+    }
+
+    #[test]
     fn the_tail_knob_parses_off_and_forced_cuts_only() {
         assert_eq!(parse_tail("off"), Some(TailPolicy::Off));
         assert_eq!(
@@ -1236,7 +1297,16 @@ mod tests {
                 segments: 3
             })
         );
-        for bad in ["on", "1.5:3", "0.5:1", "0.5:9", "0.5", ":3", "x:y"] {
+        assert_eq!(
+            parse_tail("1:2"),
+            Some(TailPolicy::Forced {
+                from: 1.0,
+                segments: 2
+            })
+        );
+        for bad in [
+            "on", "1.5:3", "-0.1:2", "nan:2", "0.5:1", "0.5:9", "0.5", ":3", "x:y",
+        ] {
             assert_eq!(parse_tail(bad), None, "{bad}");
         }
     }

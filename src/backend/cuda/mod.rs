@@ -143,8 +143,8 @@ impl CudaBackend {
         })))
     }
 
-    /// Cuts the rows of `m` from `from_row` on into segments of `seg` entries and uploads the kernels' table of
-    /// them (and grows the plan's grid to the items).
+    /// Cuts the rows of `m` from `from_row` on into segments of `seg` entries and uploads the
+    /// kernels' table of them (and grows the plan's grid to the items).
     fn upload_split(
         &self,
         m: &macko_format::MackoMatrix,

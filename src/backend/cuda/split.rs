@@ -2,7 +2,8 @@
 //! stored entries) so that parts of one long row go to different warps.
 //!
 //! Why: with one warp per row, a matrix whose rows are few or of very different lengths leaves
-//! most resident warps idle while a few walk long rows. Items of at most `seg + 7` entries give
+//! most resident warps idle while a few walk long rows. Items of at most `seg + 7` entries (in the
+//! rows that are cut: an experiment may keep the rows before `from_row` whole) give
 //! the kernel units of nearly equal work that it can deal out evenly over the resident warps,
 //! whatever the rows look like. Each item produces one partial sum; the partial sums of a row are
 //! combined in item order (`row_item[r] .. row_item[r + 1]`), so y does not depend on which warp
@@ -126,8 +127,8 @@ impl RowCuts {
 /// index), j = 1, 2, ..., keeping only boundaries strictly inside (s, e): segments are non-empty
 /// except the single item of an empty row, interior boundaries are multiples of 8 (so GPU groups
 /// of 8 entries are never shared by two segments of one row except at the row's own start/end).
-/// Every item therefore holds at most `seg + 7` entries (the first item of a row starting
-/// mid-group), and the items partition the entries `[0, N)`, N = `row_ptr[rows]`, in order
+/// Every item of a cut row therefore holds at most `seg + 7` entries (the first item of a row
+/// starting mid-group), and the items partition the entries `[0, N)`, N = `row_ptr[rows]`, in order
 /// (the tail padding `N..P` belongs to no row and to no item).
 ///
 /// `codes` are the packed gap codes of FORMAT.md (entry i's code in byte i/2, low nibble for even
@@ -480,6 +481,7 @@ mod tests {
         assert_eq!(t.item_ptr, vec![0, 40, 80, 96, 112, 120, 136, 152, 160]);
         // Past the last row: every row whole, as with no split at all.
         let t = split_rows(&row_ptr, &codes, 16, 9).unwrap();
+        check(&row_ptr, &codes, 16, 9, &t);
         assert_eq!(t.row_item, vec![0, 1, 2, 3, 4]);
         assert_eq!(t.item_ptr, row_ptr);
     }

@@ -47,6 +47,9 @@ pub const ENV_MACKO_WORKGROUP: &str = "MACKO_WGPU_MACKO_WORKGROUP";
 /// Environment variable: the most workgroups the MACKO subgroup kernel dispatches when x is
 /// staged (default `MackoTuning::DEFAULT_MAX_STAGED_WORKGROUPS`).
 pub const ENV_MACKO_WORKGROUPS: &str = "MACKO_WGPU_MACKO_WORKGROUPS";
+/// Environment variable: the most invocations the MACKO subgroup kernel dispatches in all when x
+/// is staged (default `MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`; `0` for no such cap).
+pub const ENV_MACKO_INVOCATIONS: &str = "MACKO_WGPU_MACKO_INVOCATIONS";
 /// Environment variable: rows per workgroup aimed at when x is staged (default
 /// `MackoTuning::DEFAULT_ROWS_PER_STAGED_WORKGROUP`), before the cap above.
 pub const ENV_MACKO_ROWS_PER_WORKGROUP: &str = "MACKO_WGPU_MACKO_ROWS_PER_WORKGROUP";
@@ -88,6 +91,9 @@ pub(crate) struct MackoTuning {
     pub workgroup_large: u32,
     /// The most workgroups dispatched with x staged.
     pub max_staged_workgroups: u32,
+    /// The most invocations dispatched with x staged, in all (0: no such cap); see
+    /// [`MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`].
+    pub max_staged_invocations: u32,
     /// Rows per workgroup aimed at with x staged (the copy of x is then a small fraction of a
     /// workgroup's reads), before the cap of `max_staged_workgroups`.
     pub rows_per_staged_workgroup: u32,
@@ -133,9 +139,29 @@ impl MackoTuning {
     pub const DEFAULT_WORKGROUP_LARGE: u32 = 512;
     pub const LARGE_ROWS: usize = 12288;
     pub const DEFAULT_MAX_STAGED_WORKGROUPS: u32 = 1024;
+    /// About the invocations a large GPU keeps resident with this kernel: 132 SMs × 1024 (an H100
+    /// or H200 at the kernel's 60 registers: 32 warps per SM). Dispatching more makes a second
+    /// wave of workgroups that each stage x again and start their rows late; capping the grid
+    /// there makes it persistent (the atomic counter hands every row to a resident subgroup).
+    /// Measured on an H200 (shaders/NOTES.md, "Session 4"): 12288², 28672×8192 and 36864×12288
+    /// (512-invocation workgroups, 768–1024 of them before) 3–16 % faster at d = 1 / 0.5 / 0.1,
+    /// 11008×4096 (688 workgroups of 256) 1.5–3.5 % faster; matrices of fewer rows dispatch fewer
+    /// workgroups anyway. wgpu exposes no count of compute units, so on a smaller GPU the cap is
+    /// too high (the old behaviour) and on a larger one a little low.
+    pub const DEFAULT_MAX_STAGED_INVOCATIONS: u32 = 132 * 1024;
     pub const DEFAULT_ROWS_PER_STAGED_WORKGROUP: u32 = 16;
     pub const DEFAULT_DEPTH: u32 = 1;
     pub const DEFAULT_ROW_AHEAD: u32 = 1;
+
+    /// The most workgroups of `workgroup` invocations dispatched with x staged: the workgroup cap,
+    /// and the invocation cap over the workgroup size (at least 1).
+    pub fn staged_workgroup_cap(&self, workgroup: u32) -> u32 {
+        let by_invocations = match self.max_staged_invocations {
+            0 => u32::MAX,
+            n => (n / workgroup.max(1)).max(1),
+        };
+        self.max_staged_workgroups.min(by_invocations).max(1)
+    }
 
     /// Invocations per workgroup for a matrix of `rows` rows.
     pub fn workgroup_for(&self, rows: usize) -> u32 {
@@ -188,6 +214,9 @@ impl MackoTuning {
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|&n| n >= 1)
             .unwrap_or(Self::DEFAULT_MAX_STAGED_WORKGROUPS);
+        let max_staged_invocations = var(ENV_MACKO_INVOCATIONS)
+            .and_then(|v| v.parse::<u32>().ok())
+            .unwrap_or(Self::DEFAULT_MAX_STAGED_INVOCATIONS);
         let rows_per_staged_workgroup = var(ENV_MACKO_ROWS_PER_WORKGROUP)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|&n| n >= 1)
@@ -197,6 +226,7 @@ impl MackoTuning {
             workgroup_small,
             workgroup_large,
             max_staged_workgroups,
+            max_staged_invocations,
             rows_per_staged_workgroup,
             depth,
             x_swizzle,
@@ -366,7 +396,7 @@ impl WgpuBackend {
             let t = &self.tuning;
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups when staged{}{}{}{}{}",
+                 workgroups and {} invocations when staged{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -385,6 +415,7 @@ impl WgpuBackend {
                     "f16 pairs"
                 },
                 t.max_staged_workgroups,
+                t.max_staged_invocations,
                 if t.fast_finite {
                     ", no zero select where x is finite"
                 } else {
@@ -498,6 +529,24 @@ mod tests {
                 None
             }
         }
+    }
+
+    #[test]
+    fn staged_workgroups_are_capped_by_workgroups_and_by_invocations() {
+        let mut t = MackoTuning::from_env(&wgpu::Limits::default());
+        t.max_staged_workgroups = 1024;
+        t.max_staged_invocations = MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS;
+        // An H200's resident workgroups at 32 warps per SM: 2 of 512, 4 of 256 per SM.
+        assert_eq!(t.staged_workgroup_cap(512), 264);
+        assert_eq!(t.staged_workgroup_cap(256), 528);
+        // Small workgroups hit the workgroup cap first; huge ones still get one workgroup.
+        assert_eq!(t.staged_workgroup_cap(32), 1024);
+        t.max_staged_invocations = 100;
+        assert_eq!(t.staged_workgroup_cap(512), 1);
+        // 0: no invocation cap.
+        t.max_staged_invocations = 0;
+        assert_eq!(t.staged_workgroup_cap(512), 1024);
+        assert_eq!(t.staged_workgroup_cap(0), 1024);
     }
 
     #[test]

@@ -557,10 +557,11 @@ impl WgpuBackend {
         };
         match kernel {
             // With x staged in workgroup memory, each workgroup pays for copying x, so a
-            // bounded number of them (enough to fill a large GPU) work through the rows.
+            // bounded number of them (about what a large GPU keeps resident: no second wave
+            // staging x again) work through the rows.
             Kernel::MackoSubgroup if x_words > 0 => (
                 rows.div_ceil(self.tuning.rows_per_staged_workgroup)
-                    .clamp(1, self.tuning.max_staged_workgroups.clamp(1, max)),
+                    .clamp(1, self.tuning.staged_workgroup_cap(workgroup).clamp(1, max)),
                 1,
             ),
             // Rows are handed out by the counter: enough subgroups for every row to start at
