@@ -17,48 +17,48 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export MACKO_REQUIRE_BACKENDS=cuda
 # The summary goes straight to the returned folder: a run cut short still brings it back.
 summary=$final/summary.txt; : > "$summary"
+# The agreement and cuda_backend tests under each environment given ('ENV=V ENV=V' strings);
+# logs named after $1.
+tests_under() {
+  local tag=$1 i=0 e t; shift
+  for e in "$@"; do
+    i=$((i+1))
+    for t in agreement cuda_backend; do
+      env $e timeout 120 "$(test_bin $t)" --test-threads=1 > "$out/test_${tag}_${t}_$i.log" 2>&1
+      echo "test $t [$e]: rc=$? $(grep -E '^test result' "$out/test_${tag}_${t}_$i.log" | tail -1)" | tee -a "$summary"
+    done
+  done
+}
+# compute-sanitizer memcheck on the edge_ tests of cuda_backend under each environment given.
+memcheck_under() {
+  local e
+  for e in "$@"; do
+    env $e timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 1 \
+      "$(test_bin cuda_backend)" edge_ --test-threads=1 > "$out/memcheck.log" 2>&1
+    echo "memcheck [$e]: rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)" | tee -a "$summary"
+  done
+}
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
     tests)
-      # Every kernel path: lanes per row, x layout, x in global memory.
-      i=0
       # Every kernel path: lanes per row, x layout, x in global memory, batches pipelined or not,
       # rows split into segments (3, or 8: many tiny items), 1024-thread blocks.
-      for e in "X=1" "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=off" \
-               "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=on MACKO_CUDA_SPLIT=3" \
-               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=on MACKO_CUDA_SPLIT=8 MACKO_CUDA_BLOCK=1024" \
-               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=off MACKO_CUDA_BLOCK=1024" \
-               "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global MACKO_CUDA_SPLIT=2" \
-               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_DEFINES=MACKO_PIPE=0 MACKO_CUDA_SPLIT=3"; do
-        i=$((i+1))
-        for t in agreement cuda_backend; do
-          env $e timeout 120 "$(test_bin $t)" --test-threads=1 > "$out/test_${t}_$i.log" 2>&1
-          echo "test $t [$e]: rc=$? $(grep -E '^test result' "$out/test_${t}_$i.log" | tail -1)" | tee -a "$summary"
-        done
-      done ;;
+      tests_under paths "X=1" "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=off" \
+        "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=on MACKO_CUDA_SPLIT=3" \
+        "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=on MACKO_CUDA_SPLIT=8 MACKO_CUDA_BLOCK=1024" \
+        "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=off MACKO_CUDA_BLOCK=1024" \
+        "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global MACKO_CUDA_SPLIT=2" \
+        "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_DEFINES=MACKO_PIPE=0 MACKO_CUDA_SPLIT=3" ;;
     tail)
       # Tail splits (rows from a fraction on cut, the others whole) on warps and half-warps,
       # x staged and from global memory, 1024-thread blocks; memcheck on the edge tests.
-      i=0
-      for e in "MACKO_CUDA_TAIL=0.5:3" "MACKO_CUDA_TAIL=0.25:8 MACKO_CUDA_LANES=16" \
-               "MACKO_CUDA_TAIL=0.7:2 MACKO_CUDA_X=global MACKO_CUDA_CHUNKS=long" \
-               "MACKO_CUDA_TAIL=0:2 MACKO_CUDA_BLOCK=1024"; do
-        i=$((i+1))
-        for t in agreement cuda_backend; do
-          env $e timeout 120 "$(test_bin $t)" --test-threads=1 > "$out/test_tail_${t}_$i.log" 2>&1
-          echo "test $t [$e]: rc=$? $(grep -E '^test result' "$out/test_tail_${t}_$i.log" | tail -1)" | tee -a "$summary"
-        done
-      done
-      env MACKO_CUDA_TAIL=0.5:3 timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck \
-        --error-exitcode 1 "$(test_bin cuda_backend)" edge_ --test-threads=1 > "$out/memcheck_tail.log" 2>&1
-      echo "memcheck [MACKO_CUDA_TAIL=0.5:3]: rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck_tail.log" | tail -1)" | tee -a "$summary" ;;
+      tests_under tail "MACKO_CUDA_TAIL=0.5:3" "MACKO_CUDA_TAIL=0.25:8 MACKO_CUDA_LANES=16" \
+        "MACKO_CUDA_TAIL=0.7:2 MACKO_CUDA_X=global MACKO_CUDA_CHUNKS=long" \
+        "MACKO_CUDA_TAIL=0:2 MACKO_CUDA_BLOCK=1024"
+      memcheck_under "MACKO_CUDA_TAIL=0.5:3" ;;
     sanitize)
-      for e in "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_SPLIT=3" \
-               "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_SPLIT=8 MACKO_CUDA_BLOCK=1024"; do
-        env $e timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 1 \
-          "$(test_bin cuda_backend)" edge_ --test-threads=1 > "$out/memcheck.log" 2>&1
-        echo "memcheck [$e]: rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)" | tee -a "$summary"
-      done ;;
+      memcheck_under "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_SPLIT=3" \
+        "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_SPLIT=8 MACKO_CUDA_BLOCK=1024" ;;
   esac
   shift
 done
