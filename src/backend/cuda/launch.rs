@@ -88,6 +88,23 @@ fn pipelined_by_default(item_entries: f64, items: u64, warps: u64) -> bool {
         || (item_entries >= PIPE_MIN_ENTRIES_MANY_ROUNDS && items >= PIPE_MANY_ROUNDS * warps)
 }
 
+/// Shortest rows (mean entries) for which [`flat_for_one_round`] picks the flat kernel.
+const FLAT_ONE_ROUND_MIN_ENTRIES: f64 = 8192.0;
+
+/// Whether the flat kernel takes a matrix whose rows, fewer than the resident warps, leave more
+/// than a tenth of them idle (balance below [`SPLIT_MIN_BALANCE`]) and whose rows are long
+/// (≥ [`FLAT_ONE_ROUND_MIN_ENTRIES`]) and not nearly dense (where split rows found no better
+/// balance in segments long enough). Its ranges keep every warp busy to the entry. Measured on
+/// an H200 (kernels/NOTES.md, step 5), flat against whole rows: 3584×20480 +4.2 / +2.0 points of
+/// the ceiling at d = 0.7 / 0.5 (14 336 / 10 240 entries per row), 3584×18944 +4.2 / +1.2, but
+/// −2.7 and −2.2 at d = 0.3 (~6 000 entries), where the flat kernel's per-chunk costs weigh more.
+fn flat_for_one_round(rows: u32, warps: u64, mean_entries: f64, nearly_dense: bool) -> bool {
+    u64::from(rows) < warps
+        && balance(rows, warps) < SPLIT_MIN_BALANCE
+        && mean_entries >= FLAT_ONE_ROUND_MIN_ENTRIES
+        && !nearly_dense
+}
+
 /// Mean 8-entry groups per row beyond which rows that are not nearly dense stay on warps even
 /// where half-warps would spread them as evenly. Measured on an H200 (kernels/NOTES.md, step 5),
 /// warps against half-warps where both spread the rows equally, d = 0.5 / 0.7: 8192×28672
@@ -792,12 +809,33 @@ impl Kernels {
         // The flat kernel runs 512-thread blocks with x staged (the upload checks the rows): by
         // default where whole rows would spread unevenly enough to be split. Measured on an H200
         // (kernels/NOTES.md, step 4): 5120×13824 gained 4–9 points of the ceiling at d = 0.3–1
-        // over split rows, while matrices of short or evenly spread rows lost 1–25.
-        plan.flat = plan.x_in_smem()
-            && plan.block == BLOCK
-            && rows > 0
-            && self.flat.unwrap_or(split.is_some());
+        // over split rows, while matrices of short or evenly spread rows lost 1–25. And where
+        // fewer long rows than warps leave warps idle (flat_for_one_round).
+        let flat_ok = plan.x_in_smem() && plan.block == BLOCK && rows > 0;
+        plan.flat = flat_ok
+            && match self.flat {
+                Some(f) => f,
+                None => {
+                    split.is_some()
+                        || (tail.is_none()
+                            && u64::from(rows) <= warps
+                            && flat_for_one_round(
+                                rows,
+                                self.resident_warps(&plan)?,
+                                mean_entries,
+                                nearly_dense,
+                            ))
+                }
+            };
         Ok(plan)
+    }
+
+    /// Warps of a MACKO plan's kernel resident at once on the whole GPU (the plan's own grid stops
+    /// at one warp per row).
+    fn resident_warps(&self, plan: &Plan) -> Result<u64> {
+        let f = &self.macko_kernel(plan).f32;
+        let grid = self.grid(f, plan.block, plan.smem_bytes, u32::MAX)?;
+        Ok(grid.map_or(0, |g| u64::from(g) * u64::from(plan.block / 32)))
     }
 
     /// Turns a MACKO plan into the flat kernel's (same x layout, 512-thread blocks) and returns
@@ -1236,9 +1274,9 @@ fn dense_into<T: DeviceRepr>(
 #[cfg(test)]
 mod tests {
     use super::{
-        balance, half_warps_on_a_tie, parse_tail, pipelined_by_default, segment_entries,
-        short_rows, sparse_last_round, split_segments, TailPolicy, MAX_SPLIT, MIN_SPLIT_ENTRIES,
-        MIN_SPLIT_ENTRIES_POOR,
+        balance, flat_for_one_round, half_warps_on_a_tie, parse_tail, pipelined_by_default,
+        segment_entries, short_rows, sparse_last_round, split_segments, TailPolicy, MAX_SPLIT,
+        MIN_SPLIT_ENTRIES, MIN_SPLIT_ENTRIES_POOR,
     };
 
     #[test]
@@ -1272,6 +1310,19 @@ mod tests {
         // 12288 columns at d = 0.1 (189 groups) are not.
         assert!(short_rows(1131.0));
         assert!(!short_rows(1510.0));
+    }
+
+    #[test]
+    fn the_flat_kernel_takes_one_partial_round_of_long_rows() {
+        // 3584 rows on 4224 warps (85 % busy) of 14 336 and 10 240 entries: flat.
+        assert!(flat_for_one_round(3584, 4224, 14336.0, false));
+        assert!(flat_for_one_round(3584, 4224, 10240.0, false));
+        // The same rows at d = 0.3 (6 144 entries), nearly dense, or 4096 rows (97 % busy), or
+        // more than one round: not.
+        assert!(!flat_for_one_round(3584, 4224, 6144.0, false));
+        assert!(!flat_for_one_round(3584, 4224, 20480.0, true));
+        assert!(!flat_for_one_round(4096, 4224, 14336.0, false));
+        assert!(!flat_for_one_round(5120, 4224, 14336.0, false));
     }
 
     #[test]
