@@ -9,9 +9,7 @@
 
 mod common;
 
-use common::{check_macko, kernels_property, open_or_skip};
-
-use macko::{BackendKind, DeviceOptions};
+use common::{check_macko_shapes, open_wgpu_subgroup_or_skip, KNOB_SHAPES};
 
 #[test]
 fn macko_agrees_in_every_tuning_of_the_subgroup_kernel() {
@@ -21,30 +19,12 @@ fn macko_agrees_in_every_tuning_of_the_subgroup_kernel() {
     std::env::set_var("MACKO_WGPU_MACKO_WORKGROUP", "128");
     std::env::set_var("MACKO_WGPU_MACKO_WORKGROUPS", "3");
     std::env::set_var("MACKO_WGPU_FAST_FINITE", "0");
-    let Some(dev) = open_or_skip("wgpu", &DeviceOptions::for_backend(BackendKind::Wgpu)) else {
+    let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
         return;
     };
-    let kernels = kernels_property(&dev);
-    println!("{}: {kernels}", dev.describe());
-    if !kernels.contains("subgroup operations") {
-        println!("skipping: no subgroup path on this adapter");
-        return;
-    }
     assert!(kernels.contains("workgroups of 128, 2 x 4"), "{kernels}");
     assert!(kernels.contains("swizzled"), "{kernels}");
     assert!(kernels.contains("at most 3 workgroups"), "{kernels}");
     assert!(!kernels.contains("no zero select"), "{kernels}");
-    for (i, &(rows, cols, d)) in [
-        (1, 1, 1.0),
-        (37, 1001, 0.3),
-        (130, 4099, 0.7),
-        (300, 2000, 1.0),
-        (64, 96, 0.05),
-        (5, 9000, 0.5),
-    ]
-    .iter()
-    .enumerate()
-    {
-        check_macko("wgpu", &dev, rows, cols, d, 100 + i as u64);
-    }
+    check_macko_shapes(&dev, &KNOB_SHAPES, 100);
 }

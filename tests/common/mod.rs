@@ -225,3 +225,35 @@ pub fn check_macko(label: &str, dev: &Device, rows: usize, cols: usize, d: f64, 
         );
     }
 }
+
+/// Shapes (rows, cols, density) that walk the MACKO subgroup kernel's paths under a tuning knob:
+/// one entry, rows shorter than a step, rows of many steps, dense rows, rows mostly padding, a
+/// few very long rows.
+pub const KNOB_SHAPES: [(usize, usize, f64); 6] = [
+    (1, 1, 1.0),
+    (37, 1001, 0.3),
+    (130, 4099, 0.7),
+    (300, 2000, 1.0),
+    (64, 96, 0.05),
+    (5, 9000, 0.5),
+];
+
+/// The wgpu device with the settings already in the environment, and its "kernels" property,
+/// or `None` (printed) where there is no adapter or no subgroup path to test.
+pub fn open_wgpu_subgroup_or_skip() -> Option<(Device, String)> {
+    let dev = open_or_skip("wgpu", &DeviceOptions::for_backend(BackendKind::Wgpu))?;
+    let kernels = kernels_property(&dev);
+    println!("{}: {kernels}", dev.describe());
+    if !kernels.contains("subgroup operations") {
+        println!("skipping: no subgroup path on this adapter");
+        return None;
+    }
+    Some((dev, kernels))
+}
+
+/// [`check_macko`] on every shape of `shapes`, seeds from `seed0` on.
+pub fn check_macko_shapes(dev: &Device, shapes: &[(usize, usize, f64)], seed0: u64) {
+    for (i, &(rows, cols, d)) in shapes.iter().enumerate() {
+        check_macko("wgpu", dev, rows, cols, d, seed0 + i as u64);
+    }
+}
