@@ -118,6 +118,18 @@ fn default_settings() -> Vec<String> {
         }
     }
     v.push("macko_sg:Y_F16=0,X_SHARED=0,WORKGROUP=256,DEPTH=1,FAST_FINITE=1,LATE_DECODE=1".into());
+    // x staged as f16 scalars (macko_x_f16.wgsl, MACKO_WGPU_X_F16=1) in the default trim, and
+    // row blocks per claim (MACKO_WGPU_ROWS_PER_CLAIM) with either layout.
+    for wg in [256, 512] {
+        let trim = "FAST_FINITE=1,DEPTH=1,LATE_DECODE=1,ROW_AHEAD=1,LANE_BUILTINS=1";
+        for x in ["X_HALVES=12288", "X_WORDS=6144,X_F32=0"] {
+            for claim in [1, 4] {
+                v.push(format!(
+                    "macko_sg:Y_F16=0,X_SHARED=1,{x},WORKGROUP={wg},{trim},ROWS_PER_CLAIM={claim}"
+                ));
+            }
+        }
+    }
     v.push("macko_wg:Y_F16=0,X_SHARED=0".into());
     v.push("dense_sg:Y_F16=0".into());
     v.push("csr_sg:Y_F16=0".into());
@@ -125,16 +137,23 @@ fn default_settings() -> Vec<String> {
     v
 }
 
-/// The WGSL of `kernel` as the backend composes it.
-fn source(dir: &Path, kernel: &str) -> Result<String, Error> {
+/// The WGSL of `kernel` as the backend composes it: common.wgsl, the family's preludes (for
+/// MACKO, macko.wgsl and an x layout: f16 scalars after `enable f16;` where `x_f16`, else
+/// 32-bit words), the kernel.
+fn source(dir: &Path, kernel: &str, x_f16: bool) -> Result<String, Error> {
     let read = |name: &str| -> Result<String, Error> {
         std::fs::read_to_string(dir.join(name)).map_err(|e| format!("{name}: {e}").into())
     };
     let mut s = read("common.wgsl")?;
+    if x_f16 {
+        s = format!("enable f16;\n{s}");
+    }
     if let Some((family, _)) = kernel.split_once('_') {
-        let prelude = format!("{family}.wgsl");
-        if dir.join(&prelude).exists() {
-            s = format!("{s}\n{}", read(&prelude)?);
+        let layout = if x_f16 { "x_f16" } else { "x_words" };
+        for prelude in [format!("{family}.wgsl"), format!("{family}_{layout}.wgsl")] {
+            if dir.join(&prelude).exists() {
+                s = format!("{s}\n{}", read(&prelude)?);
+            }
         }
     }
     Ok(format!("{s}\n{}", read(&format!("{kernel}.wgsl"))?))
@@ -144,10 +163,17 @@ fn source(dir: &Path, kernel: &str) -> Result<String, Error> {
 fn spirv(dir: &Path, setting: &Setting, checks: Checks) -> Result<(Vec<u32>, Layout), Error> {
     use naga::back::spv;
     use naga::valid::{Capabilities, ValidationFlags, Validator};
-    let src = source(dir, &setting.kernel)?;
+    // X_HALVES is the f16 layout's constant (macko_x_f16.wgsl).
+    let src = source(
+        dir,
+        &setting.kernel,
+        setting.constants.contains_key("X_HALVES"),
+    )?;
     let module = naga::front::wgsl::parse_str(&src)
         .map_err(|e| format!("{}: {}", setting.kernel, e.emit_to_string(&src)))?;
-    let caps = Capabilities::SHADER_FLOAT16_IN_FLOAT32 | Capabilities::SUBGROUP;
+    let caps = Capabilities::SHADER_FLOAT16_IN_FLOAT32
+        | Capabilities::SUBGROUP
+        | Capabilities::SHADER_FLOAT16;
     let info = Validator::new(ValidationFlags::all(), caps)
         .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
         .subgroup_operations(naga::valid::SubgroupOperationSet::all())
@@ -266,10 +292,19 @@ impl Vulkan {
         let ext_names = [ext.as_ptr()];
         let mut feature = vk::PhysicalDevicePipelineExecutablePropertiesFeaturesKHR::default()
             .pipeline_executable_info(true);
+        // shaderFloat16 where the device has it (Vulkan 1.2 core), as wgpu asks for SHADER_F16:
+        // the f16 layout of x (macko_x_f16.wgsl) declares the Float16 capability.
+        let mut has12 = vk::PhysicalDeviceVulkan12Features::default();
+        let mut query = vk::PhysicalDeviceFeatures2::default().push_next(&mut has12);
+        // SAFETY: `pd` is a physical device of `instance`; the chain outlives the call.
+        unsafe { instance.get_physical_device_features2(pd, &mut query) };
+        let f16 = has12.shader_float16 == vk::TRUE;
+        let mut want12 = vk::PhysicalDeviceVulkan12Features::default().shader_float16(f16);
         let dci = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&ext_names)
-            .push_next(&mut feature);
+            .push_next(&mut feature)
+            .push_next(&mut want12);
         // SAFETY: the extension is supported (checked above); the device is destroyed in Drop.
         let device = unsafe { instance.create_device(pd, &dci, None) }?;
         let stats = ash::khr::pipeline_executable_properties::Device::new(&instance, &device);

@@ -10,23 +10,15 @@
 // Entry codes: 8 nibbles per u32, at the same index as their values.
 @group(0) @binding(3) var<storage, read> codes: array<u32>;
 
-// Where x is gathered from. With X_SHARED (pipeline constants, set by the backend when x fits),
-// every workgroup first copies x into X_WORDS words of workgroup memory and gathers from there:
-// the 8 columns a lane needs per group are spread over the row, and workgroup memory serves
-// such scattered reads far faster than the L1 cache. Otherwise x is gathered from its f32 copy
-// in memory. With X_F32 the staged copy is f32, one word per column (X_WORDS >= cols rounded up
-// to 8): a gather is one workgroup load; without it, f16 pairs (X_WORDS >= (cols + 1) / 2
-// rounded up to 4), half the space, but a shift and a conversion more per entry.
+// Where x is gathered from. With X_SHARED (a pipeline constant, set by the backend when x fits),
+// every workgroup first copies x into workgroup memory and gathers from there: the 8 columns a
+// lane needs per group are spread over the row, and workgroup memory serves such scattered reads
+// far faster than the L1 cache. Otherwise x is gathered from its f32 copy in memory. How the
+// staged copy is laid out is the business of the file composed after this one:
+// macko_x_words.wgsl (32-bit words: f16 pairs or f32) or macko_x_f16.wgsl (one f16 per column,
+// for adapters with SHADER_F16). Each defines `xs`, `x_at(c)` (x[c] as f32, from xs or from
+// memory) and `copy_x(t, invocations)` (the copy; returns whether it met a non-finite x).
 override X_SHARED: bool = false;
-override X_F32: bool = false;
-override X_WORDS: u32 = 1u;
-// Staged word i lives at slot i ^ ((i >> 5) & 7): a permutation within each aligned block of
-// 8 words (X_WORDS is a multiple of 8, so every slot stays in range) that moves the 8-word
-// blocks of each 32-word row of banks apart. A dense row (d = 1) gathers columns 8 apart across
-// lanes: unswizzled, only 4 banks (f32) or 8 (f16 pairs) take the 32 reads of one gather
-// (8- or 4-way conflicts); swizzled, 32. Random columns (d < 1) are as random either way.
-override X_SWIZZLE: bool = false;
-var<workgroup> xs: array<u32, X_WORDS>;
 // With FAST_FINITE (the default), staging checks whether x holds any ±∞ or NaN; where it holds
 // none, an entry whose value is zero (padding, or masked) adds 0·x = ±0 anyway, so the kernel
 // drops the per-entry select that keeps such entries from meeting a non-finite x (two
@@ -37,26 +29,6 @@ override FAST_FINITE: bool = true;
 var<workgroup> x_nonfinite: atomic<u32>;
 var<workgroup> x_finite_copy: u32;
 
-fn x_slot(i: u32) -> u32 {
-    if X_SWIZZLE {
-        return i ^ ((i >> 5u) & 7u);
-    }
-    return i;
-}
-
-// x[c]. A column past x (only ever computed for a masked entry, whose term is then discarded)
-// reads an unspecified value but stays a valid access: indices into `xs` are clamped by naga
-// (BoundsCheckPolicy::Restrict, always on for arrays in wgpu), and memory reads are bounded.
-fn x_at(c: u32) -> f32 {
-    if X_SHARED {
-        if X_F32 {
-            return bitcast<f32>(xs[x_slot(c)]);
-        }
-        return unpack2x16float(xs[x_slot(c >> 1u)] >> ((c & 1u) * 16u)).x;
-    }
-    return load_x(c);
-}
-
 // Whether any of the 8 binary16 values of a word of x is ±∞ or NaN (exponent bits all set).
 fn word_nonfinite(v: vec4<u32>) -> bool {
     let lo = v & vec4<u32>(0x7c00u);
@@ -64,11 +36,11 @@ fn word_nonfinite(v: vec4<u32>) -> bool {
     return any(lo == vec4<u32>(0x7c00u)) || any(hi == vec4<u32>(0x7c000000u));
 }
 
-// Copies x into workgroup memory (with X_SHARED), 16 bytes per load, and zeroes the staged
-// words past x (masked entries may read them, and with FAST_FINITE they must read finite
-// values). Every invocation of the workgroup calls it once, at the start, in uniform control
-// flow. Returns, uniformly over the workgroup, whether the per-entry zero select may be
-// skipped: X_SHARED, FAST_FINITE and no ±∞ or NaN in x.
+// Copies x into workgroup memory (with X_SHARED; copy_x also zeroes the staged slots past x:
+// masked entries may read them, and with FAST_FINITE they must read finite values). Every
+// invocation of the workgroup calls it once, at the start, in uniform control flow. Returns,
+// uniformly over the workgroup, whether the per-entry zero select may be skipped: X_SHARED,
+// FAST_FINITE and no ±∞ or NaN in x.
 fn stage_x(t: u32, invocations: u32) -> bool {
     let check = X_SHARED && FAST_FINITE;
     if check {
@@ -78,46 +50,7 @@ fn stage_x(t: u32, invocations: u32) -> bool {
         workgroupBarrier();
     }
     if X_SHARED {
-        var bad = false;
-        // Words of xs written from x; those after it, up to X_WORDS, are zeroed below.
-        var staged = 0u;
-        if X_F32 {
-            // 8 columns per 16-byte word of x; X_WORDS is a multiple of 8 (the backend's
-            // granule) covering every column, and x is zero-padded to whole 16-byte words.
-            staged = 8u * ((params.cols + 7u) / 8u);
-            for (var i = t; 8u * i < params.cols; i += invocations) {
-                let v = x[i];
-                bad = bad || word_nonfinite(v);
-                let a = unpack2x16float(v.x);
-                let b = unpack2x16float(v.y);
-                let c = unpack2x16float(v.z);
-                let d = unpack2x16float(v.w);
-                xs[x_slot(8u * i)] = bitcast<u32>(a.x);
-                xs[x_slot(8u * i + 1u)] = bitcast<u32>(a.y);
-                xs[x_slot(8u * i + 2u)] = bitcast<u32>(b.x);
-                xs[x_slot(8u * i + 3u)] = bitcast<u32>(b.y);
-                xs[x_slot(8u * i + 4u)] = bitcast<u32>(c.x);
-                xs[x_slot(8u * i + 5u)] = bitcast<u32>(c.y);
-                xs[x_slot(8u * i + 6u)] = bitcast<u32>(d.x);
-                xs[x_slot(8u * i + 7u)] = bitcast<u32>(d.y);
-            }
-        } else {
-            let words = (params.cols + 1u) / 2u;
-            staged = 4u * ((words + 3u) / 4u);
-            for (var i = t; 4u * i < words; i += invocations) {
-                let v = x[i];
-                bad = bad || word_nonfinite(v);
-                xs[x_slot(4u * i)] = v.x;
-                xs[x_slot(4u * i + 1u)] = v.y;
-                xs[x_slot(4u * i + 2u)] = v.z;
-                xs[x_slot(4u * i + 3u)] = v.w;
-            }
-        }
-        // x_slot is a permutation of 0..X_WORDS, so the slots of the words past x are exactly
-        // those no word of x took: after this, every slot holds x or zero.
-        for (var i = staged + t; i < X_WORDS; i += invocations) {
-            xs[x_slot(i)] = 0u;
-        }
+        let bad = copy_x(t, invocations);
         if check && bad {
             atomicOr(&x_nonfinite, 1u);
         }
@@ -132,7 +65,7 @@ fn stage_x(t: u32, invocations: u32) -> bool {
     return workgroupUniformLoad(&x_finite_copy) == 0u;
 }
 
-// // A group is 8 entries: one vec4<u32> of values (entry 2k in the low half of component k,
+// A group is 8 entries: one vec4<u32> of values (entry 2k in the low half of component k,
 // entry 2k+1 in the high half) and one u32 of codes (entry j in bits 4j..4j+3).
 
 // Byte mask of the bytes below byte n (n in 0..=4+): bytes 0..n set.

@@ -4,8 +4,10 @@
 //! and both values of the `Y_F16` pipeline constant resolved. Runs without a GPU, so a broken
 //! shader fails CI on any machine.
 //!
-//! A kernel is compiled as `common.wgsl`, then its family's prelude if there is one (`macko.wgsl`
-//! for `macko_sg.wgsl`), then its own file — the order src/backend/wgpu/pipelines.rs uses.
+//! A kernel is compiled as `common.wgsl`, then its family's preludes if there are any
+//! (`macko.wgsl` and the x layout `macko_x_words.wgsl` for `macko_sg.wgsl`), then its own file —
+//! the order src/backend/wgpu/pipelines.rs uses. The MACKO subgroup kernel's other x layout,
+//! `macko_x_f16.wgsl`, is checked on its own (it needs `enable f16;` and `SHADER_F16`).
 #![cfg(feature = "wgpu")]
 
 use std::path::{Path, PathBuf};
@@ -39,17 +41,30 @@ fn read(name: &str) -> String {
     std::fs::read_to_string(shader_dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
-/// The full source of a kernel: common.wgsl, the family prelude if any, the kernel.
+/// The full source of a kernel: common.wgsl, the family preludes if any (for MACKO, macko.wgsl
+/// and the 32-bit-word x layout), the kernel.
 fn kernel_source(path: &Path) -> String {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let mut source = read(COMMON);
     if let Some((family, _)) = name.split_once('_') {
-        let prelude = format!("{family}.wgsl");
-        if shader_dir().join(&prelude).exists() {
-            source = format!("{source}\n{}", read(&prelude));
+        for prelude in [format!("{family}.wgsl"), format!("{family}_x_words.wgsl")] {
+            if shader_dir().join(&prelude).exists() {
+                source = format!("{source}\n{}", read(&prelude));
+            }
         }
     }
     format!("{source}\n{}", read(name))
+}
+
+/// The MACKO subgroup kernel with x staged as f16 scalars, as the backend composes it.
+fn macko_sg_x_f16_source() -> String {
+    format!(
+        "enable f16;\n{}\n{}\n{}\n{}",
+        read(COMMON),
+        read("macko.wgsl"),
+        read("macko_x_f16.wgsl"),
+        read("macko_sg.wgsl")
+    )
 }
 
 /// What every kernel may use: `unpack2x16float` and `pack2x16float` (wgpu grants this where the
@@ -83,7 +98,22 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
     // memory or staged in 2048 words of workgroup memory (f16 pairs or f32), and for the MACKO
     // subgroup kernel a workgroup size other than the default, 2 sets per step and the
     // register-trimming variants.
-    let x_modes: &[&[(&str, f64)]] = if has("WORKGROUP") {
+    let x_modes: &[&[(&str, f64)]] = if has("X_HALVES") {
+        &[
+            &[("X_SHARED", 0.0)],
+            &[("X_SHARED", 1.0), ("X_HALVES", 4096.0)],
+            &[
+                ("X_SHARED", 1.0),
+                ("X_HALVES", 4096.0),
+                ("FAST_FINITE", 0.0),
+                ("WORKGROUP", 512.0),
+                ("DEPTH", 2.0),
+                ("LATE_DECODE", 1.0),
+                ("ROW_AHEAD", 1.0),
+                ("LANE_BUILTINS", 1.0),
+            ],
+        ]
+    } else if has("WORKGROUP") {
         &[
             &[("X_SHARED", 0.0)],
             &[("X_SHARED", 1.0), ("X_WORDS", 2048.0), ("X_F32", 0.0)],
@@ -214,8 +244,27 @@ fn the_preludes_validate_on_their_own() {
     check(COMMON, &common, BASE).unwrap();
     check(
         "macko.wgsl",
-        &format!("{common}\n{}", read("macko.wgsl")),
+        &format!(
+            "{common}\n{}\n{}",
+            read("macko.wgsl"),
+            read("macko_x_words.wgsl")
+        ),
         BASE,
     )
     .unwrap();
+}
+
+#[test]
+fn the_f16_x_layout_validates_with_shader_f16_and_only_with_it() {
+    let source = macko_sg_x_f16_source();
+    let caps = BASE | Capabilities::SUBGROUP;
+    check(
+        "macko_sg + macko_x_f16",
+        &source,
+        caps | Capabilities::SHADER_FLOAT16,
+    )
+    .unwrap();
+    // The backend composes it only for adapters with SHADER_F16: without the capability naga
+    // must refuse it (else an adapter without f16 could be handed this kernel unnoticed).
+    assert!(check("macko_sg + macko_x_f16", &source, caps).is_err());
 }

@@ -15,14 +15,50 @@ use crate::error::Result;
 
 use super::gpu::{lock, Gpu};
 
-/// A kernel's full source: common.wgsl, then the given preludes and the kernel file.
+/// A kernel's full source: common.wgsl, then the given preludes and the kernel file; with
+/// `enable: "..."` that directive line first (WGSL wants it before every declaration).
 macro_rules! kernel_source {
     ($($file:literal),+) => {
+        kernel_source!(enable: ""; $($file),+)
+    };
+    (enable: $directive:literal; $($file:literal),+) => {
         concat!(
+            $directive,
             include_str!("../../../shaders/common.wgsl"),
             $("\n", include_str!(concat!("../../../shaders/", $file))),+
         )
     };
+}
+
+/// How the MACKO subgroup kernel holds a staged x in workgroup memory (the file composed after
+/// macko.wgsl).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum XForm {
+    /// Binary16 pairs in 32-bit words (macko_x_words.wgsl): every adapter.
+    Pairs,
+    /// One f32 word per column (macko_x_words.wgsl with `X_F32`): twice the space.
+    F32,
+    /// One f16 per column (macko_x_f16.wgsl): adapters with `SHADER_F16`; the space of pairs,
+    /// three instructions fewer per gathered entry.
+    F16,
+}
+
+impl XForm {
+    /// Words of workgroup memory x of `cols` columns takes in this form, before rounding.
+    pub fn words(self, cols: u64) -> u64 {
+        match self {
+            XForm::F32 => cols.max(1),
+            XForm::Pairs | XForm::F16 => cols.div_ceil(2).max(1),
+        }
+    }
+
+    fn text(self) -> &'static str {
+        match self {
+            XForm::Pairs => "f16 pairs",
+            XForm::F32 => "f32",
+            XForm::F16 => "f16 scalars",
+        }
+    }
 }
 
 /// Which family of kernels runs the products.
@@ -77,10 +113,19 @@ impl Kernel {
         }
     }
 
-    fn source(self) -> &'static str {
+    /// The kernel's WGSL; `x_f16`: the MACKO subgroup kernel with x staged as f16 scalars.
+    fn source(self, x_f16: bool) -> &'static str {
         match self {
-            Kernel::MackoSubgroup => kernel_source!("macko.wgsl", "macko_sg.wgsl"),
-            Kernel::MackoWorkgroup => kernel_source!("macko.wgsl", "macko_wg.wgsl"),
+            Kernel::MackoSubgroup if x_f16 => kernel_source!(
+                enable: "enable f16;\n";
+                "macko.wgsl", "macko_x_f16.wgsl", "macko_sg.wgsl"
+            ),
+            Kernel::MackoSubgroup => {
+                kernel_source!("macko.wgsl", "macko_x_words.wgsl", "macko_sg.wgsl")
+            }
+            Kernel::MackoWorkgroup => {
+                kernel_source!("macko.wgsl", "macko_x_words.wgsl", "macko_wg.wgsl")
+            }
             Kernel::CsrSubgroup => kernel_source!("csr_sg.wgsl"),
             Kernel::CsrWorkgroup => kernel_source!("csr_wg.wgsl"),
             Kernel::DenseSubgroup => kernel_source!("dense_sg.wgsl"),
@@ -162,14 +207,14 @@ fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
 }
 
 /// What distinguishes two pipelines of one kernel: f16 or f32 y, and for the MACKO subgroup
-/// kernel the words of workgroup memory x is staged in (0: gathered from memory), whether they
-/// hold f32 (else f16 pairs), and the workgroup size (0: the kernel's default).
+/// kernel the words of workgroup memory x is staged in (0: gathered from memory), in which form,
+/// and the workgroup size (0: the kernel's default).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct PipelineKey {
     pub kernel: Kernel,
     pub y_f16: bool,
     pub x_words: u32,
-    pub x_f32: bool,
+    pub x_form: XForm,
     pub workgroup: u32,
     /// MACKO subgroup kernel: sets of 4 groups per lane per step (0: the default), and whether
     /// the staged x is swizzled.
@@ -185,6 +230,8 @@ pub(super) struct PipelineKey {
     pub late_decode: bool,
     pub row_ahead: u32,
     pub lane_builtins: bool,
+    /// MACKO subgroup kernel: consecutive rows per claim from the counter (0 or 1: one).
+    pub rows_per_claim: u32,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -262,7 +309,11 @@ impl Pipelines {
             } else {
                 0
             },
-            x_f32: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_f32,
+            x_form: if key.kernel == Kernel::MackoSubgroup && key.x_words > 0 {
+                key.x_form
+            } else {
+                XForm::Pairs
+            },
             workgroup: if key.kernel == Kernel::MackoSubgroup {
                 key.workgroup
             } else {
@@ -273,7 +324,10 @@ impl Pipelines {
             } else {
                 0
             },
-            x_swizzle: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_swizzle,
+            x_swizzle: key.kernel == Kernel::MackoSubgroup
+                && key.x_words > 0
+                && key.x_form != XForm::F16
+                && key.x_swizzle,
             fast_finite: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.fast_finite,
             loop_bounds: key.kernel != Kernel::MackoSubgroup || key.loop_bounds,
             late_decode: key.kernel == Kernel::MackoSubgroup && key.late_decode,
@@ -283,6 +337,11 @@ impl Pipelines {
                 0
             },
             lane_builtins: key.kernel == Kernel::MackoSubgroup && key.lane_builtins,
+            rows_per_claim: if key.kernel == Kernel::MackoSubgroup {
+                key.rows_per_claim.max(1)
+            } else {
+                0
+            },
             ..key
         };
         let mut built = lock(&self.built);
@@ -302,7 +361,7 @@ impl Pipelines {
             if key.x_words > 0 {
                 format!(
                     " (x as {} in {} words of workgroup memory)",
-                    if key.x_f32 { "f32" } else { "f16 pairs" },
+                    key.x_form.text(),
                     key.x_words
                 )
             } else {
@@ -310,7 +369,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -334,6 +393,11 @@ impl Pipelines {
                         ", builtin lane ids"
                     } else {
                         ""
+                    },
+                    if key.rows_per_claim > 1 {
+                        format!(", {} rows per claim", key.rows_per_claim)
+                    } else {
+                        String::new()
                     }
                 )
             } else {
@@ -347,9 +411,13 @@ impl Pipelines {
         if matches!(kernel, Kernel::MackoSubgroup | Kernel::MackoWorkgroup) {
             constants.push(("X_SHARED", if key.x_words > 0 { 1.0 } else { 0.0 }));
             if key.x_words > 0 {
-                constants.push(("X_WORDS", key.x_words as f64));
-                constants.push(("X_F32", if key.x_f32 { 1.0 } else { 0.0 }));
-                constants.push(("X_SWIZZLE", if key.x_swizzle { 1.0 } else { 0.0 }));
+                if key.x_form == XForm::F16 {
+                    constants.push(("X_HALVES", 2.0 * key.x_words as f64));
+                } else {
+                    constants.push(("X_WORDS", key.x_words as f64));
+                    constants.push(("X_F32", if key.x_form == XForm::F32 { 1.0 } else { 0.0 }));
+                    constants.push(("X_SWIZZLE", if key.x_swizzle { 1.0 } else { 0.0 }));
+                }
                 constants.push(("FAST_FINITE", if key.fast_finite { 1.0 } else { 0.0 }));
             }
         }
@@ -365,11 +433,14 @@ impl Pipelines {
                 constants.push(("ROW_AHEAD", key.row_ahead as f64));
             }
             constants.push(("LANE_BUILTINS", if key.lane_builtins { 1.0 } else { 0.0 }));
+            constants.push(("ROWS_PER_CLAIM", key.rows_per_claim as f64));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(kernel.name()),
-                source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(kernel.source())),
+                source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(
+                    kernel.source(key.x_form == XForm::F16),
+                )),
             };
             let module = if key.loop_bounds {
                 gpu.device.create_shader_module(desc)

@@ -22,7 +22,7 @@ use crate::backend::{BackendKind, HostVector, MatrixKind, MatrixRef, Precision};
 use crate::error::{Error, Result};
 
 use super::gpu::{backend_error, buffer_size, lock, round_up};
-use super::pipelines::{Kernel, PipelineKey, DENSE_ROWS_PER_WORKGROUP, X_WORDS_GRANULE};
+use super::pipelines::{Kernel, PipelineKey, XForm, DENSE_ROWS_PER_WORKGROUP, X_WORDS_GRANULE};
 use super::WgpuBackend;
 
 /// Products recorded into one command encoder before it is submitted without waiting (a later
@@ -520,11 +520,11 @@ impl WgpuBackend {
 
     /// How the MACKO subgroup kernel holds x for `cols` columns: the words of workgroup memory
     /// it stages x in (0 where x does not fit, or staging is turned off: x is then gathered
-    /// from memory), and whether they hold f32 (where that fits and is not turned off) or f16
-    /// pairs.
-    fn x_staging(&self, kernel: Kernel, cols: usize) -> (u32, bool) {
+    /// from memory), and in which form: f32 where asked for and it fits, else f16 scalars where
+    /// asked for and the adapter has `SHADER_F16`, else f16 pairs.
+    fn x_staging(&self, kernel: Kernel, cols: usize) -> (u32, XForm) {
         if kernel != Kernel::MackoSubgroup || !self.x_in_workgroup {
-            return (0, false);
+            return (0, XForm::Pairs);
         }
         // The kernel's other workgroup variables (the finite-x flag and its copy) take some of
         // the limit too: a pipeline over it is not rejected by every driver (on an H200, f32 x
@@ -535,15 +535,19 @@ impl WgpuBackend {
             .max_compute_workgroup_storage_size
             .saturating_sub(MACKO_OTHER_WORKGROUP_BYTES)
             / 4) as u64;
-        // The granule is a multiple of 8: the f32 staging writes 8 columns per word of x.
-        let f32_words = round_up((cols as u64).max(1), X_WORDS_GRANULE as u64);
-        let f16_words = round_up((cols as u64).div_ceil(2).max(1), X_WORDS_GRANULE as u64);
-        if self.tuning.x_f32 && f32_words <= budget {
-            (f32_words as u32, true)
-        } else if f16_words <= budget {
-            (f16_words as u32, false)
+        // The granule is a multiple of 8: the f32 and f16 stagings write 8 columns per word of x.
+        let words = |form: XForm| round_up(form.words(cols as u64), X_WORDS_GRANULE as u64);
+        let half = if self.tuning.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16) {
+            XForm::F16
         } else {
-            (0, false)
+            XForm::Pairs
+        };
+        if self.tuning.x_f32 && words(XForm::F32) <= budget {
+            (words(XForm::F32) as u32, XForm::F32)
+        } else if words(half) <= budget {
+            (words(half) as u32, half)
+        } else {
+            (0, XForm::Pairs)
         }
     }
 
@@ -595,7 +599,7 @@ impl WgpuBackend {
         y: &GpuVector,
     ) -> Result<()> {
         let kernel = Kernel::for_product(a.format, self.path);
-        let (x_words, x_f32) = self.x_staging(kernel, a.cols);
+        let (x_words, x_form) = self.x_staging(kernel, a.cols);
         let workgroup = self.tuning.workgroup_for(a.rows);
         let pipeline = self.pipelines.get(
             &self.gpu,
@@ -603,7 +607,7 @@ impl WgpuBackend {
                 kernel,
                 y_f16: y.precision == Precision::F16,
                 x_words,
-                x_f32,
+                x_form,
                 workgroup,
                 depth: self.tuning.depth,
                 x_swizzle: self.tuning.x_swizzle,
@@ -612,6 +616,7 @@ impl WgpuBackend {
                 late_decode: self.tuning.late_decode,
                 row_ahead: self.tuning.row_ahead,
                 lane_builtins: self.tuning.lane_builtins,
+                rows_per_claim: self.tuning.rows_per_claim,
             },
         )?;
         let x_group = x

@@ -8,7 +8,7 @@ use std::time::Instant;
 use crate::error::Result;
 
 use super::gpu::{buffer_size, round_up};
-use super::pipelines::{Kernel, PipelineKey, STREAM_UNROLL, STREAM_WORKGROUP};
+use super::pipelines::{Kernel, PipelineKey, XForm, STREAM_UNROLL, STREAM_WORKGROUP};
 use super::products::{GpuMatrix, GpuVector};
 use super::WgpuBackend;
 
@@ -218,7 +218,7 @@ impl WgpuBackend {
                 kernel: Kernel::Stream,
                 y_f16: false,
                 x_words: 0,
-                x_f32: false,
+                x_form: XForm::Pairs,
                 workgroup: 0,
                 depth: 0,
                 x_swizzle: false,
@@ -227,6 +227,7 @@ impl WgpuBackend {
                 late_decode: false,
                 row_ahead: 0,
                 lane_builtins: false,
+                rows_per_claim: 0,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
