@@ -118,16 +118,14 @@ fn default_settings() -> Vec<String> {
         }
     }
     v.push("macko_sg:Y_F16=0,X_SHARED=0,WORKGROUP=256,DEPTH=1,FAST_FINITE=1,LATE_DECODE=1".into());
-    // x staged as f16 scalars (macko_x_f16.wgsl, MACKO_WGPU_X_F16=1) in the default trim, and
-    // row blocks per claim (MACKO_WGPU_ROWS_PER_CLAIM) with either layout.
+    // x staged as f16 scalars (macko_x_f16.wgsl, the default with SHADER_F16) and as f16 pairs
+    // (MACKO_WGPU_X_F16=0), in the default trim.
     for wg in [256, 512] {
         let trim = "FAST_FINITE=1,DEPTH=1,LATE_DECODE=1,ROW_AHEAD=1,LANE_BUILTINS=1";
         for x in ["X_HALVES=12288", "X_WORDS=6144,X_F32=0"] {
-            for claim in [1, 4] {
-                v.push(format!(
-                    "macko_sg:Y_F16=0,X_SHARED=1,{x},WORKGROUP={wg},{trim},ROWS_PER_CLAIM={claim}"
-                ));
-            }
+            v.push(format!(
+                "macko_sg:Y_F16=0,X_SHARED=1,{x},WORKGROUP={wg},{trim}"
+            ));
         }
     }
     v.push("macko_wg:Y_F16=0,X_SHARED=0".into());

@@ -54,11 +54,6 @@ override DEPTH: u32 = 1u;
 override LATE_DECODE: bool = false;
 override ROW_AHEAD: u32 = 2u;
 override LANE_BUILTINS: bool = false;
-// Consecutive rows a subgroup takes per claim from the counter (1: one row per claim, the loop
-// ROW_AHEAD describes). With K > 1 (`claims_loop`) the counter hands out row blocks of K: one
-// atomic per K rows, and within a block each row's end bound is loaded while the row before it
-// is computed (its start is that row's end), so only a block's first row waits for its bounds.
-override ROWS_PER_CLAIM: u32 = 1u;
 
 // The next row for this subgroup: its first lane takes it from the counter, and it is
 // broadcast from the first active lane, which is that lane (all lanes are active here).
@@ -449,42 +444,6 @@ fn rows_loop(first: u32, first_bounds: vec2<u32>, second: u32, lane: u32, lanes:
     }
 }
 
-// Works through blocks of ROWS_PER_CLAIM consecutive rows until the counter runs past the
-// block's rows: `claim` is the block claimed first. The next block is claimed when a block
-// starts (its latency hidden behind the block's rows). `guard` as in pair_fma.
-fn claims_loop(first_claim: u32, lane: u32, lanes: u32, guard: bool) {
-    var claim = first_claim;
-    // Termination, as rows_loop: claims are distinct, one atomicAdd of 1 each, and a subgroup
-    // leaves at its first claim whose rows start at or past params.rows, so it makes at most
-    // params.rows / ROWS_PER_CLAIM + 2 iterations; the inner loop counts r up to r_end.
-    // claim * ROWS_PER_CLAIM cannot wrap: claims stay below params.rows / ROWS_PER_CLAIM plus
-    // two per subgroup (far below 2^32 / ROWS_PER_CLAIM for any matrix that fits a binding).
-    loop {
-        let r0 = claim * ROWS_PER_CLAIM;
-        if r0 >= params.rows {
-            break;
-        }
-        let next = next_row(lane);
-        let r_end = min(r0 + ROWS_PER_CLAIM, params.rows);
-        var s = row_ptr[r0];
-        var e = row_ptr[r0 + 1u];
-        for (var r = r0; r < r_end; r += 1u) {
-            // The end of the next row of the block, loading while this row is computed.
-            var e_next = 0u;
-            if r + 1u < r_end {
-                e_next = row_ptr[r + 2u];
-            }
-            let sum = row_sum(s, e, lane, lanes, guard);
-            if lane == 0u {
-                store_y(params.row_offset + r, sum);
-            }
-            s = e;
-            e = e_next;
-        }
-        claim = next;
-    }
-}
-
 @compute @workgroup_size(WORKGROUP)
 fn main(
     @builtin(local_invocation_index) t: u32,
@@ -496,20 +455,6 @@ fn main(
     let lanes = subgroupAdd(1u);
     // Whether this subgroup is full with ids 0..size (LANE_BUILTINS; subgroup-uniform).
     let exact = LANE_BUILTINS && subgroupAll(lane == sg_id && lanes == sg_size);
-    if ROWS_PER_CLAIM > 1u {
-        // Row blocks per claim: the first block is claimed before x is staged.
-        let claim = next_row(lane);
-        let finite = stage_x(t, WORKGROUP);
-        if finite && exact {
-            claims_loop(claim, sg_id, sg_size, false);
-        } else if finite && !LANE_BUILTINS {
-            claims_loop(claim, lane, lanes, false);
-        } else {
-            claims_loop(claim, lane, lanes, true);
-        }
-        finish(t, nwg);
-        return;
-    }
     // The first row and its bounds, and (two rows ahead) the next row, are requested before x
     // is staged. With ROW_AHEAD = 1 the loop claims each next row itself: no claim here may go
     // unused.
@@ -534,11 +479,6 @@ fn main(
     } else {
         rows_loop(row, bounds, following, lane, lanes, true);
     }
-    finish(t, nwg);
-}
-
-// The end of every workgroup: resets the block's counters once the last workgroup is done.
-fn finish(t: u32, nwg: vec3<u32>) {
     // Every claim of this workgroup has been made (each subgroup saw a row past the block).
     // The barrier's device-scope release orders them before the done count's increment; the
     // workgroup that completes the count acquires (second barrier), so every other workgroup's

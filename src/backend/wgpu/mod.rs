@@ -40,8 +40,10 @@ pub const ENV_X_IN_WORKGROUP: &str = "MACKO_WGPU_X_IN_WORKGROUP";
 /// Environment variable that, set to `1`, makes the MACKO subgroup kernel stage x as f32 where
 /// that fits workgroup memory (default: f16 pairs, half the space, so more workgroups resident).
 pub const ENV_X_F32: &str = "MACKO_WGPU_X_F32";
-/// Environment variable that, set to `1`, makes the MACKO subgroup kernel stage x as one f16 per
-/// column (macko_x_f16.wgsl) on adapters with `SHADER_F16`, instead of f16 pairs.
+/// Environment variable that, set to `0`, makes the MACKO subgroup kernel stage x as f16 pairs
+/// (macko_x_words.wgsl) even on adapters with `SHADER_F16`, where it stages one f16 per column
+/// by default (macko_x_f16.wgsl: measured 2–13 % faster on an H200, shaders/NOTES.md "Session
+/// 5").
 pub const ENV_X_F16: &str = "MACKO_WGPU_X_F16";
 /// Environment variable: invocations per workgroup of the MACKO subgroup kernel (a power of two,
 /// 32..=1024, within the adapter's limit) for every matrix; by default 256 for matrices of fewer
@@ -82,10 +84,6 @@ pub const ENV_ROW_AHEAD: &str = "MACKO_WGPU_ROW_AHEAD";
 /// their lanes instead of using the builtin subgroup size and invocation id (`LANE_BUILTINS` in
 /// macko_sg.wgsl; on by default).
 pub const ENV_LANE_BUILTINS: &str = "MACKO_WGPU_LANE_BUILTINS";
-
-/// Environment variable: consecutive rows a subgroup of the MACKO subgroup kernel takes per claim
-/// from its row counter (1..=64; `ROWS_PER_CLAIM` in macko_sg.wgsl; default 1).
-pub const ENV_ROWS_PER_CLAIM: &str = "MACKO_WGPU_ROWS_PER_CLAIM";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -138,9 +136,6 @@ pub(crate) struct MackoTuning {
     pub row_ahead: u32,
     /// Full subgroups use the builtin subgroup size and invocation id (`LANE_BUILTINS`).
     pub lane_builtins: bool,
-    /// Consecutive rows per claim from the row counter (`ROWS_PER_CLAIM`; 1: one row per claim,
-    /// rows in flight as `row_ahead` says).
-    pub rows_per_claim: u32,
 }
 
 impl MackoTuning {
@@ -165,7 +160,6 @@ impl MackoTuning {
     pub const DEFAULT_ROWS_PER_STAGED_WORKGROUP: u32 = 16;
     pub const DEFAULT_DEPTH: u32 = 1;
     pub const DEFAULT_ROW_AHEAD: u32 = 1;
-    pub const DEFAULT_ROWS_PER_CLAIM: u32 = 1;
 
     /// The most workgroups of `workgroup` invocations dispatched with x staged: the workgroup cap,
     /// and the invocation cap over the workgroup size (at least 1).
@@ -190,7 +184,6 @@ impl MackoTuning {
         let var = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_string());
         let on = |name: &str| matches!(var(name).as_deref(), Some("1" | "true" | "on" | "yes"));
         let x_f32 = on(ENV_X_F32);
-        let x_f16 = on(ENV_X_F16);
         let x_swizzle = on(ENV_X_SWIZZLE);
         let fast_finite = !matches!(
             var(ENV_FAST_FINITE).as_deref(),
@@ -201,15 +194,13 @@ impl MackoTuning {
         // Defaults from the H200 sweep of shaders/NOTES.md ("Session 3"): 60 registers instead
         // of 65, 1.0–1.3× faster.
         let late_decode = !off(ENV_LATE_DECODE);
+        // Session 5 (H200): f16 scalars where the adapter has SHADER_F16.
+        let x_f16 = !off(ENV_X_F16);
         let lane_builtins = !off(ENV_LANE_BUILTINS);
         let row_ahead = var(ENV_ROW_AHEAD)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
             .unwrap_or(Self::DEFAULT_ROW_AHEAD);
-        let rows_per_claim = var(ENV_ROWS_PER_CLAIM)
-            .and_then(|v| v.parse::<u32>().ok())
-            .filter(|n| (1..=64).contains(n))
-            .unwrap_or(Self::DEFAULT_ROWS_PER_CLAIM);
         let depth = var(ENV_MACKO_DEPTH)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
@@ -255,7 +246,6 @@ impl MackoTuning {
             late_decode,
             row_ahead,
             lane_builtins,
-            rows_per_claim,
         }
     }
 }
@@ -465,9 +455,6 @@ impl WgpuBackend {
                     ""
                 }
             );
-            if t.rows_per_claim > 1 {
-                kernels += &format!(", {} rows per claim", t.rows_per_claim);
-            }
         }
         p.push(("kernels".to_string(), kernels));
 

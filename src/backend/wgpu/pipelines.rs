@@ -230,8 +230,6 @@ pub(super) struct PipelineKey {
     pub late_decode: bool,
     pub row_ahead: u32,
     pub lane_builtins: bool,
-    /// MACKO subgroup kernel: consecutive rows per claim from the counter (0 or 1: one).
-    pub rows_per_claim: u32,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -337,11 +335,6 @@ impl Pipelines {
                 0
             },
             lane_builtins: key.kernel == Kernel::MackoSubgroup && key.lane_builtins,
-            rows_per_claim: if key.kernel == Kernel::MackoSubgroup {
-                key.rows_per_claim.max(1)
-            } else {
-                0
-            },
             ..key
         };
         let mut built = lock(&self.built);
@@ -369,7 +362,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -393,11 +386,6 @@ impl Pipelines {
                         ", builtin lane ids"
                     } else {
                         ""
-                    },
-                    if key.rows_per_claim > 1 {
-                        format!(", {} rows per claim", key.rows_per_claim)
-                    } else {
-                        String::new()
                     }
                 )
             } else {
@@ -433,7 +421,6 @@ impl Pipelines {
                 constants.push(("ROW_AHEAD", key.row_ahead as f64));
             }
             constants.push(("LANE_BUILTINS", if key.lane_builtins { 1.0 } else { 0.0 }));
-            constants.push(("ROWS_PER_CLAIM", key.rows_per_claim as f64));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {

@@ -616,7 +616,6 @@ impl WgpuBackend {
                 late_decode: self.tuning.late_decode,
                 row_ahead: self.tuning.row_ahead,
                 lane_builtins: self.tuning.lane_builtins,
-                rows_per_claim: self.tuning.rows_per_claim,
             },
         )?;
         let x_group = x

@@ -227,7 +227,6 @@ impl WgpuBackend {
                 late_decode: false,
                 row_ahead: 0,
                 lane_builtins: false,
-                rows_per_claim: 0,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
