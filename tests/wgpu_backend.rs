@@ -414,3 +414,47 @@ fn a_software_adapter_is_refused_unless_allowed() {
         Err(e) => panic!("expected Unavailable, got {e}"),
     }
 }
+
+#[test]
+fn wide_x_staged_in_several_copy_rounds_keeps_every_column_and_its_nan_check() {
+    // 12000 columns: 1500 words of x, more than 4 loads per invocation of a 256-invocation
+    // workgroup copy at once (macko_x_f16.wgsl: rounds of 4 · invocations words), so the
+    // staged copy takes every load slot and a second round. Columns 6200..8100 (words 775..1012:
+    // the 4th slot of the first round) are zero in every row, so the format stores explicit
+    // zeros among them (gaps of more than 15), and NaN or ±∞ in x: a copy that missed them in
+    // its non-finite check would let those zeros meet them on the finite-x fast path.
+    let (rows, cols) = (24, 12000);
+    let hole = 6200..8100;
+    let random = random_dense(rows, cols, 0.3, 21);
+    let values: Vec<f16> = (0..rows)
+        .flat_map(|r| {
+            let row = random.row(r).to_vec();
+            let hole = hole.clone();
+            row.into_iter()
+                .enumerate()
+                .map(move |(c, v)| if hole.contains(&c) { f16::ZERO } else { v })
+        })
+        .collect();
+    let dense = DenseMatrix::new(rows, cols, values).unwrap();
+    let macko = MackoMatrix::from_dense(&dense).unwrap();
+    let mut x = random_x(cols, 22);
+    for c in hole.clone() {
+        x[c] = [f16::NAN, f16::INFINITY, f16::NEG_INFINITY][c % 3];
+    }
+    let r = reference::spmv_macko(&macko, &x).unwrap();
+    assert!(r.y.iter().all(|v| v.is_finite()));
+    for (label, dev) in both_paths() {
+        let a = dev.upload(&macko).unwrap();
+        let x_dev = dev.upload_vector(&x).unwrap();
+        for p in [Precision::F16, Precision::F32] {
+            let mut y = dev.zeros(rows, p).unwrap();
+            dev.spmv(&a, &x_dev, &mut y).unwrap();
+            assert_agrees(
+                "wgpu",
+                &format!("{label}: {rows}×{cols}, NaN/∞ in x under a hole"),
+                &r,
+                &dev.download(&y).unwrap(),
+            );
+        }
+    }
+}
