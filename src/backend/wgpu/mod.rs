@@ -84,6 +84,11 @@ pub const ENV_ROW_AHEAD: &str = "MACKO_WGPU_ROW_AHEAD";
 /// their lanes instead of using the builtin subgroup size and invocation id (`LANE_BUILTINS` in
 /// macko_sg.wgsl; on by default).
 pub const ENV_LANE_BUILTINS: &str = "MACKO_WGPU_LANE_BUILTINS";
+/// Environment variable: `1` makes the MACKO subgroup kernel compute two rows per subgroup, one
+/// per half of it (`HALF_ROWS` in macko_sg.wgsl; only with late decode and builtin lane ids, the
+/// defaults), for every matrix; `0` never. Unset: `MackoTuning::half_rows_for` decides (off for
+/// now, until measured).
+pub const ENV_HALF_ROWS: &str = "MACKO_WGPU_HALF_ROWS";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -122,10 +127,14 @@ pub(crate) struct MackoTuning {
     /// - `row_dot` / `row_dot_late` (macko_sg.wgsl): `g0` starts at `s / 8` and grows by
     ///   `4 · DEPTH · lanes >= 4` (lanes >= 1: counted at entry, when every invocation is active,
     ///   or the builtin subgroup size) while `g0 < gend <= 2²⁹`, so it never wraps;
-    /// - `rows_loop`: every iteration moves on to a row newly claimed from the atomic counter
-    ///   (one `atomicAdd` of 1 per claim, so all claims are distinct); a subgroup's claims below
-    ///   `params.rows` are at most `params.rows`, so it leaves after at most `params.rows + 2`
-    ///   iterations, whatever the counter held at the start.
+    /// - `halves_dot` (two rows per subgroup): every iteration moves the `g0` of each half that
+    ///   still has groups (`g0 < gend <= 2²⁹`) on by `4 · half >= 4`, and the loop leaves when no
+    ///   half has any (a subgroup-wide maximum); `half_sum` doubles its mask up to `half <= 64`;
+    /// - `rows_loop` and `pairs_loop`: every iteration moves on to a row (or pair of rows) newly
+    ///   claimed from the atomic counter (one `atomicAdd` of 1, or 2 for a pair, per claim, so
+    ///   all claims are distinct); a subgroup's claims below `params.rows` are at most
+    ///   `params.rows`, so it leaves after at most `params.rows + 2` iterations, whatever the
+    ///   counter held at the start.
     ///
     /// The only divisors that are not constants are the lane count (>= 1, as above); every other
     /// division is by a nonzero constant and all are unsigned (no `MIN / -1`).
@@ -136,6 +145,9 @@ pub(crate) struct MackoTuning {
     pub row_ahead: u32,
     /// Full subgroups use the builtin subgroup size and invocation id (`LANE_BUILTINS`).
     pub lane_builtins: bool,
+    /// Two rows per subgroup (`HALF_ROWS`): `Some` where `MACKO_WGPU_HALF_ROWS` forces it on or
+    /// off for every matrix, `None` to let [`MackoTuning::half_rows_for`] decide per matrix.
+    pub half_rows: Option<bool>,
 }
 
 impl MackoTuning {
@@ -160,6 +172,9 @@ impl MackoTuning {
     pub const DEFAULT_ROWS_PER_STAGED_WORKGROUP: u32 = 16;
     pub const DEFAULT_DEPTH: u32 = 1;
     pub const DEFAULT_ROW_AHEAD: u32 = 1;
+    /// Matrices averaging fewer groups of 8 entries per row than this take the two-row path by
+    /// default ([`MackoTuning::half_rows_for`]). 0, i.e. never, until measured.
+    pub const DEFAULT_HALF_ROWS_BELOW_GROUPS: f64 = 0.0;
 
     /// The most workgroups of `workgroup` invocations dispatched with x staged: the workgroup cap,
     /// and the invocation cap over the workgroup size (at least 1).
@@ -169,6 +184,19 @@ impl MackoTuning {
             n => (n / workgroup.max(1)).max(1),
         };
         self.max_staged_workgroups.min(by_invocations).max(1)
+    }
+
+    /// Whether the MACKO subgroup kernel computes two rows per subgroup (`HALF_ROWS`) for a
+    /// matrix averaging `avg_groups_per_row` groups of 8 entries per row (⌈nnz / 8⌉ / rows):
+    /// the forced value where `MACKO_WGPU_HALF_ROWS` is set, else whether the average is below
+    /// [`MackoTuning::DEFAULT_HALF_ROWS_BELOW_GROUPS`]. Never without late decode and builtin lane
+    /// ids, which the shader's two-row path needs (it ignores `HALF_ROWS` without them).
+    pub fn half_rows_for(&self, avg_groups_per_row: f64) -> bool {
+        self.late_decode
+            && self.lane_builtins
+            && self
+                .half_rows
+                .unwrap_or(avg_groups_per_row < Self::DEFAULT_HALF_ROWS_BELOW_GROUPS)
     }
 
     /// Invocations per workgroup for a matrix of `rows` rows.
@@ -197,6 +225,13 @@ impl MackoTuning {
         // Session 5 (H200): f16 scalars where the adapter has SHADER_F16.
         let x_f16 = !off(ENV_X_F16);
         let lane_builtins = !off(ENV_LANE_BUILTINS);
+        let half_rows = if on(ENV_HALF_ROWS) {
+            Some(true)
+        } else if off(ENV_HALF_ROWS) {
+            Some(false)
+        } else {
+            None
+        };
         let row_ahead = var(ENV_ROW_AHEAD)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
@@ -246,6 +281,7 @@ impl MackoTuning {
             late_decode,
             row_ahead,
             lane_builtins,
+            half_rows,
         }
     }
 }
@@ -407,7 +443,7 @@ impl WgpuBackend {
             let t = &self.tuning;
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups and {} invocations when staged{}{}{}{}{}",
+                 workgroups and {} invocations when staged{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -453,6 +489,13 @@ impl WgpuBackend {
                     ", builtin lane ids"
                 } else {
                     ""
+                },
+                match t.half_rows {
+                    Some(true) if t.late_decode && t.lane_builtins => ", two rows per subgroup",
+                    Some(true) => {
+                        ", MACKO_WGPU_HALF_ROWS ignored (needs late decode and builtin lane ids)"
+                    }
+                    _ => "",
                 }
             );
         }

@@ -230,6 +230,9 @@ pub(super) struct PipelineKey {
     pub late_decode: bool,
     pub row_ahead: u32,
     pub lane_builtins: bool,
+    /// MACKO subgroup kernel: two rows per subgroup (`HALF_ROWS`; kept only with late decode and
+    /// builtin lane ids, without which the shader ignores it).
+    pub half_rows: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -335,6 +338,10 @@ impl Pipelines {
                 0
             },
             lane_builtins: key.kernel == Kernel::MackoSubgroup && key.lane_builtins,
+            half_rows: key.kernel == Kernel::MackoSubgroup
+                && key.late_decode
+                && key.lane_builtins
+                && key.half_rows,
             ..key
         };
         let mut built = lock(&self.built);
@@ -362,7 +369,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -384,6 +391,11 @@ impl Pipelines {
                     },
                     if key.lane_builtins {
                         ", builtin lane ids"
+                    } else {
+                        ""
+                    },
+                    if key.half_rows {
+                        ", two rows per subgroup"
                     } else {
                         ""
                     }
@@ -421,6 +433,7 @@ impl Pipelines {
                 constants.push(("ROW_AHEAD", key.row_ahead as f64));
             }
             constants.push(("LANE_BUILTINS", if key.lane_builtins { 1.0 } else { 0.0 }));
+            constants.push(("HALF_ROWS", if key.half_rows { 1.0 } else { 0.0 }));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {

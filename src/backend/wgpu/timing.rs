@@ -227,6 +227,7 @@ impl WgpuBackend {
                 late_decode: false,
                 row_ahead: 0,
                 lane_builtins: false,
+                half_rows: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
