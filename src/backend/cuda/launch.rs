@@ -91,6 +91,11 @@ fn pipelined_by_default(item_entries: f64, items: u64, warps: u64) -> bool {
 /// Shortest rows (mean entries) for which [`flat_for_one_round`] picks the flat kernel.
 const FLAT_ONE_ROUND_MIN_ENTRIES: f64 = 8192.0;
 
+/// DRAM bytes per SM cycle ([`DeviceProps::dram_bytes_per_sm_cycle`]) from which
+/// [`flat_for_one_round`] picks the flat kernel: between the H100's 12.8 (where it lost) and the
+/// H200's 18.8 (where it won).
+const FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE: f64 = 15.0;
+
 /// Whether the flat kernel takes a matrix whose rows, fewer than the resident warps, leave more
 /// than a tenth of them idle (balance below [`SPLIT_MIN_BALANCE`]) and whose rows are long
 /// (≥ [`FLAT_ONE_ROUND_MIN_ENTRIES`]) and not nearly dense (where split rows found no better
@@ -98,11 +103,23 @@ const FLAT_ONE_ROUND_MIN_ENTRIES: f64 = 8192.0;
 /// an H200 (kernels/NOTES.md, step 5), flat against whole rows: 3584×20480 +4.2 / +2.0 points of
 /// the ceiling at d = 0.7 / 0.5 (14 336 / 10 240 entries per row), 3584×18944 +4.2 / +1.2, but
 /// −2.7 and −2.2 at d = 0.3 (~6 000 entries), where the flat kernel's per-chunk costs weigh more.
-fn flat_for_one_round(rows: u32, warps: u64, mean_entries: f64, nearly_dense: bool) -> bool {
+/// Only on GPUs of many DRAM bytes per SM cycle (≥ [`FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE`],
+/// unknown: no): the full runs of session 5 (BENCHMARKS.md, "Fifth round") measured the same two
+/// shapes at d = 0.7 / 0.5 +2.2 to +4.9 points on the H200 (18.8 bytes per SM cycle, whole rows
+/// at 71–73 % of the ceiling) but −3.9 to −5.1 on the H100 (12.8, whole rows at 84–86 %): idle
+/// warps cost only where the SMs, not the memory, set the pace.
+fn flat_for_one_round(
+    rows: u32,
+    warps: u64,
+    mean_entries: f64,
+    nearly_dense: bool,
+    bytes_per_sm_cycle: Option<f64>,
+) -> bool {
     u64::from(rows) < warps
         && balance(rows, warps) < SPLIT_MIN_BALANCE
         && mean_entries >= FLAT_ONE_ROUND_MIN_ENTRIES
         && !nearly_dense
+        && bytes_per_sm_cycle.is_some_and(|b| b >= FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE)
 }
 
 /// Mean 8-entry groups per row beyond which rows that are not nearly dense stay on warps even
@@ -508,6 +525,8 @@ pub(crate) struct Kernels {
     spin_wait: CudaFunction,
     ctx: Arc<CudaContext>,
     sms: u32,
+    /// [`DeviceProps::dram_bytes_per_sm_cycle`], for the plan rules that depend on it.
+    dram_bytes_per_sm_cycle: Option<f64>,
     /// Dynamic shared memory a staging kernel may use per block.
     smem_limit: u32,
     x_policy: XPolicy,
@@ -656,6 +675,7 @@ impl Kernels {
             spin_wait,
             ctx: ctx.clone(),
             sms: props.sms,
+            dram_bytes_per_sm_cycle: props.dram_bytes_per_sm_cycle,
             smem_limit,
             x_policy,
             xpad: xpad_from_env()?,
@@ -824,6 +844,7 @@ impl Kernels {
                                 self.resident_warps(&plan)?,
                                 mean_entries,
                                 nearly_dense,
+                                self.dram_bytes_per_sm_cycle,
                             ))
                 }
             };
@@ -1314,15 +1335,19 @@ mod tests {
 
     #[test]
     fn the_flat_kernel_takes_one_partial_round_of_long_rows() {
-        // 3584 rows on 4224 warps (85 % busy) of 14 336 and 10 240 entries: flat.
-        assert!(flat_for_one_round(3584, 4224, 14336.0, false));
-        assert!(flat_for_one_round(3584, 4224, 10240.0, false));
+        const H200: Option<f64> = Some(18.8);
+        // 3584 rows on 4224 warps (85 % busy) of 14 336 and 10 240 entries on an H200: flat.
+        assert!(flat_for_one_round(3584, 4224, 14336.0, false, H200));
+        assert!(flat_for_one_round(3584, 4224, 10240.0, false, H200));
         // The same rows at d = 0.3 (6 144 entries), nearly dense, or 4096 rows (97 % busy), or
         // more than one round: not.
-        assert!(!flat_for_one_round(3584, 4224, 6144.0, false));
-        assert!(!flat_for_one_round(3584, 4224, 20480.0, true));
-        assert!(!flat_for_one_round(4096, 4224, 14336.0, false));
-        assert!(!flat_for_one_round(5120, 4224, 14336.0, false));
+        assert!(!flat_for_one_round(3584, 4224, 6144.0, false, H200));
+        assert!(!flat_for_one_round(3584, 4224, 20480.0, true, H200));
+        assert!(!flat_for_one_round(4096, 4224, 14336.0, false, H200));
+        assert!(!flat_for_one_round(5120, 4224, 14336.0, false, H200));
+        // On an H100 (12.8 bytes per SM cycle), or where the clocks are unknown: whole rows.
+        assert!(!flat_for_one_round(3584, 4224, 14336.0, false, Some(12.8)));
+        assert!(!flat_for_one_round(3584, 4224, 14336.0, false, None));
     }
 
     #[test]

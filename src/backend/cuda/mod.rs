@@ -240,6 +240,11 @@ fn describe(gpu: &Gpu) -> DeviceInfo {
             "shared memory per block".into(),
             human_bytes(u64::from(p.smem_per_block_optin)),
         ),
+        (
+            "DRAM bytes per SM cycle".into(),
+            p.dram_bytes_per_sm_cycle
+                .map_or("unknown (no clocks reported)".into(), |b| format!("{b:.1}")),
+        ),
         ("ordinal".into(), gpu.ctx.ordinal().to_string()),
     ];
     DeviceInfo {

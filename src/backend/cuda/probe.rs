@@ -34,6 +34,11 @@ pub(crate) struct DeviceProps {
     pub driver_version: (i32, i32),
     /// NVRTC's version `(major, minor)`.
     pub nvrtc_version: (i32, i32),
+    /// Peak DRAM bytes per SM clock cycle over all SMs (2 · memory clock · bus width / (SMs ·
+    /// SM clock)): how much SM-side work each byte may cost before the SMs, not the memory,
+    /// set the pace. H100 SXM ~12.8, H200 ~18.8. `None` where the driver does not report the
+    /// clocks (the plan rules that use it then keep their conservative choice).
+    pub dram_bytes_per_sm_cycle: Option<f64>,
 }
 
 impl DeviceProps {
@@ -196,7 +201,26 @@ fn read_props(ctx: &CudaContext, nvrtc_version: (i32, i32)) -> Result<DeviceProp
         total_memory,
         driver_version: driver_version()?,
         nvrtc_version,
+        dram_bytes_per_sm_cycle: dram_bytes_per_sm_cycle(ctx),
     })
+}
+
+/// See [`DeviceProps::dram_bytes_per_sm_cycle`]: from the memory clock (kHz, data rate twice
+/// that), the bus width (bits), the SM clock (kHz) and the SM count, any of which a driver may
+/// leave out (CUDA deprecates the clock attributes): `None` then.
+fn dram_bytes_per_sm_cycle(ctx: &CudaContext) -> Option<f64> {
+    use sys::CUdevice_attribute as A;
+    let get = |a| ctx.attribute(a).ok().filter(|&v| v > 0).map(f64::from);
+    let mem_khz = get(A::CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE)?;
+    let bus_bits = get(A::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH)?;
+    let sm_khz = get(A::CU_DEVICE_ATTRIBUTE_CLOCK_RATE)?;
+    let sms = get(A::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?;
+    Some(dram_bytes_per_cycle(mem_khz, bus_bits, sm_khz, sms))
+}
+
+/// 2 · memory clock · bus bytes over SMs · SM clock (clocks in the same unit).
+fn dram_bytes_per_cycle(mem_clock: f64, bus_bits: f64, sm_clock: f64, sms: f64) -> f64 {
+    2.0 * mem_clock * (bus_bits / 8.0) / (sms * sm_clock)
 }
 
 /// NVRTC compiles machine code only for the architectures it knows; a GPU newer than the NVRTC
@@ -257,7 +281,18 @@ mod tests {
             total_memory: 80 << 30,
             driver_version: (13, 0),
             nvrtc_version: (13, 0),
+            dram_bytes_per_sm_cycle: None,
         };
         assert_eq!(props.arch(), "sm_90");
+    }
+
+    #[test]
+    fn dram_bytes_per_sm_cycle_of_the_hopper_parts() {
+        // H100 SXM: HBM3 at 2 619 MHz on 5 120 bits (3.35 TB/s); H200: HBM3e at 3 201 MHz on
+        // 6 144 bits (4.92 TB/s); both 132 SMs at 1 980 MHz.
+        let h100 = dram_bytes_per_cycle(2_619_000.0, 5120.0, 1_980_000.0, 132.0);
+        let h200 = dram_bytes_per_cycle(3_201_000.0, 6144.0, 1_980_000.0, 132.0);
+        assert!((h100 - 12.83).abs() < 0.01, "{h100}");
+        assert!((h200 - 18.81).abs() < 0.01, "{h200}");
     }
 }
