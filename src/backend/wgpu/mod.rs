@@ -47,7 +47,8 @@ pub const ENV_X_F32: &str = "MACKO_WGPU_X_F32";
 pub const ENV_X_F16: &str = "MACKO_WGPU_X_F16";
 /// Environment variable: invocations per workgroup of the MACKO subgroup kernel (a power of two,
 /// 32..=1024, within the adapter's limit) for every matrix; by default 256 for matrices of fewer
-/// than `MackoTuning::LARGE_ROWS` rows and 512 from there.
+/// than `MackoTuning::LARGE_ROWS` rows and 512 from there, or from `MackoTuning::WIDE_COLS`
+/// columns of a staged x.
 pub const ENV_MACKO_WORKGROUP: &str = "MACKO_WGPU_MACKO_WORKGROUP";
 /// Environment variable: the most workgroups the MACKO subgroup kernel dispatches when x is
 /// staged (default `MackoTuning::DEFAULT_MAX_STAGED_WORKGROUPS`).
@@ -158,6 +159,13 @@ impl MackoTuning {
     pub const DEFAULT_WORKGROUP_SMALL: u32 = 256;
     pub const DEFAULT_WORKGROUP_LARGE: u32 = 512;
     pub const LARGE_ROWS: usize = 12288;
+    /// Columns from which a staged x takes the large workgroups whatever the rows. Measured on an
+    /// H200 (shaders/NOTES.md, "Session 5"), 512 against 256 invocations with x staged as f16:
+    /// 3584×18944, 3584×20480, 4096×11008, 4096×14336, 5120×13824 1.32–1.45× faster at d = 1 and
+    /// 0.5, 1.2–1.3× at d = 0.1; 8192² and 9216² 1.12–1.27×; 11008×4096 1.04–1.05× slower (so
+    /// not for 4096 columns). Eight rows per workgroup of 256 instead (the same subgroups per
+    /// row) was slower, so it is the workgroup's size, not the rows per subgroup.
+    pub const WIDE_COLS: usize = 8192;
     pub const DEFAULT_MAX_STAGED_WORKGROUPS: u32 = 1024;
     /// About the invocations a large GPU keeps resident with this kernel: 132 SMs × 1024 (an H100
     /// or H200 at the kernel's 60 registers: 32 warps per SM). Dispatching more makes a second
@@ -199,9 +207,11 @@ impl MackoTuning {
                 .unwrap_or(avg_groups_per_row < Self::DEFAULT_HALF_ROWS_BELOW_GROUPS)
     }
 
-    /// Invocations per workgroup for a matrix of `rows` rows.
-    pub fn workgroup_for(&self, rows: usize) -> u32 {
-        if rows >= Self::LARGE_ROWS {
+    /// Invocations per workgroup for a matrix of `rows` rows and `cols` columns, with x `staged`
+    /// in workgroup memory or not: the large size from `LARGE_ROWS` rows, and also for fewer rows
+    /// of a staged x of at least `WIDE_COLS` columns.
+    pub fn workgroup_for(&self, rows: usize, cols: usize, staged: bool) -> u32 {
+        if rows >= Self::LARGE_ROWS || (staged && cols >= Self::WIDE_COLS) {
             self.workgroup_large
         } else {
             self.workgroup_small
@@ -448,10 +458,11 @@ impl WgpuBackend {
                     t.workgroup_small.to_string()
                 } else {
                     format!(
-                        "{} ({} from {} rows)",
+                        "{} ({} from {} rows or {} staged columns)",
                         t.workgroup_small,
                         t.workgroup_large,
-                        MackoTuning::LARGE_ROWS
+                        MackoTuning::LARGE_ROWS,
+                        MackoTuning::WIDE_COLS
                     )
                 },
                 t.depth,
@@ -603,6 +614,25 @@ mod tests {
         t.max_staged_invocations = 0;
         assert_eq!(t.staged_workgroup_cap(512), 1024);
         assert_eq!(t.staged_workgroup_cap(0), 1024);
+    }
+
+    #[test]
+    fn large_workgroups_from_many_rows_or_a_wide_staged_x() {
+        let mut t = MackoTuning::from_env(&wgpu::Limits::default());
+        t.workgroup_small = 256;
+        t.workgroup_large = 512;
+        // Many rows: large, whatever x.
+        assert_eq!(t.workgroup_for(12288, 4096, true), 512);
+        assert_eq!(t.workgroup_for(36864, 12288, false), 512);
+        // Few rows of a wide staged x (4096×11008, 3584×20480, 8192²): large.
+        assert_eq!(t.workgroup_for(4096, 11008, true), 512);
+        assert_eq!(t.workgroup_for(3584, 20480, true), 512);
+        assert_eq!(t.workgroup_for(8192, 8192, true), 512);
+        // Few rows of a narrow x (11008×4096, 4096², 7168²), or x from memory: small.
+        assert_eq!(t.workgroup_for(11008, 4096, true), 256);
+        assert_eq!(t.workgroup_for(4096, 4096, true), 256);
+        assert_eq!(t.workgroup_for(7168, 7168, true), 256);
+        assert_eq!(t.workgroup_for(7168, 28672, false), 256);
     }
 
     #[test]

@@ -606,7 +606,7 @@ impl WgpuBackend {
     ) -> Result<()> {
         let kernel = Kernel::for_product(a.format, self.path);
         let (x_words, x_form) = self.x_staging(kernel, a.cols);
-        let workgroup = self.tuning.workgroup_for(a.rows);
+        let workgroup = self.tuning.workgroup_for(a.rows, a.cols, x_words > 0);
         // Groups of 8 entries per row, on average (MACKO: ⌈nnz / 8⌉ / rows).
         let avg_groups_per_row = a.entries.div_ceil(GROUP as u64) as f64 / a.rows.max(1) as f64;
         let pipeline = self.pipelines.get(
