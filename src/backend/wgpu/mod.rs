@@ -162,10 +162,11 @@ impl MackoTuning {
     /// Columns from which a staged x takes the large workgroups whatever the rows. Measured on an
     /// H200 (shaders/NOTES.md, "Session 5"), 512 against 256 invocations with x staged as f16:
     /// 3584×18944, 3584×20480, 4096×11008, 4096×14336, 5120×13824 1.32–1.45× faster at d = 1 and
-    /// 0.5, 1.2–1.3× at d = 0.1; 8192² and 9216² 1.12–1.27×; 11008×4096 1.04–1.05× slower (so
-    /// not for 4096 columns). Eight rows per workgroup of 256 instead (the same subgroups per
-    /// row) was slower, so it is the workgroup's size, not the rows per subgroup.
-    pub const WIDE_COLS: usize = 8192;
+    /// 0.5, 1.2–1.3× at d = 0.1; 8192² and 9216² 1.12–1.27×; 7168² 1.05 / 1.18 / 1.14× at
+    /// d = 1 / 0.5 / 0.1; but 5120² 1.10–1.18× slower, 11008×4096 1.04–1.05× slower, 4096² mixed
+    /// (so not for 5120 columns or fewer). Eight rows per workgroup of 256 instead (the same
+    /// subgroups per row) was slower, so it is the workgroup's size, not the rows per subgroup.
+    pub const WIDE_COLS: usize = 7168;
     pub const DEFAULT_MAX_STAGED_WORKGROUPS: u32 = 1024;
     /// About the invocations a large GPU keeps resident with this kernel: 132 SMs × 1024 (an H100
     /// or H200 at the kernel's 60 registers: 32 warps per SM). Dispatching more makes a second
@@ -628,10 +629,11 @@ mod tests {
         assert_eq!(t.workgroup_for(4096, 11008, true), 512);
         assert_eq!(t.workgroup_for(3584, 20480, true), 512);
         assert_eq!(t.workgroup_for(8192, 8192, true), 512);
-        // Few rows of a narrow x (11008×4096, 4096², 7168²), or x from memory: small.
+        assert_eq!(t.workgroup_for(7168, 7168, true), 512);
+        // Few rows of a narrow x (11008×4096, 4096², 5120²), or x from memory: small.
         assert_eq!(t.workgroup_for(11008, 4096, true), 256);
         assert_eq!(t.workgroup_for(4096, 4096, true), 256);
-        assert_eq!(t.workgroup_for(7168, 7168, true), 256);
+        assert_eq!(t.workgroup_for(5120, 5120, true), 256);
         assert_eq!(t.workgroup_for(7168, 28672, false), 256);
     }
 
