@@ -87,8 +87,8 @@ pub const ENV_ROW_AHEAD: &str = "MACKO_WGPU_ROW_AHEAD";
 pub const ENV_LANE_BUILTINS: &str = "MACKO_WGPU_LANE_BUILTINS";
 /// Environment variable: `1` makes the MACKO subgroup kernel compute two rows per subgroup, one
 /// per half of it (`HALF_ROWS` in macko_sg.wgsl; only with late decode and builtin lane ids, the
-/// defaults), for every matrix; `0` never. Unset: `MackoTuning::half_rows_for` decides (off for
-/// now, until measured).
+/// defaults), for every matrix. Off by default: measured mixed on an H200, with no rule in the
+/// rows' length (shaders/NOTES.md, "Session 5").
 pub const ENV_HALF_ROWS: &str = "MACKO_WGPU_HALF_ROWS";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
@@ -146,9 +146,9 @@ pub(crate) struct MackoTuning {
     pub row_ahead: u32,
     /// Full subgroups use the builtin subgroup size and invocation id (`LANE_BUILTINS`).
     pub lane_builtins: bool,
-    /// Two rows per subgroup (`HALF_ROWS`): `Some` where `MACKO_WGPU_HALF_ROWS` forces it on or
-    /// off for every matrix, `None` to let [`MackoTuning::half_rows_for`] decide per matrix.
-    pub half_rows: Option<bool>,
+    /// Two rows per subgroup (`HALF_ROWS`; the pipeline key drops it without late decode and
+    /// builtin lane ids, which the shader's two-row path needs).
+    pub half_rows: bool,
 }
 
 impl MackoTuning {
@@ -181,9 +181,6 @@ impl MackoTuning {
     pub const DEFAULT_ROWS_PER_STAGED_WORKGROUP: u32 = 16;
     pub const DEFAULT_DEPTH: u32 = 1;
     pub const DEFAULT_ROW_AHEAD: u32 = 1;
-    /// Matrices averaging fewer groups of 8 entries per row than this take the two-row path by
-    /// default ([`MackoTuning::half_rows_for`]). 0, i.e. never, until measured.
-    pub const DEFAULT_HALF_ROWS_BELOW_GROUPS: f64 = 0.0;
 
     /// The most workgroups of `workgroup` invocations dispatched with x staged: the workgroup cap,
     /// and the invocation cap over the workgroup size (at least 1).
@@ -193,19 +190,6 @@ impl MackoTuning {
             n => (n / workgroup.max(1)).max(1),
         };
         self.max_staged_workgroups.min(by_invocations).max(1)
-    }
-
-    /// Whether the MACKO subgroup kernel computes two rows per subgroup (`HALF_ROWS`) for a
-    /// matrix averaging `avg_groups_per_row` groups of 8 entries per row (⌈nnz / 8⌉ / rows):
-    /// the forced value where `MACKO_WGPU_HALF_ROWS` is set, else whether the average is below
-    /// [`MackoTuning::DEFAULT_HALF_ROWS_BELOW_GROUPS`]. Never without late decode and builtin lane
-    /// ids, which the shader's two-row path needs (it ignores `HALF_ROWS` without them).
-    pub fn half_rows_for(&self, avg_groups_per_row: f64) -> bool {
-        self.late_decode
-            && self.lane_builtins
-            && self
-                .half_rows
-                .unwrap_or(avg_groups_per_row < Self::DEFAULT_HALF_ROWS_BELOW_GROUPS)
     }
 
     /// Invocations per workgroup for a matrix of `rows` rows and `cols` columns, with x `staged`
@@ -236,13 +220,7 @@ impl MackoTuning {
         // Session 5 (H200): f16 scalars where the adapter has SHADER_F16.
         let x_f16 = !off(ENV_X_F16);
         let lane_builtins = !off(ENV_LANE_BUILTINS);
-        let half_rows = if on(ENV_HALF_ROWS) {
-            Some(true)
-        } else if off(ENV_HALF_ROWS) {
-            Some(false)
-        } else {
-            None
-        };
+        let half_rows = on(ENV_HALF_ROWS);
         let row_ahead = var(ENV_ROW_AHEAD)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
@@ -452,7 +430,10 @@ impl WgpuBackend {
                 "; MACKO gathers x from memory (MACKO_WGPU_X_IN_WORKGROUP=0)"
             };
             let t = &self.tuning;
-            kernels += &format!(
+            let f16_scalars =
+                !t.x_f32 && t.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16);
+            kernels +=
+                &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
                  workgroups and {} invocations when staged{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
@@ -467,10 +448,11 @@ impl WgpuBackend {
                     )
                 },
                 t.depth,
-                if t.x_swizzle { " (swizzled)" } else { "" },
+                // The f16-scalar layout has no swizzle (macko_x_f16.wgsl).
+                if t.x_swizzle && !f16_scalars { " (swizzled)" } else { "" },
                 if t.x_f32 {
                     "f32 where it fits"
-                } else if t.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16) {
+                } else if f16_scalars {
                     "f16 scalars"
                 } else {
                     "f16 pairs"
@@ -502,12 +484,12 @@ impl WgpuBackend {
                 } else {
                     ""
                 },
-                match t.half_rows {
-                    Some(true) if t.late_decode && t.lane_builtins => ", two rows per subgroup",
-                    Some(true) => {
+                match (t.half_rows, t.late_decode && t.lane_builtins) {
+                    (true, true) => ", two rows per subgroup",
+                    (true, false) => {
                         ", MACKO_WGPU_HALF_ROWS ignored (needs late decode and builtin lane ids)"
                     }
-                    _ => "",
+                    (false, _) => "",
                 }
             );
         }

@@ -62,9 +62,6 @@ pub(super) struct GpuMatrix {
     pub format: MatrixKind,
     pub rows: usize,
     pub cols: usize,
-    /// Entries: stored non-zeros of the sparse formats, rows × cols of a dense matrix. With
-    /// `rows`, the average groups per row that `MackoTuning::half_rows_for` decides on.
-    pub entries: u64,
     pub blocks: Vec<Block>,
     /// Sparse formats: per block, the MACKO subgroup kernel's row counter and its count of
     /// finished workgroups. Zero-filled at creation and set back to zero by the last workgroup
@@ -329,7 +326,6 @@ impl WgpuBackend {
             format: MatrixKind::Macko,
             rows: m.rows(),
             cols: m.cols(),
-            entries: row_ptr.last().copied().unwrap_or(0) as u64,
             blocks,
             _counters: Some(counters),
         })
@@ -365,7 +361,6 @@ impl WgpuBackend {
             format: MatrixKind::Csr,
             rows: m.rows(),
             cols: m.cols(),
-            entries: row_ptr.last().copied().unwrap_or(0) as u64,
             blocks,
             _counters: Some(counters),
         })
@@ -415,7 +410,6 @@ impl WgpuBackend {
             format: MatrixKind::Dense,
             rows,
             cols,
-            entries: rows as u64 * cols as u64,
             blocks,
             _counters: None,
         })
@@ -607,8 +601,6 @@ impl WgpuBackend {
         let kernel = Kernel::for_product(a.format, self.path);
         let (x_words, x_form) = self.x_staging(kernel, a.cols);
         let workgroup = self.tuning.workgroup_for(a.rows, a.cols, x_words > 0);
-        // Groups of 8 entries per row, on average (MACKO: ⌈nnz / 8⌉ / rows).
-        let avg_groups_per_row = a.entries.div_ceil(GROUP as u64) as f64 / a.rows.max(1) as f64;
         let pipeline = self.pipelines.get(
             &self.gpu,
             PipelineKey {
@@ -624,8 +616,7 @@ impl WgpuBackend {
                 late_decode: self.tuning.late_decode,
                 row_ahead: self.tuning.row_ahead,
                 lane_builtins: self.tuning.lane_builtins,
-                half_rows: kernel == Kernel::MackoSubgroup
-                    && self.tuning.half_rows_for(avg_groups_per_row),
+                half_rows: self.tuning.half_rows,
             },
         )?;
         let x_group = x
