@@ -62,10 +62,25 @@ override DEPTH: u32 = 1u;
 //   LATE_DECODE (only row_dot_late has a two-row copy) and LANE_BUILTINS; ignored without them.
 //   A pair is pipelined as ROW_AHEAD = 1 and a step is one set of 4 groups, whatever ROW_AHEAD
 //   and DEPTH say.
+// - STATIC_ROWS: rows dealt out by a fixed stride instead of the counter: subgroup k of the
+//   dispatch (counted from the workgroup id, `subgroup_id` and `num_subgroups`) takes rows k,
+//   k + n, k + 2n, .. where n is the dispatch's subgroup count, as the CUDA kernel's persistent
+//   warps do. No atomics and no counter reset at the end; the rows are balanced only by their
+//   count (a subgroup of long rows finishes late). Every subgroup of the dispatch must deal the
+//   same way, so HALF_ROWS (whose claims come from the counter) is ignored with it.
 override LATE_DECODE: bool = false;
 override ROW_AHEAD: u32 = 2u;
 override LANE_BUILTINS: bool = false;
 override HALF_ROWS: bool = false;
+override STATIC_ROWS: bool = false;
+// SHUFFLE_SCAN (on by default): subgroups that are exact (as for LANE_BUILTINS) scan a step's
+// column totals by shuffles up (`exact_scan`) instead of subgroupExclusiveAdd and subgroupAdd;
+// see exact_scan for why.
+override SHUFFLE_SCAN: bool = true;
+
+// With STATIC_ROWS: the dispatch's subgroup count, by which a subgroup's rows step (set once at
+// entry).
+var<private> row_stride: u32;
 
 // The next row for this subgroup: its first lane takes it from the counter, and it is
 // broadcast from the first active lane, which is that lane (all lanes are active here).
@@ -75,6 +90,16 @@ fn next_row(lane: u32) -> u32 {
         r = atomicAdd(&counters[2u * params.slot], 1u);
     }
     return subgroupBroadcastFirst(r);
+}
+
+// The row a subgroup takes after `prev`: `prev` + the dispatch's subgroups with STATIC_ROWS (no
+// wrap: prev < params.rows < 2^31 when asked for a row beyond it, or one stride past that), else
+// the next claim from the counter.
+fn row_after(lane: u32, prev: u32) -> u32 {
+    if STATIC_ROWS {
+        return prev + row_stride;
+    }
+    return next_row(lane);
 }
 
 // The entries s..e of row `row` (0..0 past the block's rows).
@@ -181,9 +206,40 @@ fn four_fma(
     return acc;
 }
 
+// A step's scan: the exclusive scan of the lanes' packed totals and their sum over the subgroup.
+struct Scan {
+    before: vec2<u32>,
+    all: vec2<u32>,
+}
+
+// The scan of `v` over the subgroup. `exact` (a literal at every call) says the subgroup is
+// exact, `lane` and `lanes` its builtin invocation id and size (LANE_BUILTINS), every lane
+// active: then, with SHUFFLE_SCAN, an inclusive scan by shuffles up (log2(lanes) steps of one
+// shuffle per component and an add) whose last lane holds the sum. Why: the NVIDIA driver (580,
+// H100/H200) compiles subgroupExclusiveAdd into a scan over any set of active lanes, with no
+// path for a full subgroup: each of its 5 steps makes 3 dependent shuffles (one of them to find
+// the next active lane), 17 shuffles and about 55 instructions for a vec2, called as a
+// subroutine (SASS from the driver's shader cache, scripts/gpu/vk_sass.py). Ends: d doubles
+// up to lanes <= 128.
+fn exact_scan(v: vec2<u32>, lane: u32, lanes: u32) -> Scan {
+    var s = v;
+    for (var d = 1u; d < lanes; d *= 2u) {
+        let up = subgroupShuffleUp(s, d);
+        s += select(vec2<u32>(0u), up, vec2<bool>(lane >= d));
+    }
+    return Scan(s - v, subgroupShuffle(s, lanes - 1u));
+}
+
+fn step_scan(v: vec2<u32>, lane: u32, lanes: u32, exact: bool) -> Scan {
+    if SHUFFLE_SCAN && exact {
+        return exact_scan(v, lane, lanes);
+    }
+    return Scan(subgroupExclusiveAdd(v), subgroupAdd(v));
+}
+
 // Row entries s..e, summed over the subgroup (every lane gets the sum). A step is DEPTH sets of
 // 4 groups per lane, all loaded before the first is used.
-fn row_dot(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
+fn row_dot(s: u32, e: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
     var acc = vec2<f32>(0.0);
     if e > s {
         let gend = (e + 7u) / 8u;
@@ -218,11 +274,9 @@ fn row_dot(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
                     column += step_total(all.zw);
                 }
             } else {
-                let mine = four_totals(f);
-                let before = subgroupExclusiveAdd(mine);
-                let all = subgroupAdd(mine);
-                acc = four_fma(f, column, before, all, live, acc, guard);
-                column += step_total(all);
+                let scan = step_scan(four_totals(f), lane, lanes, exact);
+                acc = four_fma(f, column, scan.before, scan.all, live, acc, guard);
+                column += step_total(scan.all);
             }
         }
     }
@@ -372,7 +426,7 @@ fn four_fma_raw(
 }
 
 // row_dot with LATE_DECODE.
-fn row_dot_late(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
+fn row_dot_late(s: u32, e: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
     var acc = vec2<f32>(0.0);
     if e > s {
         let gend = (e + 7u) / 8u;
@@ -410,10 +464,9 @@ fn row_dot_late(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
                     column += step_total(all.zw);
                 }
             } else {
-                let before = subgroupExclusiveAdd(first);
-                let all = subgroupAdd(first);
-                acc = four_fma_raw(f, column, before, all, live, lo0, acc, guard);
-                column += step_total(all);
+                let scan = step_scan(first, lane, lanes, exact);
+                acc = four_fma_raw(f, column, scan.before, scan.all, live, lo0, acc, guard);
+                column += step_total(scan.all);
             }
         }
     }
@@ -421,16 +474,24 @@ fn row_dot_late(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
 }
 
 // The row's sum in the chosen variant.
-fn row_sum(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
+fn row_sum(s: u32, e: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
     if LATE_DECODE {
-        return row_dot_late(s, e, lane, lanes, guard);
+        return row_dot_late(s, e, lane, lanes, guard, exact);
     }
-    return row_dot(s, e, lane, lanes, guard);
+    return row_dot(s, e, lane, lanes, guard, exact);
 }
 
 // Works through rows until the counter runs past the block: `row` with its `bounds` loaded, and
-// `following` claimed. `guard` as in pair_fma.
-fn rows_loop(first: u32, first_bounds: vec2<u32>, second: u32, lane: u32, lanes: u32, guard: bool) {
+// `following` claimed. `guard` as in pair_fma, `exact` as in step_scan.
+fn rows_loop(
+    first: u32,
+    first_bounds: vec2<u32>,
+    second: u32,
+    lane: u32,
+    lanes: u32,
+    guard: bool,
+    exact: bool,
+) {
     var row = first;
     var bounds = first_bounds;
     var following = second;
@@ -441,15 +502,16 @@ fn rows_loop(first: u32, first_bounds: vec2<u32>, second: u32, lane: u32, lanes:
     // params.rows plus 2 past it per subgroup, each of at most 2 rows, far below 2^32). A
     // subgroup's claims below params.rows are distinct, so it runs at most params.rows + 2
     // iterations before `row` is at or past params.rows, whatever the counter held when the
-    // product started.
+    // product started. With STATIC_ROWS each iteration adds row_stride >= 1 to a row below
+    // params.rows < 2^31 (no wrap), so `row` grows and leaves within params.rows iterations.
     loop {
         if row >= params.rows {
             break;
         }
         if ROW_AHEAD == 1u {
             // One row ahead: the next row is claimed now, its bounds loaded when it starts.
-            let next = next_row(lane);
-            let sum = row_sum(bounds.x, bounds.y, lane, lanes, guard);
+            let next = row_after(lane, row);
+            let sum = row_sum(bounds.x, bounds.y, lane, lanes, guard, exact);
             if lane == 0u {
                 store_y(params.row_offset + row, sum);
             }
@@ -458,8 +520,8 @@ fn rows_loop(first: u32, first_bounds: vec2<u32>, second: u32, lane: u32, lanes:
         } else {
             // Loads and claims for the rows after this one, issued before this row's loads.
             let following_bounds = row_bounds(following);
-            let after = next_row(lane);
-            let sum = row_sum(bounds.x, bounds.y, lane, lanes, guard);
+            let after = row_after(lane, following);
+            let sum = row_sum(bounds.x, bounds.y, lane, lanes, guard, exact);
             if lane == 0u {
                 store_y(params.row_offset + row, sum);
             }
@@ -587,22 +649,31 @@ fn pairs_loop(first: u32, first_bounds: vec2<u32>, lane: u32, lanes: u32, guard:
 fn main(
     @builtin(local_invocation_index) t: u32,
     @builtin(num_workgroups) nwg: vec3<u32>,
+    @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(subgroup_invocation_id) sg_id: u32,
     @builtin(subgroup_size) sg_size: u32,
+    @builtin(subgroup_id) sg: u32,
+    @builtin(num_subgroups) nsg: u32,
 ) {
     let lane = subgroupExclusiveAdd(1u);
     let lanes = subgroupAdd(1u);
     // Whether this subgroup is full with ids 0..size (LANE_BUILTINS; subgroup-uniform).
     let exact = LANE_BUILTINS && subgroupAll(lane == sg_id && lanes == sg_size);
-    // Whether this subgroup takes its rows in pairs (HALF_ROWS; subgroup-uniform).
-    let pairs = HALF_ROWS && LATE_DECODE && exact && sg_size >= 2u
+    // Whether this subgroup takes its rows in pairs (HALF_ROWS, never with STATIC_ROWS;
+    // subgroup-uniform).
+    let pairs = HALF_ROWS && !STATIC_ROWS && LATE_DECODE && exact && sg_size >= 2u
         && (sg_size & (sg_size - 1u)) == 0u;
     // The first row (or pair) and its bounds, and (two rows ahead) the next row, are requested
     // before x is staged. With ROW_AHEAD = 1, and for pairs, the loop claims each next row or
     // pair itself: no claim here may go unused.
     var row: u32;
     var bounds: vec2<u32>;
-    if pairs {
+    if STATIC_ROWS {
+        // The dispatch is 1-D (products.rs) and holds far fewer than 2^32 subgroups.
+        row_stride = nwg.x * nwg.y * nwg.z * nsg;
+        row = ((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * nsg + sg;
+        bounds = row_bounds(row);
+    } else if pairs {
         row = next_pair(lane);
         bounds = row_bounds(row + select(0u, 1u, sg_id >= sg_size / 2u));
     } else {
@@ -611,7 +682,7 @@ fn main(
     }
     var following = 0u;
     if ROW_AHEAD != 1u && !pairs {
-        following = next_row(lane);
+        following = row_after(lane, row);
     }
     let finite = stage_x(t, WORKGROUP);
     if pairs {
@@ -625,21 +696,25 @@ fn main(
         // Two copies of the row loop: the fast one with the builtin ids (foldable sizes) and
         // without the zero select; the other, counted and guarded, for anything else.
         if finite && exact {
-            rows_loop(row, bounds, following, sg_id, sg_size, false);
+            rows_loop(row, bounds, following, sg_id, sg_size, false, true);
         } else {
-            rows_loop(row, bounds, following, lane, lanes, true);
+            rows_loop(row, bounds, following, lane, lanes, true, false);
         }
     } else if finite {
         // Two copies of the row loop: without the zero select where the staged x is finite.
-        rows_loop(row, bounds, following, lane, lanes, false);
+        rows_loop(row, bounds, following, lane, lanes, false, false);
     } else {
-        rows_loop(row, bounds, following, lane, lanes, true);
+        rows_loop(row, bounds, following, lane, lanes, true, false);
     }
     // Every claim of this workgroup has been made (each subgroup saw a row past the block).
     // The barrier's device-scope release orders them before the done count's increment; the
     // workgroup that completes the count acquires (second barrier), so every other workgroup's
     // claims precede its reset of the row counter. The next product's dispatch is ordered after
     // this one by the barrier wgpu puts between dispatches that write the counters.
+    if STATIC_ROWS {
+        // No claims were made: the counters stay as they were (zero).
+        return;
+    }
     storageBarrier();
     var last = false;
     if t == 0u {

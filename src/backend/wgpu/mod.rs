@@ -87,9 +87,19 @@ pub const ENV_ROW_AHEAD: &str = "MACKO_WGPU_ROW_AHEAD";
 pub const ENV_LANE_BUILTINS: &str = "MACKO_WGPU_LANE_BUILTINS";
 /// Environment variable: `1` makes the MACKO subgroup kernel compute two rows per subgroup, one
 /// per half of it (`HALF_ROWS` in macko_sg.wgsl; only with late decode and builtin lane ids, the
-/// defaults), for every matrix. Off by default: measured mixed on an H200, with no rule in the
-/// rows' length (shaders/NOTES.md, "Session 5").
+/// defaults) and rows from the counter (`MACKO_WGPU_STATIC_ROWS=0`), for every matrix. Off by
+/// default: measured mixed on an H200, with no rule in the rows' length (shaders/NOTES.md,
+/// "Session 5").
 pub const ENV_HALF_ROWS: &str = "MACKO_WGPU_HALF_ROWS";
+/// Environment variable that, set to `0`, makes the MACKO subgroup kernel take its rows from its
+/// atomic counter instead of dealing them by a fixed stride over the dispatch's subgroups
+/// (`STATIC_ROWS` in macko_sg.wgsl; on by default since the H200 sweep of shaders/NOTES.md,
+/// "Session 6"; `MACKO_WGPU_HALF_ROWS` needs the counter).
+pub const ENV_STATIC_ROWS: &str = "MACKO_WGPU_STATIC_ROWS";
+/// Environment variable that, set to `0`, makes exact subgroups of the MACKO subgroup kernel scan
+/// with subgroupExclusiveAdd and subgroupAdd instead of shuffles up (`SHUFFLE_SCAN` in
+/// macko_sg.wgsl; on by default, only with builtin lane ids).
+pub const ENV_SHUFFLE_SCAN: &str = "MACKO_WGPU_SHUFFLE_SCAN";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -131,7 +141,11 @@ pub(crate) struct MackoTuning {
     /// - `halves_dot` (two rows per subgroup): every iteration moves the `g0` of each half that
     ///   still has groups (`g0 < gend <= 2²⁹`) on by `4 · half >= 4`, and the loop leaves when no
     ///   half has any (a subgroup-wide maximum); `half_sum` doubles its mask up to `half <= 64`;
-    /// - `rows_loop` and `pairs_loop`: every iteration moves on to a row (or pair of rows) newly
+    /// - `exact_scan`: the shift doubles up to the subgroup size (<= 128);
+    /// - `rows_loop` with rows by stride (`STATIC_ROWS`): every iteration adds the dispatch's
+    ///   subgroup count (>= 1) to a row below `params.rows` < 2³¹, so the row grows without
+    ///   wrapping and the loop leaves within `params.rows` iterations;
+    /// - `rows_loop` and `pairs_loop` with the counter: every iteration moves on to a row (or pair of rows) newly
     ///   claimed from the atomic counter (one `atomicAdd` of 1, or 2 for a pair, per claim, so
     ///   all claims are distinct); a subgroup's claims below `params.rows` are at most
     ///   `params.rows`, so it leaves after at most `params.rows + 2` iterations, whatever the
@@ -149,6 +163,10 @@ pub(crate) struct MackoTuning {
     /// Two rows per subgroup (`HALF_ROWS`; the pipeline key drops it without late decode and
     /// builtin lane ids, which the shader's two-row path needs).
     pub half_rows: bool,
+    /// Rows dealt out by a fixed stride, not the counter (`STATIC_ROWS`).
+    pub static_rows: bool,
+    /// Exact subgroups scan by shuffles up (`SHUFFLE_SCAN`; only with `lane_builtins`).
+    pub shuffle_scan: bool,
 }
 
 impl MackoTuning {
@@ -221,6 +239,9 @@ impl MackoTuning {
         let x_f16 = !off(ENV_X_F16);
         let lane_builtins = !off(ENV_LANE_BUILTINS);
         let half_rows = on(ENV_HALF_ROWS);
+        // Session 6 (H200): rows by stride, scans by shuffles.
+        let static_rows = !off(ENV_STATIC_ROWS);
+        let shuffle_scan = !off(ENV_SHUFFLE_SCAN);
         let row_ahead = var(ENV_ROW_AHEAD)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
@@ -271,6 +292,8 @@ impl MackoTuning {
             row_ahead,
             lane_builtins,
             half_rows,
+            static_rows,
+            shuffle_scan,
         }
     }
 }
@@ -435,7 +458,7 @@ impl WgpuBackend {
             kernels +=
                 &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups and {} invocations when staged{}{}{}{}{}{}",
+                 workgroups and {} invocations when staged{}{}{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -484,12 +507,23 @@ impl WgpuBackend {
                 } else {
                     ""
                 },
-                match (t.half_rows, t.late_decode && t.lane_builtins) {
-                    (true, true) => ", two rows per subgroup",
-                    (true, false) => {
+                match (t.half_rows, t.late_decode && t.lane_builtins, t.static_rows) {
+                    (true, true, false) => ", two rows per subgroup",
+                    (true, false, false) => {
                         ", MACKO_WGPU_HALF_ROWS ignored (needs late decode and builtin lane ids)"
                     }
-                    (false, _) => "",
+                    (true, _, true) => ", MACKO_WGPU_HALF_ROWS ignored (rows by stride)",
+                    (false, _, _) => "",
+                },
+                if t.static_rows {
+                    ", rows by stride"
+                } else {
+                    ""
+                },
+                if t.shuffle_scan && t.lane_builtins {
+                    ", scans by shuffles"
+                } else {
+                    ""
                 }
             );
         }

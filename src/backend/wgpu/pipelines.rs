@@ -233,6 +233,11 @@ pub(super) struct PipelineKey {
     /// MACKO subgroup kernel: two rows per subgroup (`HALF_ROWS`; kept only with late decode and
     /// builtin lane ids, without which the shader ignores it).
     pub half_rows: bool,
+    /// MACKO subgroup kernel: rows dealt out by a fixed stride instead of the atomic counter
+    /// (`STATIC_ROWS`).
+    pub static_rows: bool,
+    /// MACKO subgroup kernel: exact subgroups scan by shuffles (`SHUFFLE_SCAN`).
+    pub shuffle_scan: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -341,7 +346,12 @@ impl Pipelines {
             half_rows: key.kernel == Kernel::MackoSubgroup
                 && key.late_decode
                 && key.lane_builtins
-                && key.half_rows,
+                && key.half_rows
+                && !key.static_rows,
+            static_rows: key.kernel == Kernel::MackoSubgroup && key.static_rows,
+            shuffle_scan: key.kernel == Kernel::MackoSubgroup
+                && key.lane_builtins
+                && key.shuffle_scan,
             ..key
         };
         let mut built = lock(&self.built);
@@ -369,7 +379,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -396,6 +406,16 @@ impl Pipelines {
                     },
                     if key.half_rows {
                         ", two rows per subgroup"
+                    } else {
+                        ""
+                    },
+                    if key.static_rows {
+                        ", rows by stride"
+                    } else {
+                        ""
+                    },
+                    if key.shuffle_scan {
+                        ", scans by shuffles"
                     } else {
                         ""
                     }
@@ -434,6 +454,8 @@ impl Pipelines {
             }
             constants.push(("LANE_BUILTINS", if key.lane_builtins { 1.0 } else { 0.0 }));
             constants.push(("HALF_ROWS", if key.half_rows { 1.0 } else { 0.0 }));
+            constants.push(("STATIC_ROWS", if key.static_rows { 1.0 } else { 0.0 }));
+            constants.push(("SHUFFLE_SCAN", if key.shuffle_scan { 1.0 } else { 0.0 }));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {

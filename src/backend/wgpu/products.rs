@@ -617,6 +617,8 @@ impl WgpuBackend {
                 row_ahead: self.tuning.row_ahead,
                 lane_builtins: self.tuning.lane_builtins,
                 half_rows: self.tuning.half_rows,
+                static_rows: self.tuning.static_rows,
+                shuffle_scan: self.tuning.shuffle_scan,
             },
         )?;
         let x_group = x

@@ -228,6 +228,8 @@ impl WgpuBackend {
                 row_ahead: 0,
                 lane_builtins: false,
                 half_rows: false,
+                static_rows: false,
+                shuffle_scan: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,

@@ -1,0 +1,76 @@
+//! The MACKO subgroup kernel with rows dealt out by a fixed stride (`STATIC_ROWS` in
+//! shaders/macko_sg.wgsl; the default since session 6, set here explicitly all the same) instead
+//! of the atomic counter: subgroup k of the dispatch takes rows k, k + n, k + 2n, ... Checked
+//! under the knob shapes in a grid of
+//! 3 workgroups (every subgroup works through many rows, the stride crossing workgroups), with
+//! `MACKO_WGPU_HALF_ROWS=1` also set (which the stride must override: half of a dispatch taking
+//! pairs from the counter while the rest deal by stride would compute rows twice or never), on
+//! matrices of fewer rows than subgroups (subgroups with no row at all), with rows one step ahead
+//! and two, and with x gathered from memory. The settings are environment variables read when a
+//! device opens; this file is its own process, so they reach no other test.
+#![cfg(feature = "wgpu")]
+
+mod common;
+
+use common::{
+    check_all_formats, check_macko_shapes, open_wgpu_subgroup_or_skip, ragged_matrix, random_x,
+    KNOB_SHAPES,
+};
+
+/// Shapes whose rows are fewer than, about as many as, and many times the dispatch's subgroups.
+const STRIDE_SHAPES: [(usize, usize, f64); 4] = [
+    (1, 5000, 0.2),
+    (7, 300, 0.5),
+    (257, 3000, 0.1),
+    (1000, 64, 0.9),
+];
+
+fn check_strides(dev: &macko::Device, seed0: u64) {
+    check_macko_shapes(dev, &STRIDE_SHAPES, seed0);
+    let dense = ragged_matrix(203, 300);
+    let x = random_x(dense.cols(), seed0 + 10);
+    check_all_formats("wgpu", dev, "ragged 203×300", &dense, &x);
+}
+
+#[test]
+fn macko_agrees_with_rows_by_stride() {
+    std::env::set_var("MACKO_WGPU_STATIC_ROWS", "1");
+    std::env::set_var("MACKO_WGPU_HALF_ROWS", "1");
+    std::env::set_var("MACKO_WGPU_MACKO_WORKGROUPS", "3");
+    let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
+        return;
+    };
+    for what in [
+        "rows by stride",
+        "MACKO_WGPU_HALF_ROWS ignored (rows by stride)",
+        "at most 3 workgroups",
+    ] {
+        assert!(kernels.contains(what), "{what}: {kernels}");
+    }
+    check_macko_shapes(&dev, &KNOB_SHAPES, 500);
+    check_strides(&dev, 510);
+
+    // Two rows in flight per subgroup (the row after next computed by the stride too), and the
+    // default grid, where small matrices leave subgroups without a row.
+    std::env::remove_var("MACKO_WGPU_HALF_ROWS");
+    std::env::remove_var("MACKO_WGPU_MACKO_WORKGROUPS");
+    std::env::set_var("MACKO_WGPU_ROW_AHEAD", "2");
+    let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
+        return;
+    };
+    assert!(kernels.contains("rows by stride"), "{kernels}");
+    assert!(!kernels.contains("one row ahead"), "{kernels}");
+    check_macko_shapes(&dev, &KNOB_SHAPES[..3], 520);
+    check_strides(&dev, 530);
+
+    // x gathered from memory: the guarded copy of the row loop.
+    std::env::remove_var("MACKO_WGPU_ROW_AHEAD");
+    std::env::set_var("MACKO_WGPU_X_IN_WORKGROUP", "0");
+    let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
+        return;
+    };
+    for what in ["rows by stride", "gathers x from memory"] {
+        assert!(kernels.contains(what), "{what}: {kernels}");
+    }
+    check_strides(&dev, 540);
+}
