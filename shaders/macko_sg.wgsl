@@ -67,7 +67,9 @@ override DEPTH: u32 = 1u;
 //   k + n, k + 2n, .. where n is the dispatch's subgroup count, as the CUDA kernel's persistent
 //   warps do. No atomics and no counter reset at the end; the rows are balanced only by their
 //   count (a subgroup of long rows finishes late). Every subgroup of the dispatch must deal the
-//   same way, so HALF_ROWS (whose claims come from the counter) is ignored with it.
+//   same way: with HALF_ROWS the deal is by pairs (rows 2k, 2k + 1, then 2k + 2n, 2k + 2n + 1,
+//   ...), computed side by side by subgroups that take pairs and one after the other by the
+//   others (`row_after`).
 override LATE_DECODE: bool = false;
 override ROW_AHEAD: u32 = 2u;
 override LANE_BUILTINS: bool = false;
@@ -92,14 +94,33 @@ fn next_row(lane: u32) -> u32 {
     return subgroupBroadcastFirst(r);
 }
 
-// The row a subgroup takes after `prev`: `prev` + the dispatch's subgroups with STATIC_ROWS (no
-// wrap: prev < params.rows < 2^31 when asked for a row beyond it, or one stride past that), else
-// the next claim from the counter.
+// Whether rows are dealt by pairs (STATIC_ROWS with HALF_ROWS; the conditions of the two-row
+// path that hold for the whole dispatch).
+fn dealt_in_pairs() -> bool {
+    return STATIC_ROWS && HALF_ROWS && LATE_DECODE && LANE_BUILTINS;
+}
+
+// The row a subgroup takes after `prev`, one row at a time: with STATIC_ROWS, `prev` + the
+// dispatch's subgroups, or where rows are dealt in pairs the second row of prev's pair and
+// then the first of the pair a stride on (no wrap: prev < params.rows < 2^31 when asked for a
+// row beyond it, or at most two strides past that); else the next claim from the counter.
 fn row_after(lane: u32, prev: u32) -> u32 {
     if STATIC_ROWS {
+        if dealt_in_pairs() {
+            return select(prev + 1u, prev - 1u + 2u * row_stride, (prev & 1u) == 1u);
+        }
         return prev + row_stride;
     }
     return next_row(lane);
+}
+
+// The first row of the pair a subgroup takes after the pair starting at `prev`: two strides on
+// with STATIC_ROWS, else the next claim of two rows from the counter.
+fn pair_after(lane: u32, prev: u32) -> u32 {
+    if STATIC_ROWS {
+        return prev + 2u * row_stride;
+    }
+    return next_pair(lane);
 }
 
 // The entries s..e of row `row` (0..0 past the block's rows).
@@ -603,9 +624,17 @@ fn halves_dot(s: u32, e: u32, hl: u32, half: u32, upper: bool, guard: bool) -> f
         // One scan over the whole subgroup; the second half takes away the first half's total
         // (its inclusive scan at lane half - 1). Each 16-bit field of an upper lane's scan is at
         // least that total's field, so the packed subtractions never borrow across fields.
-        let inclusive = subgroupInclusiveAdd(first);
+        var inclusive: vec2<u32>;
+        var both_all: vec2<u32>;
+        if SHUFFLE_SCAN {
+            let scan = exact_scan(first, hl + select(0u, half, upper), 2u * half);
+            inclusive = scan.before + first;
+            both_all = scan.all;
+        } else {
+            inclusive = subgroupInclusiveAdd(first);
+            both_all = subgroupShuffle(inclusive, 2u * half - 1u);
+        }
         let lower_all = subgroupShuffle(inclusive, half - 1u);
-        let both_all = subgroupShuffle(inclusive, 2u * half - 1u);
         let before = inclusive - first - select(vec2<u32>(0u), lower_all, upper);
         let all = select(lower_all, both_all - lower_all, upper);
         acc = four_fma_raw(f, column, before, all, live, lo0, acc, guard);
@@ -627,13 +656,13 @@ fn pairs_loop(first: u32, first_bounds: vec2<u32>, lane: u32, lanes: u32, guard:
     var row = first;
     var bounds = first_bounds;
     // Termination: as rows_loop. Every iteration moves `row` on to a pair newly claimed from the
-    // counter (the claims of all subgroups are distinct), so a subgroup runs at most
-    // params.rows + 1 iterations before `row` is at or past params.rows.
+    // counter (the claims of all subgroups are distinct), or two strides on (STATIC_ROWS), so a
+    // subgroup runs at most params.rows + 1 iterations before `row` is at or past params.rows.
     loop {
         if row >= params.rows {
             break;
         }
-        let next = next_pair(lane);
+        let next = pair_after(lane, row);
         let sum = halves_dot(bounds.x, bounds.y, hl, half, upper, guard);
         // The second row of the last pair may lie past the block (its bounds were 0..0).
         let mine = row + which;
@@ -659,9 +688,8 @@ fn main(
     let lanes = subgroupAdd(1u);
     // Whether this subgroup is full with ids 0..size (LANE_BUILTINS; subgroup-uniform).
     let exact = LANE_BUILTINS && subgroupAll(lane == sg_id && lanes == sg_size);
-    // Whether this subgroup takes its rows in pairs (HALF_ROWS, never with STATIC_ROWS;
-    // subgroup-uniform).
-    let pairs = HALF_ROWS && !STATIC_ROWS && LATE_DECODE && exact && sg_size >= 2u
+    // Whether this subgroup takes its rows in pairs (HALF_ROWS; subgroup-uniform).
+    let pairs = HALF_ROWS && LATE_DECODE && exact && sg_size >= 2u
         && (sg_size & (sg_size - 1u)) == 0u;
     // The first row (or pair) and its bounds, and (two rows ahead) the next row, are requested
     // before x is staged. With ROW_AHEAD = 1, and for pairs, the loop claims each next row or
@@ -669,10 +697,13 @@ fn main(
     var row: u32;
     var bounds: vec2<u32>;
     if STATIC_ROWS {
-        // The dispatch is 1-D (products.rs) and holds far fewer than 2^32 subgroups.
+        // The dispatch is 1-D (products.rs) and holds far fewer than 2^31 subgroups.
         row_stride = nwg.x * nwg.y * nwg.z * nsg;
         row = ((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * nsg + sg;
-        bounds = row_bounds(row);
+        if dealt_in_pairs() {
+            row *= 2u;
+        }
+        bounds = row_bounds(row + select(0u, 1u, pairs && sg_id >= sg_size / 2u));
     } else if pairs {
         row = next_pair(lane);
         bounds = row_bounds(row + select(0u, 1u, sg_id >= sg_size / 2u));

@@ -4,15 +4,32 @@
 // and one widening: no word index (c >> 1), no half select ((c & 1) * 16) and variable shift,
 // about 3 instructions of ~12 per entry fewer. See NOTES.md ("x").
 
-// Staged columns: >= cols rounded up to 8 (the backend gives 2 * its word count).
+// Staged slots: >= x_slot of cols rounded up to 8 (the backend gives 2 * its word count).
 override X_HALVES: u32 = 2u;
 var<workgroup> xs: array<f16, X_HALVES>;
+
+// With X_PAD (set by the backend for nearly dense matrices), column c sits at slot
+// c + 2 * (c >> 6): one unused 32-bit word after every 32. In a gather the lanes of a nearly
+// dense row read columns about 8 apart (lane l: entry j of its group, column 8 l + j past the
+// step's start), 16 bytes apart, so plain slots put 4 lanes in each bank (4 wavefronts); the pad
+// moves each run of 8 lanes on by one bank (1 wavefront). At lower densities the lanes' columns
+// are spread at random, and the pad would only cost its 2 instructions per gather. (The CUDA
+// kernel's padded x, kernels/common.cuh, for the same rows.)
+override X_PAD: bool = false;
+
+// The slot of column c.
+fn x_slot(c: u32) -> u32 {
+    if X_PAD {
+        return c + ((c >> 6u) << 1u);
+    }
+    return c;
+}
 
 // x[c]. A column past x (only for masked entries, whose terms are discarded) stays a valid
 // access: naga clamps indices into `xs`, and memory reads are bounded (see macko_x_words.wgsl).
 fn x_at(c: u32) -> f32 {
     if X_SHARED {
-        return f32(xs[c]);
+        return f32(xs[x_slot(c)]);
     }
     return load_x(c);
 }
@@ -55,24 +72,27 @@ fn copy_x(t: u32, invocations: u32) -> bool {
             store_word(i3, v3);
         }
     }
-    for (var i = 8u * words + t; i < X_HALVES; i += invocations) {
+    // The slots after x's (pads between them are never read).
+    for (var i = x_slot(8u * words) + t; i < X_HALVES; i += invocations) {
         xs[i] = 0.0h;
     }
     return bad;
 }
 
-// Word i of x (columns 8i .. 8i + 7) into xs.
+// Word i of x (columns 8i .. 8i + 7, consecutive slots: a pad falls only between multiples of
+// 64 columns) into xs.
 fn store_word(i: u32, w: vec4<u32>) {
     let a = unpack2x16float(w.x);
     let b = unpack2x16float(w.y);
     let c = unpack2x16float(w.z);
     let d = unpack2x16float(w.w);
-    xs[8u * i] = f16(a.x);
-    xs[8u * i + 1u] = f16(a.y);
-    xs[8u * i + 2u] = f16(b.x);
-    xs[8u * i + 3u] = f16(b.y);
-    xs[8u * i + 4u] = f16(c.x);
-    xs[8u * i + 5u] = f16(c.y);
-    xs[8u * i + 6u] = f16(d.x);
-    xs[8u * i + 7u] = f16(d.y);
+    let s = x_slot(8u * i);
+    xs[s] = f16(a.x);
+    xs[s + 1u] = f16(a.y);
+    xs[s + 2u] = f16(b.x);
+    xs[s + 3u] = f16(b.y);
+    xs[s + 4u] = f16(c.x);
+    xs[s + 5u] = f16(c.y);
+    xs[s + 6u] = f16(d.x);
+    xs[s + 7u] = f16(d.y);
 }

@@ -64,7 +64,7 @@ fn check_pairing(dev: &macko::Device, seed0: u64) {
 #[test]
 fn macko_agrees_with_two_rows_per_subgroup() {
     std::env::set_var("MACKO_WGPU_HALF_ROWS", "1");
-    // Pairs are claimed from the counter, which the default stride dealing does without.
+    // Pairs claimed from the counter (tests/wgpu_macko_static_rows.rs deals them by stride).
     std::env::set_var("MACKO_WGPU_STATIC_ROWS", "0");
     std::env::set_var("MACKO_WGPU_MACKO_WORKGROUPS", "3");
     let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {

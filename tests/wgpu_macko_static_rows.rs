@@ -3,10 +3,10 @@
 //! of the atomic counter: subgroup k of the dispatch takes rows k, k + n, k + 2n, ... Checked
 //! under the knob shapes in a grid of
 //! 3 workgroups (every subgroup works through many rows, the stride crossing workgroups), with
-//! `MACKO_WGPU_HALF_ROWS=1` also set (which the stride must override: half of a dispatch taking
-//! pairs from the counter while the rest deal by stride would compute rows twice or never), on
+//! `MACKO_WGPU_HALF_ROWS=1` also set (rows then dealt in pairs: rows 2k and 2k + 1 side by side
+//! in subgroup k, then 2k + 2n and 2k + 2n + 1), on
 //! matrices of fewer rows than subgroups (subgroups with no row at all), with rows one step ahead
-//! and two, and with x gathered from memory. The settings are environment variables read when a
+//! and two, and with x gathered from memory (one row and two rows per subgroup). The settings are environment variables read when a
 //! device opens; this file is its own process, so they reach no other test.
 #![cfg(feature = "wgpu")]
 
@@ -42,7 +42,7 @@ fn macko_agrees_with_rows_by_stride() {
     };
     for what in [
         "rows by stride",
-        "MACKO_WGPU_HALF_ROWS ignored (rows by stride)",
+        "two rows per subgroup",
         "at most 3 workgroups",
     ] {
         assert!(kernels.contains(what), "{what}: {kernels}");
@@ -63,7 +63,7 @@ fn macko_agrees_with_rows_by_stride() {
     check_macko_shapes(&dev, &KNOB_SHAPES[..3], 520);
     check_strides(&dev, 530);
 
-    // x gathered from memory: the guarded copy of the row loop.
+    // x gathered from memory: the guarded copies of the row loop and of the pair loop.
     std::env::remove_var("MACKO_WGPU_ROW_AHEAD");
     std::env::set_var("MACKO_WGPU_X_IN_WORKGROUP", "0");
     let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
@@ -73,4 +73,16 @@ fn macko_agrees_with_rows_by_stride() {
         assert!(kernels.contains(what), "{what}: {kernels}");
     }
     check_strides(&dev, 540);
+    std::env::set_var("MACKO_WGPU_HALF_ROWS", "1");
+    let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
+        return;
+    };
+    for what in [
+        "rows by stride",
+        "two rows per subgroup",
+        "gathers x from memory",
+    ] {
+        assert!(kernels.contains(what), "{what}: {kernels}");
+    }
+    check_strides(&dev, 550);
 }

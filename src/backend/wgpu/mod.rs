@@ -45,6 +45,10 @@ pub const ENV_X_F32: &str = "MACKO_WGPU_X_F32";
 /// by default (macko_x_f16.wgsl: measured 2–13 % faster on an H200, shaders/NOTES.md "Session
 /// 5").
 pub const ENV_X_F16: &str = "MACKO_WGPU_X_F16";
+/// Environment variable: `on`, `off` or `auto` (the default) for the padded layout of an x staged
+/// as f16 scalars (one unused word after every 32, `X_PAD` in macko_x_f16.wgsl); `auto` pads it
+/// for nearly dense matrices (`X_PAD_MIN_FILL` in products.rs).
+pub const ENV_X_PAD: &str = "MACKO_WGPU_X_PAD";
 /// Environment variable: invocations per workgroup of the MACKO subgroup kernel (a power of two,
 /// 32..=1024, within the adapter's limit) for every matrix; by default 256 for matrices of fewer
 /// than `MackoTuning::LARGE_ROWS` rows and 512 from there, or from `MackoTuning::WIDE_COLS`
@@ -87,14 +91,13 @@ pub const ENV_ROW_AHEAD: &str = "MACKO_WGPU_ROW_AHEAD";
 pub const ENV_LANE_BUILTINS: &str = "MACKO_WGPU_LANE_BUILTINS";
 /// Environment variable: `1` makes the MACKO subgroup kernel compute two rows per subgroup, one
 /// per half of it (`HALF_ROWS` in macko_sg.wgsl; only with late decode and builtin lane ids, the
-/// defaults) and rows from the counter (`MACKO_WGPU_STATIC_ROWS=0`), for every matrix. Off by
-/// default: measured mixed on an H200, with no rule in the rows' length (shaders/NOTES.md,
-/// "Session 5").
+/// defaults), for every matrix. Off by default: measured mixed on an H200, with no rule in the
+/// rows' length (shaders/NOTES.md, "Session 5").
 pub const ENV_HALF_ROWS: &str = "MACKO_WGPU_HALF_ROWS";
 /// Environment variable that, set to `0`, makes the MACKO subgroup kernel take its rows from its
 /// atomic counter instead of dealing them by a fixed stride over the dispatch's subgroups
 /// (`STATIC_ROWS` in macko_sg.wgsl; on by default since the H200 sweep of shaders/NOTES.md,
-/// "Session 6"; `MACKO_WGPU_HALF_ROWS` needs the counter).
+/// "Session 6"; with `MACKO_WGPU_HALF_ROWS` the rows are dealt in pairs).
 pub const ENV_STATIC_ROWS: &str = "MACKO_WGPU_STATIC_ROWS";
 /// Environment variable that, set to `0`, makes exact subgroups of the MACKO subgroup kernel scan
 /// with subgroupExclusiveAdd and subgroupAdd instead of shuffles up (`SHUFFLE_SCAN` in
@@ -110,6 +113,8 @@ pub(crate) struct MackoTuning {
     /// Stage x as f16 scalars where the adapter has `SHADER_F16` (else f16 pairs); `x_f32`
     /// comes first where both are asked for.
     pub x_f16: bool,
+    /// Pad an x staged as f16 scalars: `None` for nearly dense matrices only.
+    pub x_pad: Option<bool>,
     /// Invocations per workgroup for matrices of fewer than `LARGE_ROWS` rows, and from there.
     pub workgroup_small: u32,
     pub workgroup_large: u32,
@@ -237,6 +242,11 @@ impl MackoTuning {
         let late_decode = !off(ENV_LATE_DECODE);
         // Session 5 (H200): f16 scalars where the adapter has SHADER_F16.
         let x_f16 = !off(ENV_X_F16);
+        let x_pad = match var(ENV_X_PAD).as_deref() {
+            Some("1" | "true" | "on" | "yes") => Some(true),
+            Some("0" | "false" | "off" | "no") => Some(false),
+            _ => None,
+        };
         let lane_builtins = !off(ENV_LANE_BUILTINS);
         let half_rows = on(ENV_HALF_ROWS);
         // Session 6 (H200): rows by stride, scans by shuffles.
@@ -279,6 +289,7 @@ impl MackoTuning {
         Self {
             x_f32,
             x_f16,
+            x_pad,
             workgroup_small,
             workgroup_large,
             max_staged_workgroups,
@@ -476,7 +487,11 @@ impl WgpuBackend {
                 if t.x_f32 {
                     "f32 where it fits"
                 } else if f16_scalars {
-                    "f16 scalars"
+                    match t.x_pad {
+                        None => "f16 scalars (padded for nearly dense rows)",
+                        Some(true) => "f16 scalars (padded)",
+                        Some(false) => "f16 scalars (never padded)",
+                    }
                 } else {
                     "f16 pairs"
                 },
@@ -507,13 +522,12 @@ impl WgpuBackend {
                 } else {
                     ""
                 },
-                match (t.half_rows, t.late_decode && t.lane_builtins, t.static_rows) {
-                    (true, true, false) => ", two rows per subgroup",
-                    (true, false, false) => {
+                match (t.half_rows, t.late_decode && t.lane_builtins) {
+                    (true, true) => ", two rows per subgroup",
+                    (true, false) => {
                         ", MACKO_WGPU_HALF_ROWS ignored (needs late decode and builtin lane ids)"
                     }
-                    (true, _, true) => ", MACKO_WGPU_HALF_ROWS ignored (rows by stride)",
-                    (false, _, _) => "",
+                    (false, _) => "",
                 },
                 if t.static_rows {
                     ", rows by stride"

@@ -41,6 +41,9 @@ pub(super) enum XForm {
     /// One f16 per column (macko_x_f16.wgsl): adapters with `SHADER_F16`; the space of pairs,
     /// three instructions fewer per gathered entry.
     F16,
+    /// As `F16`, with one unused 32-bit word after every 32 (`X_PAD`): for nearly dense rows,
+    /// whose lanes gather columns 8 apart (see macko_x_f16.wgsl).
+    F16Padded,
 }
 
 impl XForm {
@@ -49,7 +52,18 @@ impl XForm {
         match self {
             XForm::F32 => cols.max(1),
             XForm::Pairs | XForm::F16 => cols.div_ceil(2).max(1),
+            // Columns rounded up to 8 (the copy writes whole words of x), a pad word per 32,
+            // and one more.
+            XForm::F16Padded => {
+                let c = cols.div_ceil(8) * 8;
+                c / 2 + c.div_ceil(64) + 1
+            }
         }
+    }
+
+    /// Whether this form is composed from macko_x_f16.wgsl.
+    pub fn is_f16(self) -> bool {
+        matches!(self, XForm::F16 | XForm::F16Padded)
     }
 
     fn text(self) -> &'static str {
@@ -57,6 +71,7 @@ impl XForm {
             XForm::Pairs => "f16 pairs",
             XForm::F32 => "f32",
             XForm::F16 => "f16 scalars",
+            XForm::F16Padded => "padded f16 scalars",
         }
     }
 }
@@ -332,7 +347,7 @@ impl Pipelines {
             },
             x_swizzle: key.kernel == Kernel::MackoSubgroup
                 && key.x_words > 0
-                && key.x_form != XForm::F16
+                && !key.x_form.is_f16()
                 && key.x_swizzle,
             fast_finite: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.fast_finite,
             loop_bounds: key.kernel != Kernel::MackoSubgroup || key.loop_bounds,
@@ -346,8 +361,7 @@ impl Pipelines {
             half_rows: key.kernel == Kernel::MackoSubgroup
                 && key.late_decode
                 && key.lane_builtins
-                && key.half_rows
-                && !key.static_rows,
+                && key.half_rows,
             static_rows: key.kernel == Kernel::MackoSubgroup && key.static_rows,
             shuffle_scan: key.kernel == Kernel::MackoSubgroup
                 && key.lane_builtins
@@ -431,8 +445,10 @@ impl Pipelines {
         if matches!(kernel, Kernel::MackoSubgroup | Kernel::MackoWorkgroup) {
             constants.push(("X_SHARED", if key.x_words > 0 { 1.0 } else { 0.0 }));
             if key.x_words > 0 {
-                if key.x_form == XForm::F16 {
+                if key.x_form.is_f16() {
                     constants.push(("X_HALVES", 2.0 * key.x_words as f64));
+                    let pad = key.x_form == XForm::F16Padded;
+                    constants.push(("X_PAD", if pad { 1.0 } else { 0.0 }));
                 } else {
                     constants.push(("X_WORDS", key.x_words as f64));
                     constants.push(("X_F32", if key.x_form == XForm::F32 { 1.0 } else { 0.0 }));
@@ -460,9 +476,7 @@ impl Pipelines {
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(kernel.name()),
-                source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(
-                    kernel.source(key.x_form == XForm::F16),
-                )),
+                source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(kernel.source(key.x_form.is_f16()))),
             };
             let module = if key.loop_bounds {
                 gpu.device.create_shader_module(desc)

@@ -37,6 +37,13 @@ const COUNTER_WORDS_PER_BLOCK: u64 = 2;
 /// and `x_finite_copy` in macko.wgsl: 8), with room to spare for small additions.
 const MACKO_OTHER_WORKGROUP_BYTES: u32 = 64;
 
+/// Stored entries per row over columns (explicit zeros included) from which the MACKO subgroup
+/// kernel stages x padded (`XForm::F16Padded`): the lanes of a nearly dense row gather columns
+/// about 8 apart, which the plain f16 layout puts 4 to a bank; below it the columns are spread at
+/// random and the padding would only cost its instructions. The CUDA kernel's rule
+/// (`PAD_MIN_FILL` in src/backend/cuda/launch.rs).
+pub(super) const X_PAD_MIN_FILL: f64 = 0.85;
+
 /// What every matrix kernel reads from its uniform (MatrixParams in common.wgsl).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
@@ -60,6 +67,9 @@ pub(super) struct Block {
 /// A matrix on the device.
 pub(super) struct GpuMatrix {
     pub format: MatrixKind,
+    /// MACKO: stored entries (explicit zeros included) over rows × columns; 0 for the other
+    /// formats. Decides the staged x's padding (`X_PAD_MIN_FILL`).
+    pub fill: f64,
     pub rows: usize,
     pub cols: usize,
     pub blocks: Vec<Block>,
@@ -322,8 +332,10 @@ impl WgpuBackend {
                 "MACKO",
             )?);
         }
+        let stored = row_ptr.last().copied().unwrap_or(0) as f64;
         Ok(GpuMatrix {
             format: MatrixKind::Macko,
+            fill: stored / (m.rows() as f64 * m.cols() as f64).max(1.0),
             rows: m.rows(),
             cols: m.cols(),
             blocks,
@@ -358,6 +370,7 @@ impl WgpuBackend {
             )?);
         }
         Ok(GpuMatrix {
+            fill: 0.0,
             format: MatrixKind::Csr,
             rows: m.rows(),
             cols: m.cols(),
@@ -407,6 +420,7 @@ impl WgpuBackend {
             r0 = r1;
         }
         Ok(GpuMatrix {
+            fill: 0.0,
             format: MatrixKind::Dense,
             rows,
             cols,
@@ -521,8 +535,9 @@ impl WgpuBackend {
     /// How the MACKO subgroup kernel holds x for `cols` columns: the words of workgroup memory
     /// it stages x in (0 where x does not fit, or staging is turned off: x is then gathered
     /// from memory), and in which form: f32 where asked for and it fits, else f16 scalars where
-    /// asked for and the adapter has `SHADER_F16`, else f16 pairs.
-    fn x_staging(&self, kernel: Kernel, cols: usize) -> (u32, XForm) {
+    /// asked for and the adapter has `SHADER_F16` (padded for `nearly_dense` rows, where the
+    /// tuning allows and it fits), else f16 pairs.
+    fn x_staging(&self, kernel: Kernel, cols: usize, nearly_dense: bool) -> (u32, XForm) {
         if kernel != Kernel::MackoSubgroup || !self.x_in_workgroup {
             return (0, XForm::Pairs);
         }
@@ -542,8 +557,11 @@ impl WgpuBackend {
         } else {
             XForm::Pairs
         };
+        let padded = half == XForm::F16 && self.tuning.x_pad.unwrap_or(nearly_dense);
         if self.tuning.x_f32 && words(XForm::F32) <= budget {
             (words(XForm::F32) as u32, XForm::F32)
+        } else if padded && words(XForm::F16Padded) <= budget {
+            (words(XForm::F16Padded) as u32, XForm::F16Padded)
         } else if words(half) <= budget {
             (words(half) as u32, half)
         } else {
@@ -599,7 +617,7 @@ impl WgpuBackend {
         y: &GpuVector,
     ) -> Result<()> {
         let kernel = Kernel::for_product(a.format, self.path);
-        let (x_words, x_form) = self.x_staging(kernel, a.cols);
+        let (x_words, x_form) = self.x_staging(kernel, a.cols, a.fill >= X_PAD_MIN_FILL);
         let workgroup = self.tuning.workgroup_for(a.rows, a.cols, x_words > 0);
         let pipeline = self.pipelines.get(
             &self.gpu,
@@ -718,13 +736,15 @@ mod tests {
             max_binding_bytes: Some(16 << 10),
             ..DeviceOptions::for_backend(BackendKind::Wgpu)
         };
-        let b = match WgpuBackend::open(&opts) {
+        let mut b = match WgpuBackend::open(&opts) {
             Ok(b) => b,
             Err(e) => {
                 println!("skipping: {e}");
                 return;
             }
         };
+        // The counters deal the rows only where they are not dealt by stride (the default).
+        b.tuning.static_rows = false;
         let dense = crate::synthetic::pruned_matrix(300, 200, 0.5, 3).unwrap();
         let m = MackoMatrix::from_dense(&dense).unwrap();
         if b.path != super::super::pipelines::KernelPath::Subgroup {
