@@ -79,6 +79,13 @@ override STATIC_ROWS: bool = false;
 // column totals by shuffles up (`exact_scan`) instead of subgroupExclusiveAdd and subgroupAdd;
 // see exact_scan for why.
 override SHUFFLE_SCAN: bool = true;
+// PIPELINE: with LATE_DECODE, exact subgroups (as for SHUFFLE_SCAN) and DEPTH 1, a row's steps
+// are 2 groups per lane instead of 4, and the next step's loads are issued before the current
+// step is scanned and computed (`row_dot_piped`): the same registers for groups in flight (two
+// steps of 2 instead of one of 4), but a subgroup's loads stay in flight while it computes,
+// where the unpipelined loop alternates a load phase and a compute phase (as the CUDA kernel's
+// pipelined batches, kernels/NOTES.md step 3).
+override PIPELINE: bool = false;
 
 // With STATIC_ROWS: the dispatch's subgroup count, by which a subgroup's rows step (set once at
 // entry).
@@ -494,8 +501,96 @@ fn row_dot_late(s: u32, e: u32, lane: u32, lanes: u32, guard: bool, exact: bool)
     return subgroupAdd(acc.x + acc.y);
 }
 
+// ---- PIPELINE: steps of 2 groups, the next step loading while this one is computed --------
+
+// A step's 2 groups per lane as loaded (groups g0 + lane and g0 + lanes + lane).
+struct Raw2 {
+    v0: vec4<u32>,
+    v1: vec4<u32>,
+    c0: u32,
+    c1: u32,
+}
+
+// The step of 2 groups per lane from group g0 of a row whose entries are s..e and whose groups
+// end at gend: without masks where the step lies wholly inside the row (subgroup-uniform), else
+// masked as load_masked_raw (the second group only where it lies before gend for some lane:
+// `live` in row_dot_piped; otherwise it stays zero, no value and a total that moves no entry of
+// the row).
+fn load_step2(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32) -> Raw2 {
+    var r: Raw2;
+    if g0 * 8u >= s && (g0 + 2u * lanes) * 8u <= e {
+        let g = g0 + lane;
+        r.v0 = values[g];
+        r.v1 = values[g + lanes];
+        r.c0 = codes[g];
+        r.c1 = codes[g + lanes];
+    } else {
+        let a = load_masked_raw(g0 + lane, gend, s, e);
+        r.v0 = a.vals;
+        r.c0 = a.code;
+        if g0 + lanes < gend {
+            let b = load_masked_raw(g0 + lanes + lane, gend, s, e);
+            r.v1 = b.vals;
+            r.c1 = b.code;
+        }
+    }
+    return r;
+}
+
+// The scan of a u32 over an exact subgroup, as exact_scan (the 2 groups' totals travel as its
+// 16-bit halves: one shuffle per scan step instead of two).
+fn exact_scan1(v: u32, lane: u32, lanes: u32) -> vec2<u32> {
+    var s = v;
+    for (var d = 1u; d < lanes; d *= 2u) {
+        let up = subgroupShuffleUp(s, d);
+        s += select(0u, up, lane >= d);
+    }
+    return vec2<u32>(s - v, subgroupShuffle(s, lanes - 1u));
+}
+
+// row_dot_late in steps of 2 groups per lane, pipelined (PIPELINE): `lane` and `lanes` are an
+// exact subgroup's builtin id and size. Ends: g0 grows by 2 · lanes >= 2 towards gend <= 2^29.
+fn row_dot_piped(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
+    var acc = vec2<f32>(0.0);
+    if e > s {
+        let gend = (e + 7u) / 8u;
+        var column = 0u;
+        var g0 = s / 8u;
+        var cur = load_step2(g0, lane, lanes, gend, s, e);
+        // Entries of the row's first group before s (only in the first step's group 0).
+        var lo0 = group_lo(g0 + lane, s);
+        loop {
+            let gn = g0 + 2u * lanes;
+            let more = gn < gend;
+            var nxt: Raw2;
+            if more {
+                nxt = load_step2(gn, lane, lanes, gend, s, e);
+            }
+            // Group 0's total counts only its entries from s on (see row_dot_late).
+            let mine = (code_steps(cur.c0) - lo0) | (code_steps(cur.c1) << 16u);
+            let scan = exact_scan1(mine, lane, lanes);
+            let t0 = scan.y & 0xffffu;
+            acc = group_fma_raw(cur.v0, cur.c0, column + (scan.x & 0xffffu) - lo0, acc, guard);
+            if g0 + lanes < gend {
+                acc = group_fma_raw(cur.v1, cur.c1, column + t0 + (scan.x >> 16u), acc, guard);
+            }
+            column += t0 + (scan.y >> 16u);
+            if !more {
+                break;
+            }
+            cur = nxt;
+            g0 = gn;
+            lo0 = 0u;
+        }
+    }
+    return subgroupAdd(acc.x + acc.y);
+}
+
 // The row's sum in the chosen variant.
 fn row_sum(s: u32, e: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
+    if PIPELINE && LATE_DECODE && DEPTH == 1u && exact {
+        return row_dot_piped(s, e, lane, lanes, guard);
+    }
     if LATE_DECODE {
         return row_dot_late(s, e, lane, lanes, guard, exact);
     }

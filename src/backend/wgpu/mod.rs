@@ -103,6 +103,10 @@ pub const ENV_STATIC_ROWS: &str = "MACKO_WGPU_STATIC_ROWS";
 /// with subgroupExclusiveAdd and subgroupAdd instead of shuffles up (`SHUFFLE_SCAN` in
 /// macko_sg.wgsl; on by default, only with builtin lane ids).
 pub const ENV_SHUFFLE_SCAN: &str = "MACKO_WGPU_SHUFFLE_SCAN";
+/// Environment variable: `1` makes exact subgroups of the MACKO subgroup kernel work through a row
+/// in pipelined steps of 2 groups per lane, the next step loading while one is computed
+/// (`PIPELINE` in macko_sg.wgsl; only with late decode, builtin lane ids and 1 set per step).
+pub const ENV_PIPELINE: &str = "MACKO_WGPU_PIPELINE";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -172,6 +176,8 @@ pub(crate) struct MackoTuning {
     pub static_rows: bool,
     /// Exact subgroups scan by shuffles up (`SHUFFLE_SCAN`; only with `lane_builtins`).
     pub shuffle_scan: bool,
+    /// Pipelined steps of 2 groups in exact subgroups (`PIPELINE`).
+    pub pipeline: bool,
 }
 
 impl MackoTuning {
@@ -252,6 +258,7 @@ impl MackoTuning {
         // Session 6 (H200): rows by stride, scans by shuffles.
         let static_rows = !off(ENV_STATIC_ROWS);
         let shuffle_scan = !off(ENV_SHUFFLE_SCAN);
+        let pipeline = on(ENV_PIPELINE);
         let row_ahead = var(ENV_ROW_AHEAD)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
@@ -305,6 +312,7 @@ impl MackoTuning {
             half_rows,
             static_rows,
             shuffle_scan,
+            pipeline,
         }
     }
 }
@@ -469,7 +477,7 @@ impl WgpuBackend {
             kernels +=
                 &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups and {} invocations when staged{}{}{}{}{}{}{}{}",
+                 workgroups and {} invocations when staged{}{}{}{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -536,6 +544,11 @@ impl WgpuBackend {
                 },
                 if t.shuffle_scan && t.lane_builtins {
                     ", scans by shuffles"
+                } else {
+                    ""
+                },
+                if t.pipeline && t.lane_builtins && t.late_decode && t.depth == 1 {
+                    ", pipelined steps of 2 groups"
                 } else {
                     ""
                 }

@@ -253,6 +253,8 @@ pub(super) struct PipelineKey {
     pub static_rows: bool,
     /// MACKO subgroup kernel: exact subgroups scan by shuffles (`SHUFFLE_SCAN`).
     pub shuffle_scan: bool,
+    /// MACKO subgroup kernel: pipelined steps of 2 groups (`PIPELINE`).
+    pub pipeline: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -366,6 +368,11 @@ impl Pipelines {
             shuffle_scan: key.kernel == Kernel::MackoSubgroup
                 && key.lane_builtins
                 && key.shuffle_scan,
+            pipeline: key.kernel == Kernel::MackoSubgroup
+                && key.lane_builtins
+                && key.late_decode
+                && key.depth <= 1
+                && key.pipeline,
             ..key
         };
         let mut built = lock(&self.built);
@@ -393,7 +400,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -430,6 +437,11 @@ impl Pipelines {
                     },
                     if key.shuffle_scan {
                         ", scans by shuffles"
+                    } else {
+                        ""
+                    },
+                    if key.pipeline {
+                        ", pipelined steps"
                     } else {
                         ""
                     }
@@ -472,6 +484,7 @@ impl Pipelines {
             constants.push(("HALF_ROWS", if key.half_rows { 1.0 } else { 0.0 }));
             constants.push(("STATIC_ROWS", if key.static_rows { 1.0 } else { 0.0 }));
             constants.push(("SHUFFLE_SCAN", if key.shuffle_scan { 1.0 } else { 0.0 }));
+            constants.push(("PIPELINE", if key.pipeline { 1.0 } else { 0.0 }));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {

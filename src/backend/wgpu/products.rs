@@ -637,6 +637,7 @@ impl WgpuBackend {
                 half_rows: self.tuning.half_rows,
                 static_rows: self.tuning.static_rows,
                 shuffle_scan: self.tuning.shuffle_scan,
+                pipeline: self.tuning.pipeline,
             },
         )?;
         let x_group = x

@@ -230,6 +230,7 @@ impl WgpuBackend {
                 half_rows: false,
                 static_rows: false,
                 shuffle_scan: false,
+                pipeline: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,

@@ -1,0 +1,55 @@
+//! The MACKO subgroup kernel's pipelined steps (`MACKO_WGPU_PIPELINE=1`, `PIPELINE` in
+//! shaders/macko_sg.wgsl): 2 groups per lane per step, the next step's loads issued before the
+//! current one is computed. Checked under the knob shapes in a grid of 3 workgroups, on rows
+//! that end in every position of a step (one group, a partial first set, a partial second set,
+//! exactly one or two steps), and with x gathered from memory (never known finite: the counted,
+//! guarded loop runs instead, the pipelined one being only for exact subgroups). The settings
+//! are environment variables read when a device opens; this file is its own process, so they
+//! reach no other test.
+#![cfg(feature = "wgpu")]
+
+mod common;
+
+use common::{
+    check_all_formats, check_macko_shapes, open_wgpu_subgroup_or_skip, ragged_matrix, random_x,
+    KNOB_SHAPES,
+};
+
+/// Row lengths around the step boundaries of subgroups of 8 to 64 lanes (2 groups of 8 entries
+/// per lane per step) at several densities, and long rows of many steps.
+const STEP_SHAPES: [(usize, usize, f64); 6] = [
+    (50, 130, 1.0),
+    (50, 260, 1.0),
+    (40, 1030, 1.0),
+    (40, 2050, 0.5),
+    (30, 9000, 0.3),
+    (30, 9000, 1.0),
+];
+
+fn check_steps(dev: &macko::Device, seed0: u64) {
+    check_macko_shapes(dev, &STEP_SHAPES, seed0);
+    let dense = ragged_matrix(203, 300);
+    let x = random_x(dense.cols(), seed0 + 10);
+    check_all_formats("wgpu", dev, "ragged 203×300", &dense, &x);
+}
+
+#[test]
+fn macko_agrees_with_pipelined_steps() {
+    std::env::set_var("MACKO_WGPU_PIPELINE", "1");
+    std::env::set_var("MACKO_WGPU_MACKO_WORKGROUPS", "3");
+    let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
+        return;
+    };
+    assert!(kernels.contains("pipelined steps of 2 groups"), "{kernels}");
+    check_macko_shapes(&dev, &KNOB_SHAPES, 700);
+    check_steps(&dev, 710);
+
+    std::env::set_var("MACKO_WGPU_X_IN_WORKGROUP", "0");
+    let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
+        return;
+    };
+    for what in ["pipelined steps of 2 groups", "gathers x from memory"] {
+        assert!(kernels.contains(what), "{what}: {kernels}");
+    }
+    check_steps(&dev, 720);
+}
