@@ -84,7 +84,8 @@ override SHUFFLE_SCAN: bool = true;
 // step is scanned and computed (`row_dot_piped`): the same registers for groups in flight (two
 // steps of 2 instead of one of 4), but a subgroup's loads stay in flight while it computes,
 // where the unpipelined loop alternates a load phase and a compute phase (as the CUDA kernel's
-// pipelined batches, kernels/NOTES.md step 3).
+// pipelined batches, kernels/NOTES.md step 3). The backend turns it on by default (NOTES.md,
+// "Session 6").
 override PIPELINE: bool = false;
 
 // With STATIC_ROWS: the dispatch's subgroup count, by which a subgroup's rows step (set once at

@@ -1,9 +1,10 @@
-//! The MACKO subgroup kernel's pipelined steps (`MACKO_WGPU_PIPELINE=1`, `PIPELINE` in
-//! shaders/macko_sg.wgsl): 2 groups per lane per step, the next step's loads issued before the
+//! The MACKO subgroup kernel's pipelined steps (`PIPELINE` in shaders/macko_sg.wgsl; the default
+//! since session 6, set here explicitly all the same): 2 groups per lane per step, the next step's loads issued before the
 //! current one is computed. Checked under the knob shapes in a grid of 3 workgroups, on rows
 //! that end in every position of a step (one group, a partial first set, a partial second set,
-//! exactly one or two steps), and with x gathered from memory (never known finite: the counted,
-//! guarded loop runs instead, the pipelined one being only for exact subgroups). The settings
+//! exactly one or two steps), with x gathered from memory (never known finite: the counted,
+//! guarded loop runs instead, the pipelined one being only for exact subgroups), and turned off
+//! (`MACKO_WGPU_PIPELINE=0`: the unpipelined steps of 4 groups). The settings
 //! are environment variables read when a device opens; this file is its own process, so they
 //! reach no other test.
 #![cfg(feature = "wgpu")]
@@ -52,4 +53,15 @@ fn macko_agrees_with_pipelined_steps() {
         assert!(kernels.contains(what), "{what}: {kernels}");
     }
     check_steps(&dev, 720);
+
+    // Off: exact subgroups take the unpipelined steps of 4 groups (row_dot_late, scanned by
+    // shuffles), which no other test reaches now that the pipelined ones are the default.
+    std::env::remove_var("MACKO_WGPU_X_IN_WORKGROUP");
+    std::env::set_var("MACKO_WGPU_PIPELINE", "0");
+    let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
+        return;
+    };
+    assert!(!kernels.contains("pipelined steps"), "{kernels}");
+    check_macko_shapes(&dev, &KNOB_SHAPES, 730);
+    check_steps(&dev, 740);
 }

@@ -103,9 +103,11 @@ pub const ENV_STATIC_ROWS: &str = "MACKO_WGPU_STATIC_ROWS";
 /// with subgroupExclusiveAdd and subgroupAdd instead of shuffles up (`SHUFFLE_SCAN` in
 /// macko_sg.wgsl; on by default, only with builtin lane ids).
 pub const ENV_SHUFFLE_SCAN: &str = "MACKO_WGPU_SHUFFLE_SCAN";
-/// Environment variable: `1` makes exact subgroups of the MACKO subgroup kernel work through a row
-/// in pipelined steps of 2 groups per lane, the next step loading while one is computed
-/// (`PIPELINE` in macko_sg.wgsl; only with late decode, builtin lane ids and 1 set per step).
+/// Environment variable that, set to `0`, makes exact subgroups of the MACKO subgroup kernel work
+/// through a row in steps of 4 groups per lane, loaded then computed, instead of pipelined steps
+/// of 2, the next step loading while one is computed (`PIPELINE` in macko_sg.wgsl; on by default
+/// since the H200 sweep of shaders/NOTES.md, "Session 6"; only with late decode, builtin lane ids
+/// and 1 set per step).
 pub const ENV_PIPELINE: &str = "MACKO_WGPU_PIPELINE";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
@@ -258,7 +260,7 @@ impl MackoTuning {
         // Session 6 (H200): rows by stride, scans by shuffles.
         let static_rows = !off(ENV_STATIC_ROWS);
         let shuffle_scan = !off(ENV_SHUFFLE_SCAN);
-        let pipeline = on(ENV_PIPELINE);
+        let pipeline = !off(ENV_PIPELINE);
         let row_ahead = var(ENV_ROW_AHEAD)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
