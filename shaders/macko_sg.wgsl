@@ -80,12 +80,11 @@ override STATIC_ROWS: bool = false;
 // see exact_scan for why.
 override SHUFFLE_SCAN: bool = true;
 // PIPELINE: with LATE_DECODE, exact subgroups (as for SHUFFLE_SCAN) and DEPTH 1, a row's steps
-// are 2 groups per lane instead of 4, and the next step's loads (the next row's first step
-// after a row's last) are issued before the current step is scanned and computed (`rows_piped`):
-// the same registers for groups in flight (two steps of 2 instead of one of 4), but a
-// subgroup's loads stay in flight while it computes, where the unpipelined loop alternates a
-// load phase and a compute phase (as the CUDA kernel's pipelined batches, kernels/NOTES.md step
-// 3). ROW_AHEAD does not apply (the next row's bounds load one row ahead). The backend turns it on by default (NOTES.md,
+// are 2 groups per lane instead of 4, and the next step's loads are issued before the current
+// step is scanned and computed (`row_dot_piped`): the same registers for groups in flight (two
+// steps of 2 instead of one of 4), but a subgroup's loads stay in flight while it computes,
+// where the unpipelined loop alternates a load phase and a compute phase (as the CUDA kernel's
+// pipelined batches, kernels/NOTES.md step 3). The backend turns it on by default (NOTES.md,
 // "Session 6").
 override PIPELINE: bool = false;
 
@@ -550,106 +549,49 @@ fn exact_scan1(v: u32, lane: u32, lanes: u32) -> vec2<u32> {
     return vec2<u32>(s - v, subgroupShuffle(s, lanes - 1u));
 }
 
-// A row's running state after a step: the lane's sums and the row's column count.
-struct Sums {
-    acc: vec2<f32>,
-    column: u32,
-}
-
-// The 2 groups of `r` (a step from group g0 of a row whose groups end at gend), given the row's
-// column count before the step and its first group's entries before the row (`lo0`, nonzero
-// only in the row's first step).
-fn step2_fma(
-    r: Raw2,
-    g0: u32,
-    gend: u32,
-    column: u32,
-    lo0: u32,
-    lane: u32,
-    lanes: u32,
-    acc_in: vec2<f32>,
-    guard: bool,
-) -> Sums {
-    // Group 0's total counts only its entries from the row's start on (see row_dot_late).
-    let mine = (code_steps(r.c0) - lo0) | (code_steps(r.c1) << 16u);
-    let scan = exact_scan1(mine, lane, lanes);
-    let t0 = scan.y & 0xffffu;
-    var acc = group_fma_raw(r.v0, r.c0, column + (scan.x & 0xffffu) - lo0, acc_in, guard);
-    if g0 + lanes < gend {
-        acc = group_fma_raw(r.v1, r.c1, column + t0 + (scan.x >> 16u), acc, guard);
-    }
-    return Sums(acc, column + t0 + (scan.y >> 16u));
-}
-
-// rows_loop for exact subgroups with PIPELINE: rows in steps of 2 groups per lane, each step's
-// successor loading while it is computed, the successor of a row's last step being the next
-// row's first (whose bounds load one row ahead), so a subgroup has loads in flight across its
-// rows as within them. `lane` and `lanes` are an exact subgroup's builtin id and size; `row`
-// and `bounds` its first row. Ends: every iteration moves g0 on by 2 · lanes within a row
-// (g0 < gend <= 2^29) or moves on to the next row (row_after: the counter's distinct claims, or
-// a stride >= 1 on a row below params.rows < 2^31), as rows_loop.
-fn rows_piped(first: u32, first_bounds: vec2<u32>, lane: u32, lanes: u32, guard: bool) {
-    var row = first;
-    var s = first_bounds.x;
-    var e = first_bounds.y;
-    var next = row_after(lane, row);
-    var nb = row_bounds(next);
-    var gend = (e + 7u) / 8u;
-    var g0 = s / 8u;
-    // Entries of the row's first group before s (only in the row's first step's group 0).
-    var lo0 = group_lo(g0 + lane, s);
-    var column = 0u;
+// row_dot_late in steps of 2 groups per lane, pipelined (PIPELINE): `lane` and `lanes` are an
+// exact subgroup's builtin id and size. Ends: g0 grows by 2 · lanes >= 2 towards gend <= 2^29.
+fn row_dot_piped(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
     var acc = vec2<f32>(0.0);
-    var cur: Raw2;
     if e > s {
-        cur = load_step2(g0, lane, lanes, gend, s, e);
-    }
-    loop {
-        if row >= params.rows {
-            break;
-        }
-        // The step after this one: the row's next, or the next row's first (an empty row has
-        // one step, which loads and computes nothing).
-        let gn = g0 + 2u * lanes;
-        let same = gn < gend;
-        var nxt: Raw2;
-        if same {
-            nxt = load_step2(gn, lane, lanes, gend, s, e);
-        } else if next < params.rows && nb.y > nb.x {
-            let ns = nb.x;
-            let ne = nb.y;
-            nxt = load_step2(ns / 8u, lane, lanes, (ne + 7u) / 8u, ns, ne);
-        }
-        if e > s {
-            let r = step2_fma(cur, g0, gend, column, lo0, lane, lanes, acc, guard);
-            acc = r.acc;
-            column = r.column;
-        }
-        if same {
+        let gend = (e + 7u) / 8u;
+        var column = 0u;
+        var g0 = s / 8u;
+        var cur = load_step2(g0, lane, lanes, gend, s, e);
+        // Entries of the row's first group before s (only in the first step's group 0).
+        var lo0 = group_lo(g0 + lane, s);
+        loop {
+            let gn = g0 + 2u * lanes;
+            let more = gn < gend;
+            var nxt: Raw2;
+            if more {
+                nxt = load_step2(gn, lane, lanes, gend, s, e);
+            }
+            // Group 0's total counts only its entries from s on (see row_dot_late).
+            let mine = (code_steps(cur.c0) - lo0) | (code_steps(cur.c1) << 16u);
+            let scan = exact_scan1(mine, lane, lanes);
+            let t0 = scan.y & 0xffffu;
+            acc = group_fma_raw(cur.v0, cur.c0, column + (scan.x & 0xffffu) - lo0, acc, guard);
+            if g0 + lanes < gend {
+                acc = group_fma_raw(cur.v1, cur.c1, column + t0 + (scan.x >> 16u), acc, guard);
+            }
+            column += t0 + (scan.y >> 16u);
+            if !more {
+                break;
+            }
+            cur = nxt;
             g0 = gn;
             lo0 = 0u;
-        } else {
-            let sum = subgroupAdd(acc.x + acc.y);
-            if lane == 0u {
-                store_y(params.row_offset + row, sum);
-            }
-            row = next;
-            s = nb.x;
-            e = nb.y;
-            next = row_after(lane, row);
-            nb = row_bounds(next);
-            gend = (e + 7u) / 8u;
-            g0 = s / 8u;
-            lo0 = group_lo(g0 + lane, s);
-            column = 0u;
-            acc = vec2<f32>(0.0);
         }
-        cur = nxt;
     }
+    return subgroupAdd(acc.x + acc.y);
 }
 
 // The row's sum in the chosen variant.
 fn row_sum(s: u32, e: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
+    if PIPELINE && LATE_DECODE && DEPTH == 1u && exact {
+        return row_dot_piped(s, e, lane, lanes, guard);
+    }
     if LATE_DECODE {
         return row_dot_late(s, e, lane, lanes, guard, exact);
     }
@@ -865,11 +807,8 @@ fn main(
         row = next_row(lane);
         bounds = row_bounds(row);
     }
-    // Whether this subgroup takes the pipelined loop (subgroup-uniform), which claims its rows
-    // itself, one ahead.
-    let piped = PIPELINE && LATE_DECODE && DEPTH == 1u && exact && !pairs;
     var following = 0u;
-    if ROW_AHEAD != 1u && !pairs && !piped {
+    if ROW_AHEAD != 1u && !pairs {
         following = row_after(lane, row);
     }
     let finite = stage_x(t, WORKGROUP);
@@ -879,14 +818,6 @@ fn main(
             pairs_loop(row, bounds, sg_id, sg_size, false);
         } else {
             pairs_loop(row, bounds, sg_id, sg_size, true);
-        }
-    } else if piped {
-        // Pipelined steps (exact subgroups, builtin ids): without the zero select where the
-        // staged x is finite.
-        if finite {
-            rows_piped(row, bounds, sg_id, sg_size, false);
-        } else {
-            rows_piped(row, bounds, sg_id, sg_size, true);
         }
     } else if LANE_BUILTINS {
         // Two copies of the row loop: the fast one with the builtin ids (foldable sizes) and

@@ -1,13 +1,12 @@
-//! The MACKO subgroup kernel's pipelined steps (`PIPELINE` in shaders/macko_sg.wgsl; the
-//! default since session 6, set here explicitly all the same): 2 groups per lane per step, the
-//! next step's loads (the next row's first step after a row's last) issued before the current
-//! one is computed. Checked under the knob shapes in a grid of 3 workgroups, on rows that end in
-//! every position of a step (one group, a partial first set, a partial second set, exactly one
-//! or two steps; rows of every length one after the other, each row's first step loading during
-//! the previous row's last), with x gathered from memory (never known finite: the guarded copy of
-//! the pipelined loop), and turned off (`MACKO_WGPU_PIPELINE=0`: the unpipelined steps of 4
-//! groups). The settings are environment variables read when a device opens; this file is its
-//! own process, so they reach no other test.
+//! The MACKO subgroup kernel's pipelined steps (`PIPELINE` in shaders/macko_sg.wgsl; the default
+//! since session 6, set here explicitly all the same): 2 groups per lane per step, the next step's loads issued before the
+//! current one is computed. Checked under the knob shapes in a grid of 3 workgroups, on rows
+//! that end in every position of a step (one group, a partial first set, a partial second set,
+//! exactly one or two steps), with x gathered from memory (never known finite: the counted,
+//! guarded loop runs instead, the pipelined one being only for exact subgroups), and turned off
+//! (`MACKO_WGPU_PIPELINE=0`: the unpipelined steps of 4 groups). The settings
+//! are environment variables read when a device opens; this file is its own process, so they
+//! reach no other test.
 #![cfg(feature = "wgpu")]
 
 mod common;
