@@ -820,10 +820,14 @@ fn main(
             pairs_loop(row, bounds, sg_id, sg_size, true);
         }
     } else if LANE_BUILTINS {
-        // Two copies of the row loop: the fast one with the builtin ids (foldable sizes) and
-        // without the zero select; the other, counted and guarded, for anything else.
+        // Three copies of the row loop: with the builtin ids (foldable sizes, scans by shuffles,
+        // pipelined steps) without the zero select where the staged x is finite, and with it
+        // where x is not known finite (gathered from memory, or ±∞ or NaN in it); counted and
+        // guarded for subgroups that are not exact.
         if finite && exact {
             rows_loop(row, bounds, following, sg_id, sg_size, false, true);
+        } else if exact {
+            rows_loop(row, bounds, following, sg_id, sg_size, true, true);
         } else {
             rows_loop(row, bounds, following, lane, lanes, true, false);
         }
