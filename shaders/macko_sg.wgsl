@@ -87,6 +87,12 @@ override SHUFFLE_SCAN: bool = true;
 // pipelined batches, kernels/NOTES.md step 3). The backend turns it on by default (NOTES.md,
 // "Session 6").
 override PIPELINE: bool = false;
+// LATE_MASK (on by default): in pipelined steps, a step that touches the row's first or last
+// group is loaded raw and masked when it is computed (`mask_step2`), not when it is loaded: a
+// mask applied at load time makes the subgroup wait for those loads right there, before it
+// computes the current step, so at the rows' ends (every step at d = 0.1) the pipeline stalled
+// once per group (seen in the driver's SASS).
+override LATE_MASK: bool = true;
 
 // With STATIC_ROWS: the dispatch's subgroup count, by which a subgroup's rows step (set once at
 // entry).
@@ -519,12 +525,21 @@ struct Raw2 {
 // the row).
 fn load_step2(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32) -> Raw2 {
     var r: Raw2;
-    if g0 * 8u >= s && (g0 + 2u * lanes) * 8u <= e {
+    if step2_inside(g0, lanes, s, e) {
         let g = g0 + lane;
         r.v0 = values[g];
         r.v1 = values[g + lanes];
         r.c0 = codes[g];
         r.c1 = codes[g + lanes];
+    } else if LATE_MASK {
+        // Raw: the masks (mask_step2) wait until the step is computed, so that nothing here
+        // waits for these loads.
+        r.v0 = values[min(g0 + lane, gend - 1u)];
+        r.c0 = codes[min(g0 + lane, gend - 1u)];
+        if g0 + lanes < gend {
+            r.v1 = values[min(g0 + lanes + lane, gend - 1u)];
+            r.c1 = codes[min(g0 + lanes + lane, gend - 1u)];
+        }
     } else {
         let a = load_masked_raw(g0 + lane, gend, s, e);
         r.v0 = a.vals;
@@ -536,6 +551,26 @@ fn load_step2(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32) -> Raw2
         }
     }
     return r;
+}
+
+// Whether the step of 2 groups per lane from group g0 lies wholly inside entries s..e (then
+// load_step2 loaded it without masks).
+fn step2_inside(g0: u32, lanes: u32, s: u32, e: u32) -> bool {
+    return g0 * 8u >= s && (g0 + 2u * lanes) * 8u <= e;
+}
+
+// The masks of load_masked_raw applied to a raw step (LATE_MASK): values of entries outside the
+// row's entries s..e zeroed, codes of the entries before s zeroed (only the row's first group
+// has any; the second group of a step never is that group).
+fn mask_step2(r: Raw2, g0: u32, lane: u32, lanes: u32, s: u32, e: u32) -> Raw2 {
+    var m = r;
+    let ga = g0 + lane;
+    let gb = ga + lanes;
+    let lo = group_lo(ga, s);
+    m.v0 = r.v0 & kept_mask(((1u << group_hi(ga, e)) - 1u) & ~((1u << lo) - 1u));
+    m.c0 = r.c0 & ~nibbles_below(lo);
+    m.v1 = r.v1 & kept_mask(((1u << group_hi(gb, e)) - 1u) & ~((1u << group_lo(gb, s)) - 1u));
+    return m;
 }
 
 // The scan of a u32 over an exact subgroup, as exact_scan (the 2 groups' totals travel as its
@@ -566,6 +601,9 @@ fn row_dot_piped(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
             var nxt: Raw2;
             if more {
                 nxt = load_step2(gn, lane, lanes, gend, s, e);
+            }
+            if LATE_MASK && !step2_inside(g0, lanes, s, e) {
+                cur = mask_step2(cur, g0, lane, lanes, s, e);
             }
             // Group 0's total counts only its entries from s on (see row_dot_late).
             let mine = (code_steps(cur.c0) - lo0) | (code_steps(cur.c1) << 16u);

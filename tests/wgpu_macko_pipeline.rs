@@ -1,12 +1,13 @@
-//! The MACKO subgroup kernel's pipelined steps (`PIPELINE` in shaders/macko_sg.wgsl; the default
-//! since session 6, set here explicitly all the same): 2 groups per lane per step, the next step's loads issued before the
-//! current one is computed. Checked under the knob shapes in a grid of 3 workgroups, on rows
-//! that end in every position of a step (one group, a partial first set, a partial second set,
-//! exactly one or two steps), with x gathered from memory (never known finite: the counted,
-//! guarded loop runs instead, the pipelined one being only for exact subgroups), and turned off
-//! (`MACKO_WGPU_PIPELINE=0`: the unpipelined steps of 4 groups). The settings
-//! are environment variables read when a device opens; this file is its own process, so they
-//! reach no other test.
+//! The MACKO subgroup kernel's pipelined steps (`PIPELINE` in shaders/macko_sg.wgsl; the
+//! default since session 6, set here explicitly all the same): 2 groups per lane per step, the
+//! next step's loads issued before the current one is computed. Checked under the knob shapes in
+//! a grid of 3 workgroups, on rows that end in every position of a step (one group, a partial
+//! first set, a partial second set, exactly one or two steps), with the steps at the rows' ends
+//! masked when computed (the default) and when loaded (`MACKO_WGPU_LATE_MASK=0`), with x
+//! gathered from memory (never known finite: the guarded copy of the pipelined loop), and turned
+//! off (`MACKO_WGPU_PIPELINE=0`: the unpipelined steps of 4 groups). The settings are
+//! environment variables read when a device opens; this file is its own process, so they reach
+//! no other test.
 #![cfg(feature = "wgpu")]
 
 mod common;
@@ -41,7 +42,10 @@ fn macko_agrees_with_pipelined_steps() {
     let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
         return;
     };
-    assert!(kernels.contains("pipelined steps of 2 groups"), "{kernels}");
+    assert!(
+        kernels.contains("pipelined steps of 2 groups, masked when computed"),
+        "{kernels}"
+    );
     check_macko_shapes(&dev, &KNOB_SHAPES, 700);
     check_steps(&dev, 710);
 
@@ -53,6 +57,16 @@ fn macko_agrees_with_pipelined_steps() {
         assert!(kernels.contains(what), "{what}: {kernels}");
     }
     check_steps(&dev, 720);
+
+    // Masked when loaded (MACKO_WGPU_LATE_MASK=0), the mask's other place.
+    std::env::remove_var("MACKO_WGPU_X_IN_WORKGROUP");
+    std::env::set_var("MACKO_WGPU_LATE_MASK", "0");
+    let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
+        return;
+    };
+    assert!(kernels.contains("masked when loaded"), "{kernels}");
+    check_steps(&dev, 725);
+    std::env::remove_var("MACKO_WGPU_LATE_MASK");
 
     // Off: exact subgroups take the unpipelined steps of 4 groups (row_dot_late, scanned by
     // shuffles), which no other test reaches now that the pipelined ones are the default.

@@ -109,6 +109,10 @@ pub const ENV_SHUFFLE_SCAN: &str = "MACKO_WGPU_SHUFFLE_SCAN";
 /// since the H200 sweep of shaders/NOTES.md, "Session 6"; only with late decode, builtin lane ids
 /// and 1 set per step).
 pub const ENV_PIPELINE: &str = "MACKO_WGPU_PIPELINE";
+/// Environment variable that, set to `0`, masks the pipelined steps of the MACKO subgroup kernel
+/// when they are loaded instead of when they are computed (`LATE_MASK` in macko_sg.wgsl; on by
+/// default: a mask at load time waits for the loads it masks).
+pub const ENV_LATE_MASK: &str = "MACKO_WGPU_LATE_MASK";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -180,6 +184,8 @@ pub(crate) struct MackoTuning {
     pub shuffle_scan: bool,
     /// Pipelined steps of 2 groups in exact subgroups (`PIPELINE`).
     pub pipeline: bool,
+    /// Pipelined steps masked when computed (`LATE_MASK`).
+    pub late_mask: bool,
 }
 
 impl MackoTuning {
@@ -261,6 +267,7 @@ impl MackoTuning {
         let static_rows = !off(ENV_STATIC_ROWS);
         let shuffle_scan = !off(ENV_SHUFFLE_SCAN);
         let pipeline = !off(ENV_PIPELINE);
+        let late_mask = !off(ENV_LATE_MASK);
         let row_ahead = var(ENV_ROW_AHEAD)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
@@ -315,6 +322,7 @@ impl MackoTuning {
             static_rows,
             shuffle_scan,
             pipeline,
+            late_mask,
         }
     }
 }
@@ -476,8 +484,7 @@ impl WgpuBackend {
             let t = &self.tuning;
             let f16_scalars =
                 !t.x_f32 && t.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16);
-            kernels +=
-                &format!(
+            kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
                  workgroups and {} invocations when staged{}{}{}{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
@@ -493,7 +500,11 @@ impl WgpuBackend {
                 },
                 t.depth,
                 // The f16-scalar layout has no swizzle (macko_x_f16.wgsl).
-                if t.x_swizzle && !f16_scalars { " (swizzled)" } else { "" },
+                if t.x_swizzle && !f16_scalars {
+                    " (swizzled)"
+                } else {
+                    ""
+                },
                 if t.x_f32 {
                     "f32 where it fits"
                 } else if f16_scalars {
@@ -549,10 +560,13 @@ impl WgpuBackend {
                 } else {
                     ""
                 },
-                if t.pipeline && t.lane_builtins && t.late_decode && t.depth == 1 {
-                    ", pipelined steps of 2 groups"
-                } else {
-                    ""
+                match (
+                    t.pipeline && t.lane_builtins && t.late_decode && t.depth == 1,
+                    t.late_mask
+                ) {
+                    (true, true) => ", pipelined steps of 2 groups, masked when computed",
+                    (true, false) => ", pipelined steps of 2 groups, masked when loaded",
+                    (false, _) => "",
                 }
             );
         }

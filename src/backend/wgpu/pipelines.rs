@@ -255,6 +255,9 @@ pub(super) struct PipelineKey {
     pub shuffle_scan: bool,
     /// MACKO subgroup kernel: pipelined steps of 2 groups (`PIPELINE`).
     pub pipeline: bool,
+    /// MACKO subgroup kernel: pipelined steps masked when computed, not when loaded
+    /// (`LATE_MASK`; only with `pipeline`).
+    pub late_mask: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -373,6 +376,12 @@ impl Pipelines {
                 && key.late_decode
                 && key.depth <= 1
                 && key.pipeline,
+            late_mask: key.kernel == Kernel::MackoSubgroup
+                && key.lane_builtins
+                && key.late_decode
+                && key.depth <= 1
+                && key.pipeline
+                && key.late_mask,
             ..key
         };
         let mut built = lock(&self.built);
@@ -400,7 +409,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -444,7 +453,8 @@ impl Pipelines {
                         ", pipelined steps"
                     } else {
                         ""
-                    }
+                    },
+                    if key.late_mask { ", masked late" } else { "" }
                 )
             } else {
                 String::new()
@@ -485,6 +495,7 @@ impl Pipelines {
             constants.push(("STATIC_ROWS", if key.static_rows { 1.0 } else { 0.0 }));
             constants.push(("SHUFFLE_SCAN", if key.shuffle_scan { 1.0 } else { 0.0 }));
             constants.push(("PIPELINE", if key.pipeline { 1.0 } else { 0.0 }));
+            constants.push(("LATE_MASK", if key.late_mask { 1.0 } else { 0.0 }));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {

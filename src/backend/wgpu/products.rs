@@ -638,6 +638,7 @@ impl WgpuBackend {
                 static_rows: self.tuning.static_rows,
                 shuffle_scan: self.tuning.shuffle_scan,
                 pipeline: self.tuning.pipeline,
+                late_mask: self.tuning.late_mask,
             },
         )?;
         let x_group = x

@@ -231,6 +231,7 @@ impl WgpuBackend {
                 static_rows: false,
                 shuffle_scan: false,
                 pipeline: false,
+                late_mask: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
