@@ -1,11 +1,13 @@
 // MACKO-16-4 SpMV with subgroup operations (after common.wgsl and macko.wgsl). See NOTES.md.
 //
-// One row at a time per subgroup (or two, one per half of it: HALF_ROWS below); rows are handed
-// out through an atomic counter (the dispatch is bounded, so the counter balances rows of any
-// lengths over the subgroups that are resident), and the kernel is correct whatever the subgroup
-// size (4..128), however the adapter splits a workgroup into subgroups, and whether subgroups are
-// full or not. A lane's index and the number of lanes are counted by the subgroup itself (an
-// exclusive scan and a sum of 1), never assumed.
+// One row at a time per subgroup (or two, one per half of it: HALF_ROWS below); rows are dealt
+// by a fixed stride over the dispatch's subgroups (STATIC_ROWS, the backend's default since
+// session 6, NOTES.md) or handed out through an atomic counter (the dispatch is bounded, so the
+// counter balances rows of any lengths over the subgroups that are resident), and the kernel is
+// correct whatever the subgroup size (4..128), however the adapter splits a workgroup into
+// subgroups (the stride counts them with `num_subgroups`, the same in every workgroup of a
+// dispatch), and whether subgroups are full or not. A lane's index and the number of lanes are
+// counted by the subgroup itself (an exclusive scan and a sum of 1), never assumed.
 //
 // Rows are pipelined two deep: while row r is computed, the bounds of the next row (claimed one
 // row earlier) are already loading and the row after it is being claimed, so neither the
@@ -34,8 +36,9 @@ override WORKGROUP: u32 = 128u;
 // Sets of 4 groups a lane loads per step (1 or 2): 80 or 160 bytes in flight per lane.
 override DEPTH: u32 = 1u;
 
-// Variants that trim the state live across the row loop (issue 7; NOTES.md, "Session 3"), each
-// off by default and selected by its own environment knob (src/backend/wgpu/mod.rs):
+// Variants of the row loop (issue 7; NOTES.md, "Session 3" and "Session 6"), each off here and
+// selected by the backend from its own environment knob (src/backend/wgpu/mod.rs says which are
+// on by default):
 // - LATE_DECODE: a step's groups stay raw code words from load to use; only each group's total
 //   column step is computed before the scan (8 + the sum of its nibbles), and a group is decoded
 //   right before its products. Holds 1 word per group across the scans instead of 2 (the
@@ -636,7 +639,7 @@ fn row_sum(s: u32, e: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f
     return row_dot(s, e, lane, lanes, guard, exact);
 }
 
-// Works through rows until the counter runs past the block: `row` with its `bounds` loaded, and
+// Works through rows until they run past the block (the stride's or the counter's): `row` with its `bounds` loaded, and
 // `following` claimed. `guard` as in pair_fma, `exact` as in step_scan.
 fn rows_loop(
     first: u32,
@@ -778,7 +781,7 @@ fn halves_dot(s: u32, e: u32, hl: u32, half: u32, upper: bool, guard: bool) -> f
     return half_sum(acc.x + acc.y, half);
 }
 
-// rows_loop for pairs: works through pairs of rows until the counter runs past the block, from
+// rows_loop for pairs: works through pairs of rows until they run past the block, from
 // the pair starting at row `first`, whose bounds for this lane's half are `first_bounds`. `lane`
 // and `lanes` are the builtin ids and size of an exact subgroup (lanes a power of two >= 2).
 // One pair ahead: the next pair is claimed when a pair starts, its bounds loaded when it starts.

@@ -4,7 +4,9 @@
 //! under the knob shapes in a grid of
 //! 3 workgroups (every subgroup works through many rows, the stride crossing workgroups), with
 //! `MACKO_WGPU_HALF_ROWS=1` also set (rows then dealt in pairs: rows 2k and 2k + 1 side by side
-//! in subgroup k, then 2k + 2n and 2k + 2n + 1), on
+//! in subgroup k, then 2k + 2n and 2k + 2n + 1; subgroups that are not exact would take such
+//! pairs one row after the other, which no adapter here makes: that path is argued in
+//! `row_after`, not tested), on
 //! matrices of fewer rows than subgroups (subgroups with no row at all), with rows one step ahead
 //! and two, and with x gathered from memory (one row and two rows per subgroup). The settings are environment variables read when a
 //! device opens; this file is its own process, so they reach no other test.

@@ -121,6 +121,33 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
                 ("LANE_BUILTINS", 1.0),
                 ("HALF_ROWS", 1.0),
             ],
+            // The backend's defaults since session 6: rows by stride, scans by shuffles,
+            // pipelined steps masked when computed, padded x; then the same dealt in pairs with
+            // the old scans and masks.
+            &[
+                ("X_SHARED", 1.0),
+                ("X_HALVES", 4096.0),
+                ("X_PAD", 1.0),
+                ("WORKGROUP", 512.0),
+                ("LATE_DECODE", 1.0),
+                ("ROW_AHEAD", 1.0),
+                ("LANE_BUILTINS", 1.0),
+                ("STATIC_ROWS", 1.0),
+                ("SHUFFLE_SCAN", 1.0),
+                ("PIPELINE", 1.0),
+                ("LATE_MASK", 1.0),
+            ],
+            &[
+                ("X_SHARED", 1.0),
+                ("X_HALVES", 4096.0),
+                ("LATE_DECODE", 1.0),
+                ("LANE_BUILTINS", 1.0),
+                ("STATIC_ROWS", 1.0),
+                ("HALF_ROWS", 1.0),
+                ("SHUFFLE_SCAN", 0.0),
+                ("PIPELINE", 1.0),
+                ("LATE_MASK", 0.0),
+            ],
         ]
     } else if has("WORKGROUP") {
         &[

@@ -63,7 +63,10 @@ def code_section(nvuc: bytes):
 
 def objects(toc_path: Path):
     toc = toc_path.read_bytes()
-    data = toc_path.with_suffix(".bin").read_bytes()
+    bin_path = toc_path.with_suffix(".bin")
+    if not bin_path.exists():
+        raise ValueError(f"{toc_path}: no {bin_path.name} beside it")
+    data = bin_path.read_bytes()
     if toc[:4] != b"CDVN" or (len(toc) - 32) % 24:
         raise ValueError(f"{toc_path}: not a cache index (magic {toc[:4]!r}, {len(toc)} bytes)")
     for i in range((len(toc) - 32) // 24):
@@ -93,7 +96,12 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     n = 0
     for toc in sorted(Path(args.cache).rglob("*.toc")):
-        for i, obj, why in objects(toc):
+        try:
+            found = list(objects(toc))
+        except ValueError as e:
+            print(f"skipping {e}")
+            continue
+        for i, obj, why in found:
             name = f"object{n:04d}"
             n += 1
             if obj is None:

@@ -153,13 +153,16 @@ pub(crate) struct MackoTuning {
     /// - `row_dot` / `row_dot_late` (macko_sg.wgsl): `g0` starts at `s / 8` and grows by
     ///   `4 · DEPTH · lanes >= 4` (lanes >= 1: counted at entry, when every invocation is active,
     ///   or the builtin subgroup size) while `g0 < gend <= 2²⁹`, so it never wraps;
+    ///   `row_dot_piped` likewise by `2 · lanes >= 2`;
     /// - `halves_dot` (two rows per subgroup): every iteration moves the `g0` of each half that
     ///   still has groups (`g0 < gend <= 2²⁹`) on by `4 · half >= 4`, and the loop leaves when no
     ///   half has any (a subgroup-wide maximum); `half_sum` doubles its mask up to `half <= 64`;
-    /// - `exact_scan`: the shift doubles up to the subgroup size (<= 128);
-    /// - `rows_loop` with rows by stride (`STATIC_ROWS`): every iteration adds the dispatch's
-    ///   subgroup count (>= 1) to a row below `params.rows` < 2³¹, so the row grows without
-    ///   wrapping and the loop leaves within `params.rows` iterations;
+    /// - `exact_scan` and `exact_scan1`: the shift doubles up to the subgroup size (<= 128);
+    /// - `rows_loop` and `pairs_loop` with rows by stride (`STATIC_ROWS`): every iteration moves
+    ///   a row below `params.rows` < 2³¹ on by at least 1 (`row_after`: the dispatch's subgroup
+    ///   count n >= 1; where rows are dealt in pairs, +1 from a pair's first row and 2n − 1 from
+    ///   its second; `pair_after`: 2n), so the row grows without wrapping and the loop leaves
+    ///   within `params.rows` iterations;
     /// - `rows_loop` and `pairs_loop` with the counter: every iteration moves on to a row (or pair of rows) newly
     ///   claimed from the atomic counter (one `atomicAdd` of 1, or 2 for a pair, per claim, so
     ///   all claims are distinct); a subgroup's claims below `params.rows` are at most
@@ -208,7 +211,8 @@ impl MackoTuning {
     /// About the invocations a large GPU keeps resident with this kernel: 132 SMs × 1024 (an H100
     /// or H200 at the kernel's 60 registers: 32 warps per SM). Dispatching more makes a second
     /// wave of workgroups that each stage x again and start their rows late; capping the grid
-    /// there makes it persistent (the atomic counter hands every row to a resident subgroup).
+    /// there makes it persistent (the rows' stride, or with `MACKO_WGPU_STATIC_ROWS=0` the atomic
+    /// counter, gives every row to a resident subgroup).
     /// Measured on an H200 (shaders/NOTES.md, "Session 4"): 12288², 28672×8192 and 36864×12288
     /// (512-invocation workgroups, 768–1024 of them before) 3–16 % faster at d = 1 / 0.5 / 0.1,
     /// 11008×4096 (688 workgroups of 256) 1.5–3.5 % faster; matrices of fewer rows dispatch fewer
@@ -510,7 +514,7 @@ impl WgpuBackend {
                 } else if f16_scalars {
                     match t.x_pad {
                         None => "f16 scalars (padded for nearly dense rows)",
-                        Some(true) => "f16 scalars (padded)",
+                        Some(true) => "f16 scalars (padded where it fits)",
                         Some(false) => "f16 scalars (never padded)",
                     }
                 } else {

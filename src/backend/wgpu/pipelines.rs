@@ -53,7 +53,8 @@ impl XForm {
             XForm::F32 => cols.max(1),
             XForm::Pairs | XForm::F16 => cols.div_ceil(2).max(1),
             // Columns rounded up to 8 (the copy writes whole words of x), a pad word per 32,
-            // and one more.
+            // and one more word of margin: the last slot, where naga clamps indices past x,
+            // then always lies in the zeroed tail.
             XForm::F16Padded => {
                 let c = cols.div_ceil(8) * 8;
                 c / 2 + c.div_ceil(64) + 1

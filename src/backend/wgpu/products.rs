@@ -586,8 +586,8 @@ impl WgpuBackend {
                     .clamp(1, self.tuning.staged_workgroup_cap(workgroup).clamp(1, max)),
                 1,
             ),
-            // Rows are handed out by the counter: enough subgroups for every row to start at
-            // once if the GPU can hold them (assuming the smallest subgroups, so the most of
+            // Staging nothing: enough subgroups for every row to start at once if the GPU can
+            // hold them (the rows' stride or the counter deals them) (assuming the smallest subgroups, so the most of
             // them), capped by the dispatch limit; subgroups loop over rows beyond that.
             Kernel::MackoSubgroup | Kernel::CsrSubgroup => {
                 let size = if kernel == Kernel::MackoSubgroup {
@@ -725,6 +725,42 @@ mod tests {
         assert_eq!(plan_dense_blocks(0, 0, 64).unwrap(), 1);
         assert_eq!(plan_dense_blocks(10, 32, 64).unwrap(), 2);
         assert!(plan_dense_blocks(10, 128, 64).is_err());
+    }
+
+    /// Nearly dense matrices get the padded f16 x and sparser ones the plain one: the fill
+    /// (stored entries, explicit zeros included, over rows × columns) is on the right side of
+    /// `X_PAD_MIN_FILL` for d = 1 and d = 0.5, and `x_staging` follows it where the adapter
+    /// stages f16 scalars.
+    #[test]
+    fn fill_decides_the_padded_x() {
+        use crate::backend::BackendKind;
+        use crate::device::DeviceOptions;
+        let b = match WgpuBackend::open(&DeviceOptions::for_backend(BackendKind::Wgpu)) {
+            Ok(b) => b,
+            Err(e) => {
+                println!("skipping: {e}");
+                return;
+            }
+        };
+        let fill = |d: f64| {
+            let dense = crate::synthetic::pruned_matrix(64, 512, d, 5).unwrap();
+            let m = MackoMatrix::from_dense(&dense).unwrap();
+            b.upload_matrix_impl(MatrixRef::Macko(&m)).unwrap().fill
+        };
+        let (full, half) = (fill(1.0), fill(0.5));
+        assert!(full >= X_PAD_MIN_FILL, "fill {full} at d = 1");
+        assert!(
+            half < X_PAD_MIN_FILL && half > 0.4,
+            "fill {half} at d = 0.5"
+        );
+        let (_, dense_form) = b.x_staging(Kernel::MackoSubgroup, 512, full >= X_PAD_MIN_FILL);
+        let (_, sparse_form) = b.x_staging(Kernel::MackoSubgroup, 512, half >= X_PAD_MIN_FILL);
+        if b.tuning.x_f16 && b.gpu.features.contains(wgpu::Features::SHADER_F16) {
+            assert_eq!(dense_form, XForm::F16Padded);
+            assert_eq!(sparse_form, XForm::F16);
+        } else {
+            println!("skipping the forms: x is not staged as f16 scalars here");
+        }
     }
 
     /// The MACKO subgroup kernel's counters are back at zero after every product (nothing
