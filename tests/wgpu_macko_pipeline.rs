@@ -13,8 +13,7 @@
 mod common;
 
 use common::{
-    check_all_formats, check_macko_shapes, open_wgpu_subgroup_or_skip, ragged_matrix, random_x,
-    KNOB_SHAPES,
+    check_macko_shapes, check_shapes_and_ragged, open_wgpu_subgroup_or_skip, KNOB_SHAPES,
 };
 
 /// Row lengths around the step boundaries of subgroups of 8 to 64 lanes (2 groups of 8 entries
@@ -28,13 +27,6 @@ const STEP_SHAPES: [(usize, usize, f64); 6] = [
     (30, 9000, 1.0),
 ];
 
-fn check_steps(dev: &macko::Device, seed0: u64) {
-    check_macko_shapes(dev, &STEP_SHAPES, seed0);
-    let dense = ragged_matrix(203, 300);
-    let x = random_x(dense.cols(), seed0 + 10);
-    check_all_formats("wgpu", dev, "ragged 203×300", &dense, &x);
-}
-
 #[test]
 fn macko_agrees_with_pipelined_steps() {
     std::env::set_var("MACKO_WGPU_PIPELINE", "1");
@@ -47,7 +39,7 @@ fn macko_agrees_with_pipelined_steps() {
         "{kernels}"
     );
     check_macko_shapes(&dev, &KNOB_SHAPES, 700);
-    check_steps(&dev, 710);
+    check_shapes_and_ragged(&dev, &STEP_SHAPES, 710);
 
     std::env::set_var("MACKO_WGPU_X_IN_WORKGROUP", "0");
     let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
@@ -56,7 +48,7 @@ fn macko_agrees_with_pipelined_steps() {
     for what in ["pipelined steps of 2 groups", "gathers x from memory"] {
         assert!(kernels.contains(what), "{what}: {kernels}");
     }
-    check_steps(&dev, 720);
+    check_shapes_and_ragged(&dev, &STEP_SHAPES, 720);
 
     // Masked when loaded (MACKO_WGPU_LATE_MASK=0), the mask's other place.
     std::env::remove_var("MACKO_WGPU_X_IN_WORKGROUP");
@@ -65,7 +57,7 @@ fn macko_agrees_with_pipelined_steps() {
         return;
     };
     assert!(kernels.contains("masked when loaded"), "{kernels}");
-    check_steps(&dev, 725);
+    check_shapes_and_ragged(&dev, &STEP_SHAPES, 725);
     std::env::remove_var("MACKO_WGPU_LATE_MASK");
 
     // Off: exact subgroups take the unpipelined steps of 4 groups (row_dot_late, scanned by
@@ -77,5 +69,5 @@ fn macko_agrees_with_pipelined_steps() {
     };
     assert!(!kernels.contains("pipelined steps"), "{kernels}");
     check_macko_shapes(&dev, &KNOB_SHAPES, 730);
-    check_steps(&dev, 740);
+    check_shapes_and_ragged(&dev, &STEP_SHAPES, 740);
 }

@@ -15,8 +15,7 @@
 mod common;
 
 use common::{
-    check_all_formats, check_macko_shapes, open_wgpu_subgroup_or_skip, ragged_matrix, random_x,
-    KNOB_SHAPES,
+    check_macko_shapes, check_shapes_and_ragged, open_wgpu_subgroup_or_skip, KNOB_SHAPES,
 };
 
 /// Shapes whose rows are fewer than, about as many as, and many times the dispatch's subgroups.
@@ -26,13 +25,6 @@ const STRIDE_SHAPES: [(usize, usize, f64); 4] = [
     (257, 3000, 0.1),
     (1000, 64, 0.9),
 ];
-
-fn check_strides(dev: &macko::Device, seed0: u64) {
-    check_macko_shapes(dev, &STRIDE_SHAPES, seed0);
-    let dense = ragged_matrix(203, 300);
-    let x = random_x(dense.cols(), seed0 + 10);
-    check_all_formats("wgpu", dev, "ragged 203×300", &dense, &x);
-}
 
 #[test]
 fn macko_agrees_with_rows_by_stride() {
@@ -50,7 +42,7 @@ fn macko_agrees_with_rows_by_stride() {
         assert!(kernels.contains(what), "{what}: {kernels}");
     }
     check_macko_shapes(&dev, &KNOB_SHAPES, 500);
-    check_strides(&dev, 510);
+    check_shapes_and_ragged(&dev, &STRIDE_SHAPES, 510);
 
     // Two rows in flight per subgroup (the row after next computed by the stride too), and the
     // default grid, where small matrices leave subgroups without a row.
@@ -63,7 +55,7 @@ fn macko_agrees_with_rows_by_stride() {
     assert!(kernels.contains("rows by stride"), "{kernels}");
     assert!(!kernels.contains("one row ahead"), "{kernels}");
     check_macko_shapes(&dev, &KNOB_SHAPES[..3], 520);
-    check_strides(&dev, 530);
+    check_shapes_and_ragged(&dev, &STRIDE_SHAPES, 530);
 
     // x gathered from memory: the guarded copies of the row loop and of the pair loop.
     std::env::remove_var("MACKO_WGPU_ROW_AHEAD");
@@ -74,7 +66,7 @@ fn macko_agrees_with_rows_by_stride() {
     for what in ["rows by stride", "gathers x from memory"] {
         assert!(kernels.contains(what), "{what}: {kernels}");
     }
-    check_strides(&dev, 540);
+    check_shapes_and_ragged(&dev, &STRIDE_SHAPES, 540);
     std::env::set_var("MACKO_WGPU_HALF_ROWS", "1");
     let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
         return;
@@ -86,5 +78,5 @@ fn macko_agrees_with_rows_by_stride() {
     ] {
         assert!(kernels.contains(what), "{what}: {kernels}");
     }
-    check_strides(&dev, 550);
+    check_shapes_and_ragged(&dev, &STRIDE_SHAPES, 550);
 }

@@ -257,3 +257,12 @@ pub fn check_macko_shapes(dev: &Device, shapes: &[(usize, usize, f64)], seed0: u
         check_macko("wgpu", dev, rows, cols, d, seed0 + i as u64);
     }
 }
+
+/// `check_macko_shapes`, then the ragged 203×300 matrix (empty rows, rows of every length) in
+/// every format: what the knob tests of the row loop check besides their own shapes.
+pub fn check_shapes_and_ragged(dev: &Device, shapes: &[(usize, usize, f64)], seed0: u64) {
+    check_macko_shapes(dev, shapes, seed0);
+    let dense = ragged_matrix(203, 300);
+    let x = random_x(dense.cols(), seed0 + 10);
+    check_all_formats("wgpu", dev, "ragged 203×300", &dense, &x);
+}
