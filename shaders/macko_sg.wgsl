@@ -1,6 +1,6 @@
 // MACKO-16-4 SpMV with subgroup operations (after common.wgsl and macko.wgsl). See NOTES.md.
 //
-// One row at a time per subgroup (or two, one per half of it: HALF_ROWS below); rows are dealt
+// One row at a time per subgroup; rows are dealt
 // by a fixed stride over the dispatch's subgroups (STATIC_ROWS, the backend's default since
 // session 6, NOTES.md) or handed out through an atomic counter (the dispatch is bounded, so the
 // counter balances rows of any lengths over the subgroups that are resident), and the kernel is
@@ -55,28 +55,16 @@ override DEPTH: u32 = 1u;
 //   instead of the counted lane and lane count, so a driver whose subgroup size is fixed (NVIDIA:
 //   32) folds `lanes` into constants (load offsets, the step stride, the division by lanes);
 //   other subgroups take the counted path (with the zero select kept).
-// - HALF_ROWS: two rows in flight per subgroup, one per half of it, for short rows (at d <= 0.3
-//   a row is 1-2 steps and each step waits a whole round trip; NOTES.md). A claim from the
-//   counter is then two consecutive rows (the counter moves on by 2), and each half computes one
-//   of them with its own bounds, groups and running column, in a step loop that runs until both
-//   rows are done. Only subgroups that are exact (as for LANE_BUILTINS) and whose size is a power
-//   of two >= 2 take this path; the others of the same dispatch take the one-row loop, claiming
-//   single rows from the same counter (claims of 1 and of 2 rows never overlap). Needs
-//   LATE_DECODE (only row_dot_late has a two-row copy) and LANE_BUILTINS; ignored without them.
-//   A pair is pipelined as ROW_AHEAD = 1 and a step is one set of 4 groups, whatever ROW_AHEAD
-//   and DEPTH say.
 // - STATIC_ROWS: rows dealt out by a fixed stride instead of the counter: subgroup k of the
 //   dispatch (counted from the workgroup id, `subgroup_id` and `num_subgroups`) takes rows k,
 //   k + n, k + 2n, .. where n is the dispatch's subgroup count, as the CUDA kernel's persistent
 //   warps do. No atomics and no counter reset at the end; the rows are balanced only by their
-//   count (a subgroup of long rows finishes late). Every subgroup of the dispatch must deal the
-//   same way: with HALF_ROWS the deal is by pairs (rows 2k, 2k + 1, then 2k + 2n, 2k + 2n + 1,
-//   ...), computed side by side by subgroups that take pairs and one after the other by the
-//   others (`row_after`).
+//   count (a subgroup of long rows finishes late). Every subgroup of the dispatch deals the same
+//   way. (Two rows per subgroup, one per half, was a knob until session 6, where it measured
+//   20–40 % slower than one row: NOTES.md; the code is in commit a189843.)
 override LATE_DECODE: bool = false;
 override ROW_AHEAD: u32 = 2u;
 override LANE_BUILTINS: bool = false;
-override HALF_ROWS: bool = false;
 override STATIC_ROWS: bool = false;
 // SHUFFLE_SCAN (on by default): subgroups that are exact (as for LANE_BUILTINS) scan a step's
 // column totals by shuffles up (`exact_scan`) instead of subgroupExclusiveAdd and subgroupAdd;
@@ -111,33 +99,14 @@ fn next_row(lane: u32) -> u32 {
     return subgroupBroadcastFirst(r);
 }
 
-// Whether rows are dealt by pairs (STATIC_ROWS with HALF_ROWS; the conditions of the two-row
-// path that hold for the whole dispatch).
-fn dealt_in_pairs() -> bool {
-    return STATIC_ROWS && HALF_ROWS && LATE_DECODE && LANE_BUILTINS;
-}
-
-// The row a subgroup takes after `prev`, one row at a time: with STATIC_ROWS, `prev` + the
-// dispatch's subgroups, or where rows are dealt in pairs the second row of prev's pair and
-// then the first of the pair a stride on (no wrap: prev < params.rows < 2^31 when asked for a
-// row beyond it, or at most two strides past that); else the next claim from the counter.
+// The row a subgroup takes after `prev`: with STATIC_ROWS, `prev` + the dispatch's subgroups
+// (no wrap: prev < params.rows < 2^31 when asked for a row beyond it, or one stride past that);
+// else the next claim from the counter.
 fn row_after(lane: u32, prev: u32) -> u32 {
     if STATIC_ROWS {
-        if dealt_in_pairs() {
-            return select(prev + 1u, prev - 1u + 2u * row_stride, (prev & 1u) == 1u);
-        }
         return prev + row_stride;
     }
     return next_row(lane);
-}
-
-// The first row of the pair a subgroup takes after the pair starting at `prev`: two strides on
-// with STATIC_ROWS, else the next claim of two rows from the counter.
-fn pair_after(lane: u32, prev: u32) -> u32 {
-    if STATIC_ROWS {
-        return prev + 2u * row_stride;
-    }
-    return next_pair(lane);
 }
 
 // The entries s..e of row `row` (0..0 past the block's rows).
@@ -654,10 +623,10 @@ fn rows_loop(
     var bounds = first_bounds;
     var following = second;
     // Termination (why naga's loop bounding may be left out, MackoTuning::loop_bounds): every
-    // iteration moves `row` on to a row claimed from the counter, one atomicAdd of 1 per claim
-    // (of 2 for the pairs of HALF_ROWS subgroups), so the claims of all subgroups are distinct
-    // values (the counter cannot wrap: a product makes at most params.rows claims below
-    // params.rows plus 2 past it per subgroup, each of at most 2 rows, far below 2^32). A
+    // iteration moves `row` on to a row claimed from the counter, one atomicAdd of 1 per claim,
+    // so the claims of all subgroups are distinct values (the counter cannot wrap: a product
+    // makes at most params.rows claims below params.rows plus 2 past it per subgroup, far below
+    // 2^32). A
     // subgroup's claims below params.rows are distinct, so it runs at most params.rows + 2
     // iterations before `row` is at or past params.rows, whatever the counter held when the
     // product started. With STATIC_ROWS each iteration adds row_stride >= 1 to a row below
@@ -690,127 +659,6 @@ fn rows_loop(
     }
 }
 
-// ---- HALF_ROWS: two rows per subgroup, one per half ----------------------------------------
-//
-// Lanes 0..half of an exact subgroup (ids 0..lanes, lanes a power of two >= 2, half = lanes / 2)
-// compute the first row of a pair, lanes half..lanes the second; `hl` is a lane's index within
-// its half. Everything a lane holds of its row (s, e, gend, g0, column) is its half's, so the
-// pair costs a lane no more state than one row; the subgroup operations run on the whole
-// subgroup (the loop's exit and the live sets are taken over both halves), and each half picks
-// its own share of their results.
-
-// The first row of the next pair for this subgroup (the pair is it and the row after it): as
-// next_row, but the counter moves on by 2.
-fn next_pair(lane: u32) -> u32 {
-    var r = 0u;
-    if lane == 0u {
-        r = atomicAdd(&counters[2u * params.slot], 2u);
-    }
-    return subgroupBroadcastFirst(r);
-}
-
-// Sum of `v` over the lanes of this lane's half, on every lane of it: xor shuffles by 1, 2, ..,
-// half / 2 stay within a half of a power-of-two subgroup. (A sum over the subgroup minus half
-// 0's share would not do: the second row's sum would carry the rounding of the first's, which
-// may be far larger.) Ends: m doubles up to half <= 64.
-fn half_sum(v: f32, half: u32) -> f32 {
-    var sum = v;
-    for (var m = 1u; m < half; m *= 2u) {
-        sum += subgroupShuffleXor(sum, m);
-    }
-    return sum;
-}
-
-// row_dot_late for a pair: each half sums its own row's entries s..e (per lane: its half's);
-// `upper` tells the second half. Every lane gets its half's sum. A step is one set of 4 groups
-// per lane, g0 + u * half + hl with g0 the half's own, and the steps go on while either half has
-// groups left; a half whose row has ended (or is empty) meanwhile re-reads a group of the block
-// (masked path, in bounds) and keeps nothing of it.
-fn halves_dot(s: u32, e: u32, hl: u32, half: u32, upper: bool, guard: bool) -> f32 {
-    var acc = vec2<f32>(0.0);
-    // The half's groups end at gend; an empty row has none, not even the group holding s.
-    let gend = select(s / 8u, (e + 7u) / 8u, e > s);
-    // What load_raw_masked is told the groups end at: it reads at most group gend - 1, which
-    // for an empty row at s < 8 would wrap below 0; group 0 instead, which exists because a step
-    // is loaded only while the other half's row has a group.
-    let gclamp = max(gend, 1u);
-    var g0 = s / 8u;
-    var column = 0u;
-    // Ends: each iteration moves g0 of every half with groups left (there is one, or the loop
-    // breaks) on by 4 * half >= 4; g0 < gend <= 2^29 before, so it never wraps, and a half's g0
-    // stops once past its gend (so 8 * g0 stays below 2^32 however long the other row is).
-    loop {
-        let left = select(0u, gend - g0, g0 < gend);
-        // Subgroup-uniform: the exit, the inside test and the live sets.
-        let most = subgroupMax(left);
-        if most == 0u {
-            break;
-        }
-        var f: Raw;
-        var live = 4u;
-        var lo0 = 0u;
-        if subgroupAll(step_inside(g0, half, s, e)) {
-            f = load_raw_inside(g0, hl, half);
-        } else {
-            // Sets before the end of the longer of the two rows.
-            live = min((most + half - 1u) / half, 4u);
-            f = load_raw_masked(g0, hl, half, gclamp, s, e, live);
-            lo0 = group_lo(g0 + hl, s);
-        }
-        let first = raw_totals(f) - vec2<u32>(lo0, 0u);
-        // One scan over the whole subgroup; the second half takes away the first half's total
-        // (its inclusive scan at lane half - 1). Each 16-bit field of an upper lane's scan is at
-        // least that total's field, so the packed subtractions never borrow across fields.
-        var inclusive: vec2<u32>;
-        var both_all: vec2<u32>;
-        if SHUFFLE_SCAN {
-            let scan = exact_scan(first, hl + select(0u, half, upper), 2u * half);
-            inclusive = scan.before + first;
-            both_all = scan.all;
-        } else {
-            inclusive = subgroupInclusiveAdd(first);
-            both_all = subgroupShuffle(inclusive, 2u * half - 1u);
-        }
-        let lower_all = subgroupShuffle(inclusive, half - 1u);
-        let before = inclusive - first - select(vec2<u32>(0u), lower_all, upper);
-        let all = select(lower_all, both_all - lower_all, upper);
-        acc = four_fma_raw(f, column, before, all, live, lo0, acc, guard);
-        column += step_total(all);
-        g0 += select(0u, 4u * half, g0 < gend);
-    }
-    return half_sum(acc.x + acc.y, half);
-}
-
-// rows_loop for pairs: works through pairs of rows until they run past the block, from
-// the pair starting at row `first`, whose bounds for this lane's half are `first_bounds`. `lane`
-// and `lanes` are the builtin ids and size of an exact subgroup (lanes a power of two >= 2).
-// One pair ahead: the next pair is claimed when a pair starts, its bounds loaded when it starts.
-fn pairs_loop(first: u32, first_bounds: vec2<u32>, lane: u32, lanes: u32, guard: bool) {
-    let half = lanes / 2u;
-    let upper = lane >= half;
-    let which = select(0u, 1u, upper);
-    let hl = lane - which * half;
-    var row = first;
-    var bounds = first_bounds;
-    // Termination: as rows_loop. Every iteration moves `row` on to a pair newly claimed from the
-    // counter (the claims of all subgroups are distinct), or two strides on (STATIC_ROWS), so a
-    // subgroup runs at most params.rows + 1 iterations before `row` is at or past params.rows.
-    loop {
-        if row >= params.rows {
-            break;
-        }
-        let next = pair_after(lane, row);
-        let sum = halves_dot(bounds.x, bounds.y, hl, half, upper, guard);
-        // The second row of the last pair may lie past the block (its bounds were 0..0).
-        let mine = row + which;
-        if hl == 0u && mine < params.rows {
-            store_y(params.row_offset + mine, sum);
-        }
-        row = next;
-        bounds = row_bounds(next + which);
-    }
-}
-
 @compute @workgroup_size(WORKGROUP)
 fn main(
     @builtin(local_invocation_index) t: u32,
@@ -825,42 +673,24 @@ fn main(
     let lanes = subgroupAdd(1u);
     // Whether this subgroup is full with ids 0..size (LANE_BUILTINS; subgroup-uniform).
     let exact = LANE_BUILTINS && subgroupAll(lane == sg_id && lanes == sg_size);
-    // Whether this subgroup takes its rows in pairs (HALF_ROWS; subgroup-uniform).
-    let pairs = HALF_ROWS && LATE_DECODE && exact && sg_size >= 2u
-        && (sg_size & (sg_size - 1u)) == 0u;
-    // The first row (or pair) and its bounds, and (two rows ahead) the next row, are requested
-    // before x is staged. With ROW_AHEAD = 1, and for pairs, the loop claims each next row or
-    // pair itself: no claim here may go unused.
+    // The first row and its bounds, and (two rows ahead) the next row, are requested before x is
+    // staged. With ROW_AHEAD = 1 the loop claims each next row itself: no claim here may go
+    // unused.
     var row: u32;
-    var bounds: vec2<u32>;
     if STATIC_ROWS {
         // The dispatch is 1-D (products.rs) and holds far fewer than 2^31 subgroups.
         row_stride = nwg.x * nwg.y * nwg.z * nsg;
         row = ((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * nsg + sg;
-        if dealt_in_pairs() {
-            row *= 2u;
-        }
-        bounds = row_bounds(row + select(0u, 1u, pairs && sg_id >= sg_size / 2u));
-    } else if pairs {
-        row = next_pair(lane);
-        bounds = row_bounds(row + select(0u, 1u, sg_id >= sg_size / 2u));
     } else {
         row = next_row(lane);
-        bounds = row_bounds(row);
     }
+    let bounds = row_bounds(row);
     var following = 0u;
-    if ROW_AHEAD != 1u && !pairs {
+    if ROW_AHEAD != 1u {
         following = row_after(lane, row);
     }
     let finite = stage_x(t, WORKGROUP);
-    if pairs {
-        // As below: without the zero select where the staged x is finite.
-        if finite {
-            pairs_loop(row, bounds, sg_id, sg_size, false);
-        } else {
-            pairs_loop(row, bounds, sg_id, sg_size, true);
-        }
-    } else if LANE_BUILTINS {
+    if LANE_BUILTINS {
         // Three copies of the row loop: with the builtin ids (foldable sizes, scans by shuffles,
         // pipelined steps) without the zero select where the staged x is finite, and with it
         // where x is not known finite (gathered from memory, or ±∞ or NaN in it); counted and

@@ -1,15 +1,11 @@
 //! The MACKO subgroup kernel with rows dealt out by a fixed stride (`STATIC_ROWS` in
 //! shaders/macko_sg.wgsl; the default since session 6, set here explicitly all the same) instead
 //! of the atomic counter: subgroup k of the dispatch takes rows k, k + n, k + 2n, ... Checked
-//! under the knob shapes in a grid of
-//! 3 workgroups (every subgroup works through many rows, the stride crossing workgroups), with
-//! `MACKO_WGPU_HALF_ROWS=1` also set (rows then dealt in pairs: rows 2k and 2k + 1 side by side
-//! in subgroup k, then 2k + 2n and 2k + 2n + 1; subgroups that are not exact would take such
-//! pairs one row after the other, which no adapter here makes: that path is argued in
-//! `row_after`, not tested), on
-//! matrices of fewer rows than subgroups (subgroups with no row at all), with rows one step ahead
-//! and two, and with x gathered from memory (one row and two rows per subgroup). The settings are environment variables read when a
-//! device opens; this file is its own process, so they reach no other test.
+//! under the knob shapes in a grid of 3 workgroups (every subgroup works through many rows, the
+//! stride crossing workgroups), on matrices of fewer rows than subgroups (subgroups with no row
+//! at all), with rows one step ahead and two, and with x gathered from memory. The settings are
+//! environment variables read when a device opens; this file is its own process, so they reach
+//! no other test.
 #![cfg(feature = "wgpu")]
 
 mod common;
@@ -29,16 +25,11 @@ const STRIDE_SHAPES: [(usize, usize, f64); 4] = [
 #[test]
 fn macko_agrees_with_rows_by_stride() {
     std::env::set_var("MACKO_WGPU_STATIC_ROWS", "1");
-    std::env::set_var("MACKO_WGPU_HALF_ROWS", "1");
     std::env::set_var("MACKO_WGPU_MACKO_WORKGROUPS", "3");
     let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
         return;
     };
-    for what in [
-        "rows by stride",
-        "two rows per subgroup",
-        "at most 3 workgroups",
-    ] {
+    for what in ["rows by stride", "at most 3 workgroups"] {
         assert!(kernels.contains(what), "{what}: {kernels}");
     }
     check_macko_shapes(&dev, &KNOB_SHAPES, 500);
@@ -46,7 +37,6 @@ fn macko_agrees_with_rows_by_stride() {
 
     // Two rows in flight per subgroup (the row after next computed by the stride too), and the
     // default grid, where small matrices leave subgroups without a row.
-    std::env::remove_var("MACKO_WGPU_HALF_ROWS");
     std::env::remove_var("MACKO_WGPU_MACKO_WORKGROUPS");
     std::env::set_var("MACKO_WGPU_ROW_AHEAD", "2");
     let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
@@ -57,7 +47,7 @@ fn macko_agrees_with_rows_by_stride() {
     check_macko_shapes(&dev, &KNOB_SHAPES[..3], 520);
     check_shapes_and_ragged(&dev, &STRIDE_SHAPES, 530);
 
-    // x gathered from memory: the guarded copies of the row loop and of the pair loop.
+    // x gathered from memory: the guarded copy of the row loop.
     std::env::remove_var("MACKO_WGPU_ROW_AHEAD");
     std::env::set_var("MACKO_WGPU_X_IN_WORKGROUP", "0");
     let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
@@ -67,16 +57,4 @@ fn macko_agrees_with_rows_by_stride() {
         assert!(kernels.contains(what), "{what}: {kernels}");
     }
     check_shapes_and_ragged(&dev, &STRIDE_SHAPES, 540);
-    std::env::set_var("MACKO_WGPU_HALF_ROWS", "1");
-    let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
-        return;
-    };
-    for what in [
-        "rows by stride",
-        "two rows per subgroup",
-        "gathers x from memory",
-    ] {
-        assert!(kernels.contains(what), "{what}: {kernels}");
-    }
-    check_shapes_and_ragged(&dev, &STRIDE_SHAPES, 550);
 }

@@ -112,18 +112,9 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
                 ("ROW_AHEAD", 1.0),
                 ("LANE_BUILTINS", 1.0),
             ],
-            // Two rows per subgroup (HALF_ROWS, on top of late decode and builtin lane ids).
-            &[
-                ("X_SHARED", 1.0),
-                ("X_HALVES", 4096.0),
-                ("LATE_DECODE", 1.0),
-                ("ROW_AHEAD", 1.0),
-                ("LANE_BUILTINS", 1.0),
-                ("HALF_ROWS", 1.0),
-            ],
             // The backend's defaults since session 6: rows by stride, scans by shuffles,
-            // pipelined steps masked when computed, padded x; then the same dealt in pairs with
-            // the old scans and masks.
+            // pipelined steps masked when computed, padded x; then rows by stride with the old
+            // scans and masks.
             &[
                 ("X_SHARED", 1.0),
                 ("X_HALVES", 4096.0),
@@ -143,7 +134,6 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
                 ("LATE_DECODE", 1.0),
                 ("LANE_BUILTINS", 1.0),
                 ("STATIC_ROWS", 1.0),
-                ("HALF_ROWS", 1.0),
                 ("SHUFFLE_SCAN", 0.0),
                 ("PIPELINE", 1.0),
                 ("LATE_MASK", 0.0),
@@ -202,32 +192,6 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
                 ("LATE_DECODE", 1.0),
                 ("ROW_AHEAD", 2.0),
                 ("LANE_BUILTINS", 1.0),
-            ],
-            // Two rows per subgroup (HALF_ROWS, with late decode and builtin lane ids), x staged
-            // and from memory; and without late decode, where it is ignored.
-            &[
-                ("X_SHARED", 1.0),
-                ("X_WORDS", 2048.0),
-                ("X_F32", 0.0),
-                ("LATE_DECODE", 1.0),
-                ("ROW_AHEAD", 1.0),
-                ("LANE_BUILTINS", 1.0),
-                ("HALF_ROWS", 1.0),
-            ],
-            &[
-                ("X_SHARED", 0.0),
-                ("LATE_DECODE", 1.0),
-                ("ROW_AHEAD", 2.0),
-                ("LANE_BUILTINS", 1.0),
-                ("HALF_ROWS", 1.0),
-                ("DEPTH", 2.0),
-            ],
-            &[
-                ("X_SHARED", 1.0),
-                ("X_WORDS", 2048.0),
-                ("X_F32", 0.0),
-                ("LANE_BUILTINS", 1.0),
-                ("HALF_ROWS", 1.0),
             ],
         ]
     } else if has("X_SHARED") {

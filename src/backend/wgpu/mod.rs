@@ -89,15 +89,10 @@ pub const ENV_ROW_AHEAD: &str = "MACKO_WGPU_ROW_AHEAD";
 /// their lanes instead of using the builtin subgroup size and invocation id (`LANE_BUILTINS` in
 /// macko_sg.wgsl; on by default).
 pub const ENV_LANE_BUILTINS: &str = "MACKO_WGPU_LANE_BUILTINS";
-/// Environment variable: `1` makes the MACKO subgroup kernel compute two rows per subgroup, one
-/// per half of it (`HALF_ROWS` in macko_sg.wgsl; only with late decode and builtin lane ids, the
-/// defaults), for every matrix. Off by default: measured mixed on an H200, with no rule in the
-/// rows' length (shaders/NOTES.md, "Session 5").
-pub const ENV_HALF_ROWS: &str = "MACKO_WGPU_HALF_ROWS";
 /// Environment variable that, set to `0`, makes the MACKO subgroup kernel take its rows from its
 /// atomic counter instead of dealing them by a fixed stride over the dispatch's subgroups
 /// (`STATIC_ROWS` in macko_sg.wgsl; on by default since the H200 sweep of shaders/NOTES.md,
-/// "Session 6"; with `MACKO_WGPU_HALF_ROWS` the rows are dealt in pairs).
+/// "Session 6").
 pub const ENV_STATIC_ROWS: &str = "MACKO_WGPU_STATIC_ROWS";
 /// Environment variable that, set to `0`, makes exact subgroups of the MACKO subgroup kernel scan
 /// with subgroupExclusiveAdd and subgroupAdd instead of shuffles up (`SHUFFLE_SCAN` in
@@ -154,18 +149,12 @@ pub(crate) struct MackoTuning {
     ///   `4 · DEPTH · lanes >= 4` (lanes >= 1: counted at entry, when every invocation is active,
     ///   or the builtin subgroup size) while `g0 < gend <= 2²⁹`, so it never wraps;
     ///   `row_dot_piped` likewise by `2 · lanes >= 2`;
-    /// - `halves_dot` (two rows per subgroup): every iteration moves the `g0` of each half that
-    ///   still has groups (`g0 < gend <= 2²⁹`) on by `4 · half >= 4`, and the loop leaves when no
-    ///   half has any (a subgroup-wide maximum); `half_sum` doubles its mask up to `half <= 64`;
     /// - `exact_scan` and `exact_scan1`: the shift doubles up to the subgroup size (<= 128);
-    /// - `rows_loop` and `pairs_loop` with rows by stride (`STATIC_ROWS`): every iteration moves
-    ///   a row below `params.rows` < 2³¹ on by at least 1 (`row_after`: the dispatch's subgroup
-    ///   count n >= 1; where rows are dealt in pairs, +1 from a pair's first row and 2n − 1 from
-    ///   its second; `pair_after`: 2n), so the row grows without wrapping and the loop leaves
-    ///   within `params.rows` iterations;
-    /// - `rows_loop` and `pairs_loop` with the counter: every iteration moves on to a row (or pair of rows) newly
-    ///   claimed from the atomic counter (one `atomicAdd` of 1, or 2 for a pair, per claim, so
-    ///   all claims are distinct); a subgroup's claims below `params.rows` are at most
+    /// - `rows_loop` with rows by stride (`STATIC_ROWS`): every iteration adds the dispatch's
+    ///   subgroup count (>= 1) to a row below `params.rows` < 2³¹, so the row grows without
+    ///   wrapping and the loop leaves within `params.rows` iterations;
+    /// - `rows_loop` with the counter: every iteration moves on to a row newly claimed from the
+    ///   atomic counter (one `atomicAdd` of 1 per claim, so all claims are distinct); a subgroup's claims below `params.rows` are at most
     ///   `params.rows`, so it leaves after at most `params.rows + 2` iterations, whatever the
     ///   counter held at the start.
     ///
@@ -178,9 +167,6 @@ pub(crate) struct MackoTuning {
     pub row_ahead: u32,
     /// Full subgroups use the builtin subgroup size and invocation id (`LANE_BUILTINS`).
     pub lane_builtins: bool,
-    /// Two rows per subgroup (`HALF_ROWS`; the pipeline key drops it without late decode and
-    /// builtin lane ids, which the shader's two-row path needs).
-    pub half_rows: bool,
     /// Rows dealt out by a fixed stride, not the counter (`STATIC_ROWS`).
     pub static_rows: bool,
     /// Exact subgroups scan by shuffles up (`SHUFFLE_SCAN`; only with `lane_builtins`).
@@ -266,7 +252,6 @@ impl MackoTuning {
             _ => None,
         };
         let lane_builtins = !off(ENV_LANE_BUILTINS);
-        let half_rows = on(ENV_HALF_ROWS);
         // Session 6 (H200): rows by stride, scans by shuffles.
         let static_rows = !off(ENV_STATIC_ROWS);
         let shuffle_scan = !off(ENV_SHUFFLE_SCAN);
@@ -322,7 +307,6 @@ impl MackoTuning {
             late_decode,
             row_ahead,
             lane_builtins,
-            half_rows,
             static_rows,
             shuffle_scan,
             pipeline,
@@ -490,7 +474,7 @@ impl WgpuBackend {
                 !t.x_f32 && t.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16);
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups and {} invocations when staged{}{}{}{}{}{}{}{}{}",
+                 workgroups and {} invocations when staged{}{}{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -546,13 +530,6 @@ impl WgpuBackend {
                     ", builtin lane ids"
                 } else {
                     ""
-                },
-                match (t.half_rows, t.late_decode && t.lane_builtins) {
-                    (true, true) => ", two rows per subgroup",
-                    (true, false) => {
-                        ", MACKO_WGPU_HALF_ROWS ignored (needs late decode and builtin lane ids)"
-                    }
-                    (false, _) => "",
                 },
                 if t.static_rows {
                     ", rows by stride"

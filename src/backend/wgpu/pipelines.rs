@@ -246,9 +246,6 @@ pub(super) struct PipelineKey {
     pub late_decode: bool,
     pub row_ahead: u32,
     pub lane_builtins: bool,
-    /// MACKO subgroup kernel: two rows per subgroup (`HALF_ROWS`; kept only with late decode and
-    /// builtin lane ids, without which the shader ignores it).
-    pub half_rows: bool,
     /// MACKO subgroup kernel: rows dealt out by a fixed stride instead of the atomic counter
     /// (`STATIC_ROWS`).
     pub static_rows: bool,
@@ -364,10 +361,6 @@ impl Pipelines {
                 0
             },
             lane_builtins: key.kernel == Kernel::MackoSubgroup && key.lane_builtins,
-            half_rows: key.kernel == Kernel::MackoSubgroup
-                && key.late_decode
-                && key.lane_builtins
-                && key.half_rows,
             static_rows: key.kernel == Kernel::MackoSubgroup && key.static_rows,
             shuffle_scan: key.kernel == Kernel::MackoSubgroup
                 && key.lane_builtins
@@ -410,7 +403,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -432,11 +425,6 @@ impl Pipelines {
                     },
                     if key.lane_builtins {
                         ", builtin lane ids"
-                    } else {
-                        ""
-                    },
-                    if key.half_rows {
-                        ", two rows per subgroup"
                     } else {
                         ""
                     },
@@ -492,7 +480,6 @@ impl Pipelines {
                 constants.push(("ROW_AHEAD", key.row_ahead as f64));
             }
             constants.push(("LANE_BUILTINS", if key.lane_builtins { 1.0 } else { 0.0 }));
-            constants.push(("HALF_ROWS", if key.half_rows { 1.0 } else { 0.0 }));
             constants.push(("STATIC_ROWS", if key.static_rows { 1.0 } else { 0.0 }));
             constants.push(("SHUFFLE_SCAN", if key.shuffle_scan { 1.0 } else { 0.0 }));
             constants.push(("PIPELINE", if key.pipeline { 1.0 } else { 0.0 }));

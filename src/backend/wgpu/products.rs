@@ -634,7 +634,6 @@ impl WgpuBackend {
                 late_decode: self.tuning.late_decode,
                 row_ahead: self.tuning.row_ahead,
                 lane_builtins: self.tuning.lane_builtins,
-                half_rows: self.tuning.half_rows,
                 static_rows: self.tuning.static_rows,
                 shuffle_scan: self.tuning.shuffle_scan,
                 pipeline: self.tuning.pipeline,

@@ -227,7 +227,6 @@ impl WgpuBackend {
                 late_decode: false,
                 row_ahead: 0,
                 lane_builtins: false,
-                half_rows: false,
                 static_rows: false,
                 shuffle_scan: false,
                 pipeline: false,
