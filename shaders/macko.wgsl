@@ -104,11 +104,16 @@ struct Decoded {
     total: u32,
 }
 
+// Bits lo..hi (within 0..=8) set: the entries j of a group with lo <= j < hi.
+fn kept_bits(lo: u32, hi: u32) -> u32 {
+    return ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+}
+
 fn decode_group(code_word: u32, lo: u32, hi: u32) -> Decoded {
     var d: Decoded;
     d.low = steps4(code_word, byte_range(lo, hi));
     d.high = steps4(code_word >> 16u, byte_range(max(lo, 4u) - 4u, max(hi, 4u) - 4u));
-    d.kept = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+    d.kept = kept_bits(lo, hi);
     d.total = (d.low >> 24u) + (d.high >> 24u);
     return d;
 }

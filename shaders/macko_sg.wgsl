@@ -354,7 +354,7 @@ fn load_masked_raw(g: u32, gend: u32, s: u32, e: u32) -> RawGroup {
     let gi = min(g, gend - 1u);
     let lo = group_lo(g, s);
     let hi = group_hi(g, e);
-    let kept = ((1u << hi) - 1u) & ~((1u << lo) - 1u);
+    let kept = kept_bits(lo, hi);
     return RawGroup(values[gi] & kept_mask(kept), codes[gi] & ~nibbles_below(lo));
 }
 
@@ -539,9 +539,9 @@ fn mask_step2(r: Raw2, g0: u32, lane: u32, lanes: u32, s: u32, e: u32) -> Raw2 {
     let ga = g0 + lane;
     let gb = ga + lanes;
     let lo = group_lo(ga, s);
-    m.v0 = r.v0 & kept_mask(((1u << group_hi(ga, e)) - 1u) & ~((1u << lo) - 1u));
+    m.v0 = r.v0 & kept_mask(kept_bits(lo, group_hi(ga, e)));
     m.c0 = r.c0 & ~nibbles_below(lo);
-    m.v1 = r.v1 & kept_mask(((1u << group_hi(gb, e)) - 1u) & ~((1u << group_lo(gb, s)) - 1u));
+    m.v1 = r.v1 & kept_mask(kept_bits(group_lo(gb, s), group_hi(gb, e)));
     return m;
 }
 
