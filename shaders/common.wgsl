@@ -24,9 +24,12 @@ struct MatrixParams {
     slot: u32,
     // Dense only: vec4<u32> words per stored row (cols rounded up to 8 elements).
     stride: u32,
-    pad0: u32,
-    pad1: u32,
-    pad2: u32,
+    // MACKO subgroup kernel with x staged in column tiles only (X_TILED in macko.wgsl; 0
+    // otherwise): the tiles, the columns of each (a multiple of 64; the last may hold fewer),
+    // and the word of the counters array where this block's partial row sums start.
+    tiles: u32,
+    tile_cols: u32,
+    partials: u32,
 }
 
 // x as stored: binary16 pairs, padded with zeros to whole 16-byte words (dense kernels read

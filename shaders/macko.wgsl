@@ -17,8 +17,18 @@
 // staged copy is laid out is the business of the file composed after this one:
 // macko_x_words.wgsl (32-bit words: f16 pairs or f32) or macko_x_f16.wgsl (one f16 per column,
 // for adapters with SHADER_F16). Each defines `xs`, `x_at(c)` (x[c] as f32, from xs or from
-// memory) and `copy_x(t, invocations)` (the copy; returns whether it met a non-finite x).
+// memory) and `copy_x(t, invocations, first, cols)` (the copy of columns first .. first + cols,
+// first a multiple of 8; returns whether it met a non-finite x).
 override X_SHARED: bool = false;
+// With X_TILED (and X_SHARED: the backend sets it where x is too wide for workgroup memory),
+// x is staged one column tile at a time (params.tiles tiles of params.tile_cols columns, a
+// multiple of 64), and `row_ptr` holds, instead of row pointers, a table of where each row's
+// part in each tile starts: params.tiles + 1 planes of params.rows pairs (entry index, the
+// row's column count before that entry less the tile's first column, modulo 2^32), plane
+// params.tiles holding the rows' ends (src/backend/wgpu/tiles.rs builds it). Column c of tile
+// k sits at slot c - k · tile_cols, so a row part gets its slots by starting its column count
+// at the pair's second word. See NOTES.md ("Session 7").
+override X_TILED: bool = false;
 // With FAST_FINITE (the default), staging checks whether x holds any ±∞ or NaN; where it holds
 // none, an entry whose value is zero (padding, or masked) adds 0·x = ±0 anyway, so the kernel
 // drops the per-entry select that keeps such entries from meeting a non-finite x (two
@@ -36,12 +46,28 @@ fn word_nonfinite(v: vec4<u32>) -> bool {
     return any(lo == vec4<u32>(0x7c00u)) || any(hi == vec4<u32>(0x7c000000u));
 }
 
-// Copies x into workgroup memory (with X_SHARED; copy_x also zeroes the staged slots past x:
-// masked entries may read them, and with FAST_FINITE they must read finite values). Every
-// invocation of the workgroup calls it once, at the start, in uniform control flow. Returns,
-// uniformly over the workgroup, whether the per-entry zero select may be skipped: X_SHARED,
-// FAST_FINITE and no ±∞ or NaN in x.
-fn stage_x(t: u32, invocations: u32) -> bool {
+// The first column of x staged for tile `tile` (0 without tiles) and how many columns it holds.
+fn tile_first(tile: u32) -> u32 {
+    if X_TILED {
+        return tile * params.tile_cols;
+    }
+    return 0u;
+}
+
+fn tile_width(tile: u32) -> u32 {
+    if X_TILED {
+        return min(params.tile_cols, params.cols - tile_first(tile));
+    }
+    return params.cols;
+}
+
+// Copies x (with X_TILED, column tile `tile` of it) into workgroup memory (with X_SHARED; copy_x
+// also zeroes the staged slots past x: masked entries may read them, and with FAST_FINITE they
+// must read finite values). Every invocation of the workgroup calls it in uniform control flow:
+// once, at the start, or once per tile after a barrier that ends the previous tile's gathers.
+// Returns, uniformly over the workgroup, whether the per-entry zero select may be skipped:
+// X_SHARED, FAST_FINITE and no ±∞ or NaN in the staged x.
+fn stage_x(t: u32, invocations: u32, tile: u32) -> bool {
     let check = X_SHARED && FAST_FINITE;
     if check {
         if t == 0u {
@@ -50,7 +76,7 @@ fn stage_x(t: u32, invocations: u32) -> bool {
         workgroupBarrier();
     }
     if X_SHARED {
-        let bad = copy_x(t, invocations);
+        let bad = copy_x(t, invocations, tile_first(tile), tile_width(tile));
         if check && bad {
             atomicOr(&x_nonfinite, 1u);
         }

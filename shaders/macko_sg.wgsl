@@ -109,12 +109,47 @@ fn row_after(lane: u32, prev: u32) -> u32 {
     return next_row(lane);
 }
 
-// The entries s..e of row `row` (0..0 past the block's rows).
-fn row_bounds(row: u32) -> vec2<u32> {
-    if row < params.rows {
-        return vec2<u32>(row_ptr[row], row_ptr[row + 1u]);
+// What a subgroup needs to start on row `row` (in column tile `tile` with X_TILED, else 0):
+// its entries s..e (x, y), the column count its first entry follows (z: 0 for a whole row, the
+// table's slot base for a row's part in a tile) and, from the second tile on, the bits of the
+// row's partial sum over the tiles before (w: 0 otherwise). All zero past the block's rows.
+fn row_work(row: u32, tile: u32) -> vec4<u32> {
+    if row >= params.rows {
+        return vec4<u32>(0u);
     }
-    return vec2<u32>(0u);
+    if X_TILED {
+        // Pairs (entry, column base) of plane `tile` and of the next plane (the part's end):
+        // (params.tiles + 1) · params.rows pairs fit the binding, so no index wraps.
+        let a = 2u * (tile * params.rows + row);
+        let b = a + 2u * params.rows;
+        var partial = 0u;
+        if tile > 0u {
+            partial = atomicLoad(&counters[params.partials + row]);
+        }
+        return vec4<u32>(row_ptr[a], row_ptr[b], row_ptr[a + 1u], partial);
+    }
+    return vec4<u32>(row_ptr[row], row_ptr[row + 1u], 0u, 0u);
+}
+
+// Row `row`'s sum over the entries of `work` (from row_work) is `sum`: stored into y, or with
+// X_TILED added to the partial sum of the tiles before and kept for the next tile, and stored
+// (in tile order: the same sum in every run) after the last tile. By the row's subgroup's first
+// lane, the only invocation that ever touches the row's partial (rows by stride: the same
+// subgroup in every tile), so its own store is what it loads in the next tile.
+fn finish_row(row: u32, tile: u32, work: vec4<u32>, sum: f32) {
+    if X_TILED {
+        var total = sum;
+        if tile > 0u {
+            total = bitcast<f32>(work.w) + sum;
+        }
+        if tile + 1u < params.tiles {
+            atomicStore(&counters[params.partials + row], bitcast<u32>(total));
+        } else {
+            store_y(params.row_offset + row, total);
+        }
+    } else {
+        store_y(params.row_offset + row, sum);
+    }
 }
 
 // Group g of a step that touches the row's first or last group: values of entries outside the
@@ -246,11 +281,12 @@ fn step_scan(v: vec2<u32>, lane: u32, lanes: u32, exact: bool) -> Scan {
 
 // Row entries s..e, summed over the subgroup (every lane gets the sum). A step is DEPTH sets of
 // 4 groups per lane, all loaded before the first is used.
-fn row_dot(s: u32, e: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
+fn row_dot(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
     var acc = vec2<f32>(0.0);
     if e > s {
         let gend = (e + 7u) / 8u;
-        var column = 0u; // the row's column count before the current step
+        // The row's column count before the current step (from c0: see row_work).
+        var column = c0;
         // Ends: g0 grows by at least 4 (lanes >= 1) towards gend <= 2^29 (P <= 2^32 entries),
         // so it never wraps.
         for (var g0 = s / 8u; g0 < gend; g0 += 4u * DEPTH * lanes) {
@@ -433,11 +469,11 @@ fn four_fma_raw(
 }
 
 // row_dot with LATE_DECODE.
-fn row_dot_late(s: u32, e: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
+fn row_dot_late(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
     var acc = vec2<f32>(0.0);
     if e > s {
         let gend = (e + 7u) / 8u;
-        var column = 0u;
+        var column = c0;
         for (var g0 = s / 8u; g0 < gend; g0 += 4u * DEPTH * lanes) {
             var f: Raw;
             var h: Raw;
@@ -558,11 +594,11 @@ fn exact_scan1(v: u32, lane: u32, lanes: u32) -> vec2<u32> {
 
 // row_dot_late in steps of 2 groups per lane, pipelined (PIPELINE): `lane` and `lanes` are an
 // exact subgroup's builtin id and size. Ends: g0 grows by 2 · lanes >= 2 towards gend <= 2^29.
-fn row_dot_piped(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
+fn row_dot_piped(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
     var acc = vec2<f32>(0.0);
     if e > s {
         let gend = (e + 7u) / 8u;
-        var column = 0u;
+        var column = c0;
         var g0 = s / 8u;
         var cur = load_step2(g0, lane, lanes, gend, s, e);
         // Entries of the row's first group before s (only in the first step's group 0).
@@ -597,30 +633,33 @@ fn row_dot_piped(s: u32, e: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
     return subgroupAdd(acc.x + acc.y);
 }
 
-// The row's sum in the chosen variant.
-fn row_sum(s: u32, e: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
+// The sum of a row's entries s..e, whose first follows column count c0 (see row_work), in the
+// chosen variant.
+fn row_sum(w: vec4<u32>, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
     if PIPELINE && LATE_DECODE && DEPTH == 1u && exact {
-        return row_dot_piped(s, e, lane, lanes, guard);
+        return row_dot_piped(w.x, w.y, w.z, lane, lanes, guard);
     }
     if LATE_DECODE {
-        return row_dot_late(s, e, lane, lanes, guard, exact);
+        return row_dot_late(w.x, w.y, w.z, lane, lanes, guard, exact);
     }
-    return row_dot(s, e, lane, lanes, guard, exact);
+    return row_dot(w.x, w.y, w.z, lane, lanes, guard, exact);
 }
 
-// Works through rows until they run past the block (the stride's or the counter's): `row` with its `bounds` loaded, and
-// `following` claimed. `guard` as in pair_fma, `exact` as in step_scan.
+// Works through rows (with X_TILED, their parts in column tile `tile`) until they run past the
+// block (the stride's or the counter's): `row` with its work `first_work` loaded (row_work),
+// and `following` claimed. `guard` as in pair_fma, `exact` as in step_scan.
 fn rows_loop(
     first: u32,
-    first_bounds: vec2<u32>,
+    first_work: vec4<u32>,
     second: u32,
+    tile: u32,
     lane: u32,
     lanes: u32,
     guard: bool,
     exact: bool,
 ) {
     var row = first;
-    var bounds = first_bounds;
+    var work = first_work;
     var following = second;
     // Termination (why naga's loop bounding may be left out, MackoTuning::loop_bounds): every
     // iteration moves `row` on to a row claimed from the counter, one atomicAdd of 1 per claim,
@@ -638,24 +677,58 @@ fn rows_loop(
         if ROW_AHEAD == 1u {
             // One row ahead: the next row is claimed now, its bounds loaded when it starts.
             let next = row_after(lane, row);
-            let sum = row_sum(bounds.x, bounds.y, lane, lanes, guard, exact);
+            let sum = row_sum(work, lane, lanes, guard, exact);
             if lane == 0u {
-                store_y(params.row_offset + row, sum);
+                finish_row(row, tile, work, sum);
             }
             row = next;
-            bounds = row_bounds(next);
+            work = row_work(next, tile);
         } else {
             // Loads and claims for the rows after this one, issued before this row's loads.
-            let following_bounds = row_bounds(following);
+            let following_work = row_work(following, tile);
             let after = row_after(lane, following);
-            let sum = row_sum(bounds.x, bounds.y, lane, lanes, guard, exact);
+            let sum = row_sum(work, lane, lanes, guard, exact);
             if lane == 0u {
-                store_y(params.row_offset + row, sum);
+                finish_row(row, tile, work, sum);
             }
             row = following;
-            bounds = following_bounds;
+            work = following_work;
             following = after;
         }
+    }
+}
+
+// rows_loop in the copy that fits: `finite` (stage_x's answer), `exact` (the subgroup is full
+// with ids 0..size), the counted `lane` and `lanes`, and the builtin `sg_id` and `sg_size`.
+fn rows_in_tile(
+    row: u32,
+    work: vec4<u32>,
+    following: u32,
+    tile: u32,
+    finite: bool,
+    exact: bool,
+    lane: u32,
+    lanes: u32,
+    sg_id: u32,
+    sg_size: u32,
+) {
+    if LANE_BUILTINS {
+        // Three copies of the row loop: with the builtin ids (foldable sizes, scans by shuffles,
+        // pipelined steps) without the zero select where the staged x is finite, and with it
+        // where x is not known finite (gathered from memory, or ±∞ or NaN in it); counted and
+        // guarded for subgroups that are not exact.
+        if finite && exact {
+            rows_loop(row, work, following, tile, sg_id, sg_size, false, true);
+        } else if exact {
+            rows_loop(row, work, following, tile, sg_id, sg_size, true, true);
+        } else {
+            rows_loop(row, work, following, tile, lane, lanes, true, false);
+        }
+    } else if finite {
+        // Two copies of the row loop: without the zero select where the staged x is finite.
+        rows_loop(row, work, following, tile, lane, lanes, false, false);
+    } else {
+        rows_loop(row, work, following, tile, lane, lanes, true, false);
     }
 }
 
@@ -684,30 +757,28 @@ fn main(
     } else {
         row = next_row(lane);
     }
-    let bounds = row_bounds(row);
     var following = 0u;
     if ROW_AHEAD != 1u {
         following = row_after(lane, row);
     }
-    let finite = stage_x(t, WORKGROUP);
-    if LANE_BUILTINS {
-        // Three copies of the row loop: with the builtin ids (foldable sizes, scans by shuffles,
-        // pipelined steps) without the zero select where the staged x is finite, and with it
-        // where x is not known finite (gathered from memory, or ±∞ or NaN in it); counted and
-        // guarded for subgroups that are not exact.
-        if finite && exact {
-            rows_loop(row, bounds, following, sg_id, sg_size, false, true);
-        } else if exact {
-            rows_loop(row, bounds, following, sg_id, sg_size, true, true);
-        } else {
-            rows_loop(row, bounds, following, lane, lanes, true, false);
+    if X_TILED {
+        // Tile by tile, each subgroup through its parts of its rows (the backend tiles only
+        // with rows by stride: the same rows in every tile). The barrier keeps a tile's copy
+        // from overwriting the one before while some subgroup still gathers from it. Ends:
+        // `tile` counts up by 1 to params.tiles.
+        for (var tile = 0u; tile < params.tiles; tile++) {
+            let work = row_work(row, tile);
+            if tile > 0u {
+                workgroupBarrier();
+            }
+            let finite = stage_x(t, WORKGROUP, tile);
+            rows_in_tile(row, work, following, tile, finite, exact, lane, lanes, sg_id, sg_size);
         }
-    } else if finite {
-        // Two copies of the row loop: without the zero select where the staged x is finite.
-        rows_loop(row, bounds, following, lane, lanes, false, false);
-    } else {
-        rows_loop(row, bounds, following, lane, lanes, true, false);
+        return;
     }
+    let work = row_work(row, 0u);
+    let finite = stage_x(t, WORKGROUP, 0u);
+    rows_in_tile(row, work, following, 0u, finite, exact, lane, lanes, sg_id, sg_size);
     // Every claim of this workgroup has been made (each subgroup saw a row past the block).
     // The barrier's device-scope release orders them before the done count's increment; the
     // workgroup that completes the count acquires (second barrier), so every other workgroup's

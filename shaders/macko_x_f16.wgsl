@@ -34,8 +34,9 @@ fn x_at(c: u32) -> f32 {
     return load_x(c);
 }
 
-// Copies x into xs, 16 bytes per load (8 columns), and zeroes the columns past it up to
-// X_HALVES. The widening to f32 and back is exact for every binary16 value (±∞ and NaN
+// Copies columns first .. first + cols of x (first a multiple of 8: the whole x, or one column
+// tile) into xs from slot 0, 16 bytes per load (8 columns), and zeroes the slots past them up
+// to X_HALVES. The widening to f32 and back is exact for every binary16 value (±∞ and NaN
 // included). Returns whether this invocation met a ±∞ or NaN in x.
 //
 // Each invocation issues 4 loads before its first store, so a workgroup copies up to
@@ -43,20 +44,23 @@ fn x_at(c: u32) -> f32 {
 // one round trip instead of three, of 11008 columns by 256 two instead of six. Every workgroup
 // waits for its copy (a barrier) before its first row, so these round trips are a fixed cost of
 // each product, large at low density.
-fn copy_x(t: u32, invocations: u32) -> bool {
+fn copy_x(t: u32, invocations: u32, first: u32, cols: u32) -> bool {
     var bad = false;
-    let words = (params.cols + 7u) / 8u;
-    // Loads past x read its last word again (in bounds, cached); their stores are skipped.
-    let last = max(words, 1u) - 1u;
+    let words = (cols + 7u) / 8u;
+    // Word i of the copy is word base + i of x.
+    let base = first / 8u;
+    // Loads past the columns read their last word again (in bounds, cached); their stores are
+    // skipped.
+    let last = base + max(words, 1u) - 1u;
     // Ends: i0 grows by 4 · invocations >= 4 towards words < 2^29.
     for (var i0 = t; i0 < words; i0 += 4u * invocations) {
         let i1 = i0 + invocations;
         let i2 = i1 + invocations;
         let i3 = i2 + invocations;
-        let v0 = x[i0];
-        let v1 = x[min(i1, last)];
-        let v2 = x[min(i2, last)];
-        let v3 = x[min(i3, last)];
+        let v0 = x[base + i0];
+        let v1 = x[min(base + i1, last)];
+        let v2 = x[min(base + i2, last)];
+        let v3 = x[min(base + i3, last)];
         bad = bad || word_nonfinite(v0);
         store_word(i0, v0);
         if i1 < words {

@@ -35,18 +35,21 @@ fn x_at(c: u32) -> f32 {
     return load_x(c);
 }
 
-// Copies x into xs, 16 bytes per load, and zeroes the words past it up to X_WORDS. Returns
-// whether this invocation met a ±∞ or NaN in x (see stage_x in macko.wgsl).
-fn copy_x(t: u32, invocations: u32) -> bool {
+// Copies columns first .. first + cols of x (first a multiple of 8: the whole x, or one column
+// tile) into xs from slot 0, 16 bytes per load, and zeroes the words past them up to X_WORDS.
+// Returns whether this invocation met a ±∞ or NaN in them (see stage_x in macko.wgsl).
+fn copy_x(t: u32, invocations: u32, first: u32, cols: u32) -> bool {
+    // Word i of the copy is word base + i of x.
+    let base = first / 8u;
     var bad = false;
     // Words of xs written from x; those after it, up to X_WORDS, are zeroed below.
     var staged = 0u;
     if X_F32 {
         // 8 columns per 16-byte word of x; X_WORDS is a multiple of 8 (the backend's granule)
         // covering every column, and x is zero-padded to whole 16-byte words.
-        staged = 8u * ((params.cols + 7u) / 8u);
-        for (var i = t; 8u * i < params.cols; i += invocations) {
-            let v = x[i];
+        staged = 8u * ((cols + 7u) / 8u);
+        for (var i = t; 8u * i < cols; i += invocations) {
+            let v = x[base + i];
             bad = bad || word_nonfinite(v);
             let a = unpack2x16float(v.x);
             let b = unpack2x16float(v.y);
@@ -62,10 +65,10 @@ fn copy_x(t: u32, invocations: u32) -> bool {
             xs[x_slot(8u * i + 7u)] = bitcast<u32>(d.y);
         }
     } else {
-        let words = (params.cols + 1u) / 2u;
+        let words = (cols + 1u) / 2u;
         staged = 4u * ((words + 3u) / 4u);
         for (var i = t; 4u * i < words; i += invocations) {
-            let v = x[i];
+            let v = x[base + i];
             bad = bad || word_nonfinite(v);
             xs[x_slot(4u * i)] = v.x;
             xs[x_slot(4u * i + 1u)] = v.y;

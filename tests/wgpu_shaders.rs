@@ -138,6 +138,26 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
                 ("PIPELINE", 1.0),
                 ("LATE_MASK", 0.0),
             ],
+            // x in column tiles (session 7), with the defaults and with two rows ahead.
+            &[
+                ("X_SHARED", 1.0),
+                ("X_HALVES", 4096.0),
+                ("X_TILED", 1.0),
+                ("WORKGROUP", 512.0),
+                ("LATE_DECODE", 1.0),
+                ("ROW_AHEAD", 1.0),
+                ("LANE_BUILTINS", 1.0),
+                ("STATIC_ROWS", 1.0),
+                ("PIPELINE", 1.0),
+            ],
+            &[
+                ("X_SHARED", 1.0),
+                ("X_HALVES", 4096.0),
+                ("X_PAD", 1.0),
+                ("X_TILED", 1.0),
+                ("ROW_AHEAD", 2.0),
+                ("STATIC_ROWS", 1.0),
+            ],
         ]
     } else if has("WORKGROUP") {
         &[
@@ -192,6 +212,23 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
                 ("LATE_DECODE", 1.0),
                 ("ROW_AHEAD", 2.0),
                 ("LANE_BUILTINS", 1.0),
+            ],
+            // x in column tiles (session 7), as f32 and as f16 pairs.
+            &[
+                ("X_SHARED", 1.0),
+                ("X_WORDS", 2048.0),
+                ("X_F32", 1.0),
+                ("X_TILED", 1.0),
+                ("STATIC_ROWS", 1.0),
+                ("LATE_DECODE", 1.0),
+                ("LANE_BUILTINS", 1.0),
+            ],
+            &[
+                ("X_SHARED", 1.0),
+                ("X_WORDS", 2048.0),
+                ("X_F32", 0.0),
+                ("X_TILED", 1.0),
+                ("STATIC_ROWS", 1.0),
             ],
         ]
     } else if has("X_SHARED") {

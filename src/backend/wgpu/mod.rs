@@ -7,6 +7,8 @@
 //!   staging uploads and downloads.
 //! - `pipelines`: kernel sources, bind group layouts, pipelines compiled once on first use.
 //! - `products`: matrices split into row blocks, vectors, recording and queueing of products.
+//! - `tiles`: x too wide for workgroup memory, cut into column tiles, and the table of where
+//!   each row's entries cross from one tile into the next.
 //! - `timing`: timestamp-query timing of products and the streaming-read ceiling.
 //!
 //! Two kernel paths: with subgroup operations where the adapter has `SUBGROUP` (and
@@ -16,6 +18,7 @@ mod adapter;
 mod gpu;
 mod pipelines;
 mod products;
+mod tiles;
 mod timing;
 
 use std::sync::{Arc, Mutex};
@@ -49,6 +52,14 @@ pub const ENV_X_F16: &str = "MACKO_WGPU_X_F16";
 /// as f16 scalars (one unused word after every 32, `X_PAD` in macko_x_f16.wgsl); `auto` pads it
 /// for nearly dense matrices (`X_PAD_MIN_FILL` in products.rs).
 pub const ENV_X_PAD: &str = "MACKO_WGPU_X_PAD";
+/// Environment variable that, set to `0`, makes the MACKO subgroup kernel gather x from memory
+/// where it is too wide for workgroup memory, instead of staging it in column tiles (`X_TILED`
+/// in macko.wgsl; on by default, with rows by stride only).
+pub const ENV_X_TILES: &str = "MACKO_WGPU_X_TILES";
+/// Environment variable: the most columns of x the MACKO subgroup kernel stages at a time (a
+/// multiple of 64 is used, at least 64): x wider than that is staged in column tiles even
+/// where it would fit whole (for tests and comparisons).
+pub const ENV_X_TILE_COLS: &str = "MACKO_WGPU_X_TILE_COLS";
 /// Environment variable: invocations per workgroup of the MACKO subgroup kernel (a power of two,
 /// 32..=1024, within the adapter's limit) for every matrix; by default 256 for matrices of fewer
 /// than `MackoTuning::LARGE_ROWS` rows and 512 from there, or from `MackoTuning::WIDE_COLS`
@@ -175,6 +186,10 @@ pub(crate) struct MackoTuning {
     pub pipeline: bool,
     /// Pipelined steps masked when computed (`LATE_MASK`).
     pub late_mask: bool,
+    /// Stage x too wide for workgroup memory in column tiles (`X_TILED`).
+    pub x_tiles: bool,
+    /// The most columns of a staged x, whatever fits (`None`: what fits).
+    pub x_tile_cols: Option<usize>,
 }
 
 impl MackoTuning {
@@ -257,6 +272,10 @@ impl MackoTuning {
         let shuffle_scan = !off(ENV_SHUFFLE_SCAN);
         let pipeline = !off(ENV_PIPELINE);
         let late_mask = !off(ENV_LATE_MASK);
+        let x_tiles = !off(ENV_X_TILES);
+        let x_tile_cols = var(ENV_X_TILE_COLS)
+            .and_then(|v| v.parse::<usize>().ok())
+            .map(|n| n.max(64));
         let row_ahead = var(ENV_ROW_AHEAD)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|n| (1..=2).contains(n))
@@ -311,6 +330,8 @@ impl MackoTuning {
             shuffle_scan,
             pipeline,
             late_mask,
+            x_tiles,
+            x_tile_cols,
         }
     }
 }
@@ -464,12 +485,20 @@ impl WgpuBackend {
         ));
         let mut kernels = self.path_reason.clone();
         if self.path == KernelPath::Subgroup {
-            kernels += if self.x_in_workgroup {
-                "; MACKO stages x in workgroup memory where it fits"
-            } else {
-                "; MACKO gathers x from memory (MACKO_WGPU_X_IN_WORKGROUP=0)"
-            };
             let t = &self.tuning;
+            kernels += &if !self.x_in_workgroup {
+                "; MACKO gathers x from memory (MACKO_WGPU_X_IN_WORKGROUP=0)".to_string()
+            } else if t.x_tiles && t.static_rows {
+                format!(
+                    "; MACKO stages x in workgroup memory, in column tiles where it does not fit{}",
+                    match t.x_tile_cols {
+                        Some(n) => format!(" or is wider than {n} columns"),
+                        None => String::new(),
+                    }
+                )
+            } else {
+                "; MACKO stages x in workgroup memory where it fits".to_string()
+            };
             let f16_scalars =
                 !t.x_f32 && t.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16);
             kernels += &format!(

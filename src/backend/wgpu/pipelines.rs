@@ -256,6 +256,9 @@ pub(super) struct PipelineKey {
     /// MACKO subgroup kernel: pipelined steps masked when computed, not when loaded
     /// (`LATE_MASK`; only with `pipeline`).
     pub late_mask: bool,
+    /// MACKO subgroup kernel: x staged in column tiles, the blocks' row pointers being tile
+    /// tables (`X_TILED`; only with x staged).
+    pub x_tiled: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -376,6 +379,7 @@ impl Pipelines {
                 && key.depth <= 1
                 && key.pipeline
                 && key.late_mask,
+            x_tiled: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_tiled,
             ..key
         };
         let mut built = lock(&self.built);
@@ -394,9 +398,10 @@ impl Pipelines {
             if key.y_f16 { " (f16 y)" } else { "" },
             if key.x_words > 0 {
                 format!(
-                    " (x as {} in {} words of workgroup memory)",
+                    " (x as {} in {} words of workgroup memory{})",
                     key.x_form.text(),
-                    key.x_words
+                    key.x_words,
+                    if key.x_tiled { ", in column tiles" } else { "" }
                 )
             } else {
                 String::new()
@@ -466,6 +471,9 @@ impl Pipelines {
                     constants.push(("X_SWIZZLE", if key.x_swizzle { 1.0 } else { 0.0 }));
                 }
                 constants.push(("FAST_FINITE", if key.fast_finite { 1.0 } else { 0.0 }));
+            }
+            if kernel == Kernel::MackoSubgroup {
+                constants.push(("X_TILED", if key.x_tiled { 1.0 } else { 0.0 }));
             }
         }
         if key.workgroup > 0 {

@@ -22,7 +22,10 @@ use crate::backend::{BackendKind, HostVector, MatrixKind, MatrixRef, Precision};
 use crate::error::{Error, Result};
 
 use super::gpu::{backend_error, buffer_size, lock, round_up};
-use super::pipelines::{Kernel, PipelineKey, XForm, DENSE_ROWS_PER_WORKGROUP, X_WORDS_GRANULE};
+use super::pipelines::{
+    Kernel, KernelPath, PipelineKey, XForm, DENSE_ROWS_PER_WORKGROUP, X_WORDS_GRANULE,
+};
+use super::tiles::{plan_tiles, tile_table, TilePlan, TILE_COLS_GRANULE};
 use super::WgpuBackend;
 
 /// Products recorded into one command encoder before it is submitted without waiting (a later
@@ -53,7 +56,28 @@ struct MatrixParams {
     row_offset: u32,
     slot: u32,
     stride: u32,
-    pad: [u32; 3],
+    /// MACKO with x in column tiles only (0 otherwise): tiles, columns per tile, and the word of
+    /// the counter buffer where the block's partial row sums start.
+    tiles: u32,
+    tile_cols: u32,
+    partials: u32,
+}
+
+impl MatrixParams {
+    /// A block of `rows` rows of a matrix of `cols` columns starting at row `row_offset`, with
+    /// every other field 0.
+    fn block(rows: u32, cols: u32, row_offset: u32) -> Self {
+        Self {
+            rows,
+            cols,
+            row_offset,
+            slot: 0,
+            stride: 0,
+            tiles: 0,
+            tile_cols: 0,
+            partials: 0,
+        }
+    }
 }
 
 /// One row block of a matrix.
@@ -70,14 +94,19 @@ pub(super) struct GpuMatrix {
     /// MACKO: stored entries (explicit zeros included) over rows × columns; 0 for the other
     /// formats. Decides the staged x's padding (`X_PAD_MIN_FILL`).
     pub fill: f64,
+    /// MACKO whose x is staged in column tiles (too wide for workgroup memory): how it is cut.
+    /// The blocks' row pointers are then the tile tables (tiles.rs).
+    pub tiles: Option<TilePlan>,
     pub rows: usize,
     pub cols: usize,
     pub blocks: Vec<Block>,
     /// Sparse formats: per block, the MACKO subgroup kernel's row counter and its count of
     /// finished workgroups. Zero-filled at creation and set back to zero by the last workgroup
     /// of every product, so no product clears them (a clear is a transfer between compute
-    /// dispatches: two more barriers and command buffers per product). Bound in the blocks'
-    /// bind groups, which keep the buffer alive; held here too so that is not implicit.
+    /// dispatches: two more barriers and command buffers per product). With column tiles, one
+    /// word per row after them: each row's partial sum over the tiles done (written before it
+    /// is read in every product). Bound in the blocks' bind groups, which keep the buffer
+    /// alive; held here too so that is not implicit.
     pub _counters: Option<wgpu::Buffer>,
 }
 
@@ -153,13 +182,15 @@ fn to_u32(n: usize, what: &str) -> Result<u32> {
 
 /// Splits the rows of a sparse matrix (row pointers `row_ptr`) into consecutive blocks whose
 /// arrays each fit `limit` bytes. A block's entries start at a multiple of `align` (the width
-/// of one aligned load: 8 entries for MACKO, 2 for CSR's packed f16) and end at one, and every
-/// entry costs at most `entry_bytes` in its largest array. Greedy: each block takes as many
-/// rows as fit.
+/// of one aligned load: 8 entries for MACKO, 2 for CSR's packed f16) and end at one, every
+/// entry costs at most `entry_bytes` in its largest array, and every row `row_bytes` in the
+/// row pointers' array (4, or a tile table's pairs). Greedy: each block takes as many rows as
+/// fit.
 pub(super) fn plan_sparse_blocks(
     row_ptr: &[u32],
     align: u64,
     entry_bytes: u64,
+    row_bytes: u64,
     limit: u64,
     format: &str,
 ) -> Result<Vec<Range<usize>>> {
@@ -167,7 +198,7 @@ pub(super) fn plan_sparse_blocks(
     let bytes = |r0: usize, r1: usize| -> u64 {
         let base = row_ptr[r0] as u64 / align * align;
         let end = round_up(row_ptr[r1] as u64, align);
-        (4 * (r1 - r0 + 1) as u64).max((end - base) * entry_bytes)
+        (row_bytes * (r1 - r0 + 1) as u64).max((end - base) * entry_bytes)
     };
     let mut blocks = Vec::new();
     let mut r0 = 0;
@@ -243,38 +274,31 @@ impl WgpuBackend {
         })
     }
 
-    /// The counters of `blocks` row blocks (see `GpuMatrix::_counters`), zero-filled by wgpu.
-    /// `COPY_SRC` only so the tests can read them back.
-    fn counters(&self, blocks: usize) -> Result<wgpu::Buffer> {
+    /// The counters of `blocks` row blocks and `partials` more words (see
+    /// `GpuMatrix::_counters`), zero-filled by wgpu. `COPY_SRC` only so the tests can read them
+    /// back.
+    fn counters(&self, blocks: usize, partials: usize) -> Result<wgpu::Buffer> {
         self.gpu.create_buffer(
-            buffer_size(4 * COUNTER_WORDS_PER_BLOCK * blocks as u64),
+            buffer_size(4 * (COUNTER_WORDS_PER_BLOCK * blocks as u64 + partials as u64)),
             wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
             "row counters",
         )
     }
 
     /// One block of a sparse matrix: parameters, rebased row pointers and the two entry arrays.
+    /// `params` as `MatrixParams::block` makes them, with the slot (and tiles) set.
     #[allow(clippy::too_many_arguments)]
     fn sparse_block(
         &self,
-        rows: Range<usize>,
-        slot: usize,
-        cols: u32,
+        params: MatrixParams,
         row_ptr: &[u32],
         values: &[u8],
         indices: &[u8],
         counters: &wgpu::Buffer,
         format: &str,
     ) -> Result<Block> {
-        let n = to_u32(rows.len(), "rows of a block")?;
-        let params = self.uniform(MatrixParams {
-            rows: n,
-            cols,
-            row_offset: to_u32(rows.start, "first row of a block")?,
-            slot: to_u32(slot, "block index")?,
-            stride: 0,
-            pad: [0; 3],
-        })?;
+        let n = params.rows;
+        let params = self.uniform(params)?;
         let row_ptr = self.storage(bytemuck::cast_slice(row_ptr), &format!("{format} row_ptr"))?;
         let values = self.storage(values, &format!("{format} values"))?;
         let indices = self.storage(indices, &format!("{format} codes or columns"))?;
@@ -309,33 +333,59 @@ impl WgpuBackend {
 
     fn upload_macko(&self, m: &MackoMatrix) -> Result<GpuMatrix> {
         let row_ptr = m.row_ptr();
-        let plan = plan_sparse_blocks(row_ptr, GROUP as u64, 2, self.matrix_limit, "MACKO")?;
-        let counters = self.counters(plan.len())?;
+        let stored = row_ptr.last().copied().unwrap_or(0) as f64;
+        let fill = stored / (m.rows() as f64 * m.cols() as f64).max(1.0);
+        let tiles = self.x_tiles(m.cols(), fill >= X_PAD_MIN_FILL);
+        // A tile table takes 8 bytes per row and plane (tiles + 1 planes).
+        let row_bytes = tiles.map_or(4, |t| 8 * (u64::from(t.tiles) + 1));
+        let plan = plan_sparse_blocks(
+            row_ptr,
+            GROUP as u64,
+            2,
+            row_bytes,
+            self.matrix_limit,
+            "MACKO",
+        )?;
+        let partials = if tiles.is_some() { m.rows() } else { 0 };
+        let counters = self.counters(plan.len(), partials)?;
+        let partials_start = COUNTER_WORDS_PER_BLOCK as usize * plan.len();
         let values: &[u8] = bytemuck::cast_slice(m.values());
         let mut blocks = Vec::with_capacity(plan.len());
         for (slot, rows) in plan.into_iter().enumerate() {
             // Entries of the block, widened to whole groups of 8 (16-byte value words).
             let base = row_ptr[rows.start] as usize / GROUP * GROUP;
             let end = (row_ptr[rows.end] as usize).div_ceil(GROUP) * GROUP;
-            let rebased: Vec<u32> = row_ptr[rows.start..=rows.end]
-                .iter()
-                .map(|&p| p - base as u32)
-                .collect();
-            blocks.push(self.sparse_block(
-                rows,
-                slot,
+            let mut params = MatrixParams::block(
+                to_u32(rows.len(), "rows of a block")?,
                 m.cols() as u32,
-                &rebased,
+                to_u32(rows.start, "first row of a block")?,
+            );
+            params.slot = to_u32(slot, "block index")?;
+            let table = match tiles {
+                Some(t) => {
+                    params.tiles = t.tiles;
+                    params.tile_cols = t.cols;
+                    params.partials = to_u32(partials_start + rows.start, "partial sums")?;
+                    tile_table(m, rows.clone(), base, t)
+                }
+                None => row_ptr[rows.start..=rows.end]
+                    .iter()
+                    .map(|&p| p - base as u32)
+                    .collect(),
+            };
+            blocks.push(self.sparse_block(
+                params,
+                &table,
                 &values[2 * base..2 * end],
                 &m.codes()[base / 2..end / 2],
                 &counters,
                 "MACKO",
             )?);
         }
-        let stored = row_ptr.last().copied().unwrap_or(0) as f64;
         Ok(GpuMatrix {
             format: MatrixKind::Macko,
-            fill: stored / (m.rows() as f64 * m.cols() as f64).max(1.0),
+            fill,
+            tiles,
             rows: m.rows(),
             cols: m.cols(),
             blocks,
@@ -345,8 +395,8 @@ impl WgpuBackend {
 
     fn upload_csr(&self, m: &CsrMatrix) -> Result<GpuMatrix> {
         let row_ptr = m.row_ptr();
-        let plan = plan_sparse_blocks(row_ptr, 2, 4, self.matrix_limit, "CSR")?;
-        let counters = self.counters(plan.len())?;
+        let plan = plan_sparse_blocks(row_ptr, 2, 4, 4, self.matrix_limit, "CSR")?;
+        let counters = self.counters(plan.len(), 0)?;
         let values: &[u8] = bytemuck::cast_slice(m.values());
         let cols: &[u8] = bytemuck::cast_slice(m.col_idx());
         let mut blocks = Vec::with_capacity(plan.len());
@@ -358,10 +408,14 @@ impl WgpuBackend {
                 .iter()
                 .map(|&p| p - base as u32)
                 .collect();
-            blocks.push(self.sparse_block(
-                rows,
-                slot,
+            let mut params = MatrixParams::block(
+                to_u32(rows.len(), "rows of a block")?,
                 m.cols() as u32,
+                to_u32(rows.start, "first row of a block")?,
+            );
+            params.slot = to_u32(slot, "block index")?;
+            blocks.push(self.sparse_block(
+                params,
                 &rebased,
                 &values[2 * base..2 * end],
                 &cols[4 * base..4 * end],
@@ -371,6 +425,7 @@ impl WgpuBackend {
         }
         Ok(GpuMatrix {
             fill: 0.0,
+            tiles: None,
             format: MatrixKind::Csr,
             rows: m.rows(),
             cols: m.cols(),
@@ -399,14 +454,10 @@ impl WgpuBackend {
                 padded = v;
                 &padded
             };
-            let params = self.uniform(MatrixParams {
-                rows: to_u32(r1 - r0, "rows of a block")?,
-                cols: cols as u32,
-                row_offset: r0 as u32,
-                slot: 0,
-                stride: to_u32(stride, "16-byte words per row")?,
-                pad: [0; 3],
-            })?;
+            let mut params =
+                MatrixParams::block(to_u32(r1 - r0, "rows of a block")?, cols as u32, r0 as u32);
+            params.stride = to_u32(stride, "16-byte words per row")?;
+            let params = self.uniform(params)?;
             let values = self.storage(bytemuck::cast_slice(data), "dense values")?;
             let bind_group = self.bind_group(
                 &self.pipelines.dense,
@@ -421,6 +472,7 @@ impl WgpuBackend {
         }
         Ok(GpuMatrix {
             fill: 0.0,
+            tiles: None,
             format: MatrixKind::Dense,
             rows,
             cols,
@@ -569,6 +621,36 @@ impl WgpuBackend {
         }
     }
 
+    /// How the MACKO subgroup kernel cuts x of `cols` columns into column tiles: where x does
+    /// not fit workgroup memory whole (`x_staging` stages nothing) but tiles of at least one
+    /// granule do, with rows by stride (each subgroup must meet the same rows in every tile, for
+    /// their partial sums) and tiles not turned off (`MackoTuning::x_tiles`); `None` otherwise,
+    /// x then staged whole or gathered from memory. `MackoTuning::x_tile_cols` caps a tile's
+    /// columns (tests tile narrow matrices with it).
+    fn x_tiles(&self, cols: usize, nearly_dense: bool) -> Option<TilePlan> {
+        let kernel = Kernel::MackoSubgroup;
+        if self.path != KernelPath::Subgroup || !self.tuning.static_rows || !self.tuning.x_tiles {
+            return None;
+        }
+        let fits = |c: usize| self.x_staging(kernel, c, nearly_dense).0 > 0;
+        let cap = self.tuning.x_tile_cols.unwrap_or(usize::MAX);
+        if fits(cols) && cols <= cap {
+            return None;
+        }
+        // The widest tile (a multiple of the granule) that fits: staging fits every width below
+        // one that fits, so a binary search over granules.
+        let (mut lo, mut hi) = (0usize, cols.min(cap) / TILE_COLS_GRANULE);
+        while lo < hi {
+            let mid = (lo + hi).div_ceil(2);
+            if fits(mid * TILE_COLS_GRANULE) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        plan_tiles(cols, lo * TILE_COLS_GRANULE)
+    }
+
     /// Workgroups to dispatch for a block of `rows` rows, as (x, y).
     /// `workgroup` is the MACKO subgroup kernel's workgroup size for this matrix.
     fn grid(&self, kernel: Kernel, rows: u32, x_words: u32, workgroup: u32) -> (u32, u32) {
@@ -617,7 +699,9 @@ impl WgpuBackend {
         y: &GpuVector,
     ) -> Result<()> {
         let kernel = Kernel::for_product(a.format, self.path);
-        let (x_words, x_form) = self.x_staging(kernel, a.cols, a.fill >= X_PAD_MIN_FILL);
+        // With tiles, a tile's columns are what is staged (x_tiles made sure they fit).
+        let staged_cols = a.tiles.map_or(a.cols, |t| t.cols as usize);
+        let (x_words, x_form) = self.x_staging(kernel, staged_cols, a.fill >= X_PAD_MIN_FILL);
         let workgroup = self.tuning.workgroup_for(a.rows, a.cols, x_words > 0);
         let pipeline = self.pipelines.get(
             &self.gpu,
@@ -638,6 +722,7 @@ impl WgpuBackend {
                 shuffle_scan: self.tuning.shuffle_scan,
                 pipeline: self.tuning.pipeline,
                 late_mask: self.tuning.late_mask,
+                x_tiled: a.tiles.is_some() && x_words > 0,
             },
         )?;
         let x_group = x
@@ -693,7 +778,7 @@ mod tests {
     fn sparse_plan_keeps_whole_rows_within_the_limit() {
         // 6 rows of 10 entries: a block of r rows spans at most 10r + 7 entries in whole groups.
         let row_ptr: Vec<u32> = (0..=6).map(|r| 10 * r).collect();
-        let plan = plan_sparse_blocks(&row_ptr, 8, 2, 64, "MACKO").unwrap();
+        let plan = plan_sparse_blocks(&row_ptr, 8, 2, 4, 64, "MACKO").unwrap();
         assert!(plan.len() >= 2);
         assert_eq!(plan.first().unwrap().start, 0);
         assert_eq!(plan.last().unwrap().end, 6);
@@ -711,14 +796,14 @@ mod tests {
     fn a_row_too_long_for_the_limit_is_too_large() {
         let row_ptr = [0u32, 8, 200];
         assert!(matches!(
-            plan_sparse_blocks(&row_ptr, 8, 2, 64, "MACKO"),
+            plan_sparse_blocks(&row_ptr, 8, 2, 4, 64, "MACKO"),
             Err(Error::TooLarge { .. })
         ));
     }
 
     #[test]
     fn empty_matrices_have_no_blocks() {
-        assert!(plan_sparse_blocks(&[0], 8, 2, 64, "MACKO")
+        assert!(plan_sparse_blocks(&[0], 8, 2, 4, 64, "MACKO")
             .unwrap()
             .is_empty());
         assert_eq!(plan_dense_blocks(0, 0, 64).unwrap(), 1);
@@ -760,6 +845,90 @@ mod tests {
         } else {
             println!("skipping the forms: x is not staged as f16 scalars here");
         }
+    }
+
+    /// x in column tiles (`X_TILED`), forced on narrow matrices by capping a tile at 128
+    /// columns: the matrices are tiled (checked, so a path that silently stopped tiling fails
+    /// here), split into row blocks (each with its partial sums at its own offset), and every
+    /// product agrees with the f64 reference in f16 and f32 y, repeated (the partials of one
+    /// product never leak into the next), with x ±∞ or NaN over columns that hold only padding
+    /// in one tile and finite in the others (each tile decides its zero select alone), and
+    /// with a row whose entries all lie in the last tile.
+    #[test]
+    fn tiled_x_agrees_with_the_reference() {
+        use crate::backend::BackendKind;
+        use crate::device::DeviceOptions;
+        use macko_format::reference::{self, OutputPrecision};
+        let opts = DeviceOptions {
+            max_binding_bytes: Some(8 << 10),
+            ..DeviceOptions::for_backend(BackendKind::Wgpu)
+        };
+        let mut b = match WgpuBackend::open(&opts) {
+            Ok(b) => b,
+            Err(e) => {
+                println!("skipping: {e}");
+                return;
+            }
+        };
+        if b.path != KernelPath::Subgroup || !b.x_in_workgroup {
+            println!(
+                "skipping: {} (tiles are the subgroup kernel's)",
+                b.path_reason
+            );
+            return;
+        }
+        b.tuning.x_tile_cols = Some(128);
+        b.tuning.max_staged_workgroups = 3;
+        let check = |m: &MackoMatrix, x: &[f16], what: &str| {
+            let a = b.upload_matrix_impl(MatrixRef::Macko(m)).unwrap();
+            let plan = a.tiles.unwrap_or_else(|| panic!("{what}: not tiled"));
+            assert_eq!(plan.cols, 128, "{what}");
+            assert_eq!(plan.tiles as usize, m.cols().div_ceil(128), "{what}");
+            let r = reference::spmv_macko(m, x).unwrap();
+            let xv = b.upload_vector_impl(x).unwrap();
+            for p in [Precision::F16, Precision::F32] {
+                let y = b.alloc_vector_impl(m.rows(), p).unwrap();
+                for _ in 0..3 {
+                    b.spmv_impl(&a, &xv, &y).unwrap();
+                }
+                let got = b.download_impl(&y).unwrap();
+                let out: OutputPrecision = got.precision();
+                if let Some(bad) = r.first_disagreement(&got.to_f64(), out) {
+                    panic!("{what} ({p:?} y): row, got, want, tolerance {bad:?}");
+                }
+            }
+            a.blocks.len()
+        };
+        for (i, &(rows, cols, d)) in [(37, 1001, 0.3), (90, 700, 1.0), (64, 530, 0.05)]
+            .iter()
+            .enumerate()
+        {
+            let dense = crate::synthetic::pruned_matrix(rows, cols, d, 40 + i as u64).unwrap();
+            let m = MackoMatrix::from_dense(&dense).unwrap();
+            let x = crate::synthetic::activations(cols, 40 + i as u64);
+            let blocks = check(&m, &x, &format!("{rows}×{cols} d = {d}"));
+            if d == 1.0 {
+                assert!(blocks > 1, "{blocks} block");
+            }
+        }
+        // Rows 0..4 hold entries only at columns 300.., row 4 only at column 399; x is NaN or
+        // ±∞ over columns 128..256 (tile 1), where the stored entries are all padding.
+        let cols = 400;
+        let mut values = vec![f16::ZERO; 5 * cols];
+        for r in 0..4 {
+            for c in (300 + r..cols).step_by(7) {
+                values[r * cols + c] = f16::from_f32(0.25 * (c % 5) as f32 - 0.5);
+            }
+            values[r * cols + r] = f16::ONE;
+        }
+        values[4 * cols + 399] = f16::from_f32(3.0);
+        let m = MackoMatrix::from_dense(&DenseMatrix::new(5, cols, values).unwrap()).unwrap();
+        assert!(m.values().iter().any(|v| v.to_bits() == 0));
+        let mut x = crate::synthetic::activations(cols, 7);
+        for (c, xc) in x.iter_mut().enumerate().take(256).skip(128) {
+            *xc = [f16::NAN, f16::INFINITY, f16::NEG_INFINITY][c % 3];
+        }
+        check(&m, &x, "NaN/∞ over padding in tile 1");
     }
 
     /// The MACKO subgroup kernel's counters are back at zero after every product (nothing

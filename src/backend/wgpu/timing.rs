@@ -231,6 +231,7 @@ impl WgpuBackend {
                 shuffle_scan: false,
                 pipeline: false,
                 late_mask: false,
+                x_tiled: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
