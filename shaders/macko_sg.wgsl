@@ -13,7 +13,9 @@
 // row earlier) are already loading and the row after it is being claimed, so neither the
 // counter's latency nor the row pointers' lies between two rows.
 //
-// A workgroup first stages x in workgroup memory where it fits (X_SHARED, see macko.wgsl).
+// A workgroup first stages x in workgroup memory where it fits (X_SHARED, see macko.wgsl), or,
+// where it does not, one column tile at a time (X_TILED): then the whole row loop runs once per
+// tile, over each row's part in that tile, and a row's sum is kept between tiles (finish_row).
 //
 // Within a row, each lane takes 4 groups of 8 entries per step (see macko.wgsl); the column
 // where each group starts is the running column of the row plus an exclusive scan of the

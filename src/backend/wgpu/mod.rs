@@ -161,6 +161,7 @@ pub(crate) struct MackoTuning {
     ///   or the builtin subgroup size) while `g0 < gend <= 2²⁹`, so it never wraps;
     ///   `row_dot_piped` likewise by `2 · lanes >= 2`;
     /// - `exact_scan` and `exact_scan1`: the shift doubles up to the subgroup size (<= 128);
+    /// - `main` with column tiles (`X_TILED`): the tile counts up by 1 to `params.tiles`;
     /// - `rows_loop` with rows by stride (`STATIC_ROWS`): every iteration adds the dispatch's
     ///   subgroup count (>= 1) to a row below `params.rows` < 2³¹, so the row grows without
     ///   wrapping and the loop leaves within `params.rows` iterations;
