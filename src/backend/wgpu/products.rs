@@ -653,7 +653,15 @@ impl WgpuBackend {
 
     /// Workgroups to dispatch for a block of `rows` rows, as (x, y).
     /// `workgroup` is the MACKO subgroup kernel's workgroup size for this matrix.
-    fn grid(&self, kernel: Kernel, rows: u32, x_words: u32, workgroup: u32) -> (u32, u32) {
+    /// `tiled`: x is staged in column tiles.
+    fn grid(
+        &self,
+        kernel: Kernel,
+        rows: u32,
+        x_words: u32,
+        workgroup: u32,
+        tiled: bool,
+    ) -> (u32, u32) {
         let max = self.gpu.limits.max_compute_workgroups_per_dimension.max(1);
         let grid_2d = |n: u32| {
             let x = n.clamp(1, max);
@@ -664,8 +672,12 @@ impl WgpuBackend {
             // bounded number of them (about what a large GPU keeps resident: no second wave
             // staging x again) work through the rows.
             Kernel::MackoSubgroup if x_words > 0 => (
-                rows.div_ceil(self.tuning.rows_per_staged_workgroup)
-                    .clamp(1, self.tuning.staged_workgroup_cap(workgroup).clamp(1, max)),
+                rows.div_ceil(self.tuning.rows_per_staged_workgroup).clamp(
+                    1,
+                    self.tuning
+                        .staged_workgroup_cap(workgroup, tiled)
+                        .clamp(1, max),
+                ),
                 1,
             ),
             // Staging nothing: enough subgroups for every row to start at once if the GPU can
@@ -703,6 +715,7 @@ impl WgpuBackend {
         let staged_cols = a.tiles.map_or(a.cols, |t| t.cols as usize);
         let (x_words, x_form) = self.x_staging(kernel, staged_cols, a.fill >= X_PAD_MIN_FILL);
         let workgroup = self.tuning.workgroup_for(a.rows, a.cols, x_words > 0);
+        let x_tiled = a.tiles.is_some() && x_words > 0;
         let pipeline = self.pipelines.get(
             &self.gpu,
             PipelineKey {
@@ -722,7 +735,7 @@ impl WgpuBackend {
                 shuffle_scan: self.tuning.shuffle_scan,
                 pipeline: self.tuning.pipeline,
                 late_mask: self.tuning.late_mask,
-                x_tiled: a.tiles.is_some() && x_words > 0,
+                x_tiled,
             },
         )?;
         let x_group = x
@@ -733,7 +746,7 @@ impl WgpuBackend {
         pass.set_bind_group(1, x_group, &[]);
         pass.set_bind_group(2, &y.as_y, &[]);
         for block in &a.blocks {
-            let (gx, gy) = self.grid(kernel, block.rows, x_words, workgroup);
+            let (gx, gy) = self.grid(kernel, block.rows, x_words, workgroup, x_tiled);
             pass.set_bind_group(0, &block.bind_group, &[]);
             pass.dispatch_workgroups(gx, gy, 1);
         }
