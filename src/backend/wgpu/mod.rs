@@ -72,9 +72,9 @@ pub const ENV_MACKO_WORKGROUPS: &str = "MACKO_WGPU_MACKO_WORKGROUPS";
 /// is staged (default `MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`; `0` for no such cap).
 pub const ENV_MACKO_INVOCATIONS: &str = "MACKO_WGPU_MACKO_INVOCATIONS";
 /// Environment variable: the most invocations the MACKO subgroup kernel dispatches in all when x
-/// is staged in column tiles (default `MackoTuning::DEFAULT_MAX_TILED_INVOCATIONS`; `0` for no
-/// such cap).
-pub const ENV_MACKO_TILED_INVOCATIONS: &str = "MACKO_WGPU_MACKO_TILED_INVOCATIONS";
+/// of at least `MackoTuning::WIDE_X_COLS` columns is staged, whole or in column tiles (default
+/// `MackoTuning::DEFAULT_MAX_WIDE_INVOCATIONS`; `0` for no such cap).
+pub const ENV_MACKO_WIDE_INVOCATIONS: &str = "MACKO_WGPU_MACKO_WIDE_INVOCATIONS";
 /// Environment variable: rows per workgroup aimed at when x is staged (default
 /// `MackoTuning::DEFAULT_ROWS_PER_STAGED_WORKGROUP`), before the cap above.
 pub const ENV_MACKO_ROWS_PER_WORKGROUP: &str = "MACKO_WGPU_MACKO_ROWS_PER_WORKGROUP";
@@ -143,9 +143,9 @@ pub(crate) struct MackoTuning {
     /// The most invocations dispatched with x staged, in all (0: no such cap); see
     /// [`MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`].
     pub max_staged_invocations: u32,
-    /// The same with x in column tiles (0: no such cap); see
-    /// [`MackoTuning::DEFAULT_MAX_TILED_INVOCATIONS`].
-    pub max_tiled_invocations: u32,
+    /// The same for x of at least `WIDE_X_COLS` columns (0: no such cap); see
+    /// [`MackoTuning::DEFAULT_MAX_WIDE_INVOCATIONS`].
+    pub max_wide_invocations: u32,
     /// Rows per workgroup aimed at with x staged (the copy of x is then a small fraction of a
     /// workgroup's reads), before the cap of `max_staged_workgroups`.
     pub rows_per_staged_workgroup: u32,
@@ -228,22 +228,31 @@ impl MackoTuning {
     /// workgroups anyway. wgpu exposes no count of compute units, so on a smaller GPU the cap is
     /// too high (the old behaviour) and on a larger one a little low.
     pub const DEFAULT_MAX_STAGED_INVOCATIONS: u32 = 132 * 1024;
-    /// With x in column tiles the kernel takes 67 registers instead of 60 (H200, driver
-    /// 580.159.04, `shader_stats`), so an SM holds one workgroup of 512, not two: the cap above
-    /// would dispatch two waves, the second staging every tile again and starting late. Half of
-    /// it is one wave on an H100 or H200. Measured on an H200 (shaders/NOTES.md, "Session 7"),
-    /// 8192×28672: 1.03 / 1.09 / 1.13× faster at d = 1 / 0.3 / 0.1.
-    pub const DEFAULT_MAX_TILED_INVOCATIONS: u32 = 132 * 512;
+    /// For x of at least `WIDE_X_COLS` columns: one workgroup of 512 per SM of an H100 or H200,
+    /// half the cap above. Two reasons, both measured on an H200 (shaders/NOTES.md, "Session 7"):
+    /// - with x in column tiles the kernel takes 67 registers instead of 60 (`shader_stats`), so
+    ///   an SM holds one workgroup of 512, not two, and the cap above dispatched two waves (the
+    ///   second staging every tile again, late): one wave is 1.01–1.17× faster on the three
+    ///   tiled shapes measured;
+    /// - with x staged whole, half as many subgroups are faster from 11 008 columns on
+    ///   (3584×18944, 4096×11008, 4096×14336, 5120×13824, 12288²: 1.02–1.04× at d = 1,
+    ///   1.05–1.08× at d = 0.5 / 0.3, 1.07–1.14× at d = 0.1; 36864×12288, 49152×12288 within
+    ///   ±2 %), but slower below (28672×8192: 1.13–1.21× slower, 11008×4096 1.02–1.09×). Why is
+    ///   not known: not the registers (60 either way).
+    pub const DEFAULT_MAX_WIDE_INVOCATIONS: u32 = 132 * 512;
+    /// Columns of x from which `max_wide_invocations` caps the grid (the narrowest measured
+    /// gain above).
+    pub const WIDE_X_COLS: usize = 11008;
     pub const DEFAULT_ROWS_PER_STAGED_WORKGROUP: u32 = 16;
     pub const DEFAULT_DEPTH: u32 = 1;
     pub const DEFAULT_ROW_AHEAD: u32 = 1;
 
-    /// The most workgroups of `workgroup` invocations dispatched with x staged (whole, or with
-    /// `tiled`, in column tiles): the workgroup cap, and the invocation cap over the workgroup
-    /// size (at least 1).
-    pub fn staged_workgroup_cap(&self, workgroup: u32, tiled: bool) -> u32 {
-        let invocations = if tiled {
-            self.max_tiled_invocations
+    /// The most workgroups of `workgroup` invocations dispatched with x of `cols` columns staged
+    /// (whole or in column tiles): the workgroup cap, and the invocation cap (for x of at least
+    /// `WIDE_X_COLS` columns, the wide one) over the workgroup size (at least 1).
+    pub fn staged_workgroup_cap(&self, workgroup: u32, cols: usize) -> u32 {
+        let invocations = if cols >= Self::WIDE_X_COLS {
+            self.max_wide_invocations
         } else {
             self.max_staged_invocations
         };
@@ -326,9 +335,9 @@ impl MackoTuning {
         let max_staged_invocations = var(ENV_MACKO_INVOCATIONS)
             .and_then(|v| v.parse::<u32>().ok())
             .unwrap_or(Self::DEFAULT_MAX_STAGED_INVOCATIONS);
-        let max_tiled_invocations = var(ENV_MACKO_TILED_INVOCATIONS)
+        let max_wide_invocations = var(ENV_MACKO_WIDE_INVOCATIONS)
             .and_then(|v| v.parse::<u32>().ok())
-            .unwrap_or(Self::DEFAULT_MAX_TILED_INVOCATIONS);
+            .unwrap_or(Self::DEFAULT_MAX_WIDE_INVOCATIONS);
         let rows_per_staged_workgroup = var(ENV_MACKO_ROWS_PER_WORKGROUP)
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|&n| n >= 1)
@@ -341,7 +350,7 @@ impl MackoTuning {
             workgroup_large,
             max_staged_workgroups,
             max_staged_invocations,
-            max_tiled_invocations,
+            max_wide_invocations,
             rows_per_staged_workgroup,
             depth,
             x_swizzle,
@@ -527,7 +536,7 @@ impl WgpuBackend {
                 !t.x_f32 && t.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16);
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups and {} invocations when staged ({} in column tiles){}{}{}{}{}{}{}{}",
+                 workgroups and {} invocations when staged ({} from {} columns){}{}{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -559,7 +568,8 @@ impl WgpuBackend {
                 },
                 t.max_staged_workgroups,
                 t.max_staged_invocations,
-                t.max_tiled_invocations,
+                t.max_wide_invocations,
+                MackoTuning::WIDE_X_COLS,
                 if t.fast_finite {
                     ", no zero select where x is finite"
                 } else {
@@ -699,19 +709,21 @@ mod tests {
         t.max_staged_workgroups = 1024;
         t.max_staged_invocations = MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS;
         // An H200's resident workgroups at 32 warps per SM: 2 of 512, 4 of 256 per SM.
-        t.max_tiled_invocations = MackoTuning::DEFAULT_MAX_TILED_INVOCATIONS;
-        assert_eq!(t.staged_workgroup_cap(512, false), 264);
-        assert_eq!(t.staged_workgroup_cap(256, false), 528);
-        // Tiled: one workgroup of 512 per SM (67 registers).
-        assert_eq!(t.staged_workgroup_cap(512, true), 132);
+        t.max_wide_invocations = MackoTuning::DEFAULT_MAX_WIDE_INVOCATIONS;
+        assert_eq!(t.staged_workgroup_cap(512, 4096), 264);
+        assert_eq!(t.staged_workgroup_cap(256, 4096), 528);
+        // From 11008 columns (staged whole or in tiles): one workgroup of 512 per SM.
+        assert_eq!(t.staged_workgroup_cap(512, 8192), 264);
+        assert_eq!(t.staged_workgroup_cap(512, 11008), 132);
+        assert_eq!(t.staged_workgroup_cap(512, 28672), 132);
         // Small workgroups hit the workgroup cap first; huge ones still get one workgroup.
-        assert_eq!(t.staged_workgroup_cap(32, false), 1024);
+        assert_eq!(t.staged_workgroup_cap(32, 4096), 1024);
         t.max_staged_invocations = 100;
-        assert_eq!(t.staged_workgroup_cap(512, false), 1);
+        assert_eq!(t.staged_workgroup_cap(512, 4096), 1);
         // 0: no invocation cap.
         t.max_staged_invocations = 0;
-        assert_eq!(t.staged_workgroup_cap(512, false), 1024);
-        assert_eq!(t.staged_workgroup_cap(0, false), 1024);
+        assert_eq!(t.staged_workgroup_cap(512, 4096), 1024);
+        assert_eq!(t.staged_workgroup_cap(0, 4096), 1024);
     }
 
     #[test]

@@ -653,14 +653,14 @@ impl WgpuBackend {
 
     /// Workgroups to dispatch for a block of `rows` rows, as (x, y).
     /// `workgroup` is the MACKO subgroup kernel's workgroup size for this matrix.
-    /// `tiled`: x is staged in column tiles.
+    /// `cols`: the matrix's columns (x's, not a tile's).
     fn grid(
         &self,
         kernel: Kernel,
         rows: u32,
         x_words: u32,
         workgroup: u32,
-        tiled: bool,
+        cols: usize,
     ) -> (u32, u32) {
         let max = self.gpu.limits.max_compute_workgroups_per_dimension.max(1);
         let grid_2d = |n: u32| {
@@ -675,7 +675,7 @@ impl WgpuBackend {
                 rows.div_ceil(self.tuning.rows_per_staged_workgroup).clamp(
                     1,
                     self.tuning
-                        .staged_workgroup_cap(workgroup, tiled)
+                        .staged_workgroup_cap(workgroup, cols)
                         .clamp(1, max),
                 ),
                 1,
@@ -746,7 +746,7 @@ impl WgpuBackend {
         pass.set_bind_group(1, x_group, &[]);
         pass.set_bind_group(2, &y.as_y, &[]);
         for block in &a.blocks {
-            let (gx, gy) = self.grid(kernel, block.rows, x_words, workgroup, x_tiled);
+            let (gx, gy) = self.grid(kernel, block.rows, x_words, workgroup, a.cols);
             pass.set_bind_group(0, &block.bind_group, &[]);
             pass.dispatch_workgroups(gx, gy, 1);
         }
