@@ -736,6 +736,7 @@ impl WgpuBackend {
                 pipeline: self.tuning.pipeline,
                 late_mask: self.tuning.late_mask,
                 x_tiled,
+                early_bounds: self.tuning.early_bounds,
             },
         )?;
         let x_group = x

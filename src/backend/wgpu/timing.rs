@@ -232,6 +232,7 @@ impl WgpuBackend {
                 pipeline: false,
                 late_mask: false,
                 x_tiled: false,
+                early_bounds: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
