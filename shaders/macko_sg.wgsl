@@ -86,11 +86,6 @@ override PIPELINE: bool = false;
 // computes the current step, so at the rows' ends (every step at d = 0.1) the pipeline stalled
 // once per group (seen in the driver's SASS).
 override LATE_MASK: bool = true;
-// EARLY_BOUNDS (with ROW_AHEAD = 1): the next row's bounds are loaded when a row starts, not when
-// it ends, so their round trip overlaps the row instead of preceding the next one. Costs the
-// bounds' registers across the row (2 words; ROW_AHEAD = 2 costs 5, 65 registers in all on an
-// H200, one over what two workgroups of 512 per SM allow). See NOTES.md ("Session 7").
-override EARLY_BOUNDS: bool = false;
 
 // With STATIC_ROWS: the dispatch's subgroup count, by which a subgroup's rows step (set once at
 // entry).
@@ -682,23 +677,14 @@ fn rows_loop(
             break;
         }
         if ROW_AHEAD == 1u {
-            // One row ahead: the next row is claimed now, its bounds loaded when it starts, or
-            // with EARLY_BOUNDS now, so they arrive while this row is computed.
+            // One row ahead: the next row is claimed now, its bounds loaded when it starts.
             let next = row_after(lane, row);
-            var next_work = vec4<u32>(0u);
-            if EARLY_BOUNDS {
-                next_work = row_work(next, tile);
-            }
             let sum = row_sum(work, lane, lanes, guard, exact);
             if lane == 0u {
                 finish_row(row, tile, work, sum);
             }
             row = next;
-            if EARLY_BOUNDS {
-                work = next_work;
-            } else {
-                work = row_work(next, tile);
-            }
+            work = row_work(next, tile);
         } else {
             // Loads and claims for the rows after this one, issued before this row's loads.
             let following_work = row_work(following, tile);

@@ -2,11 +2,10 @@
 //! default where x is too wide for workgroup memory), forced on narrow matrices with
 //! `MACKO_WGPU_X_TILE_COLS=128` (every matrix of more than 128 columns is then tiled): shapes of
 //! 2 to 71 tiles and the ragged matrix, in a grid of 3 workgroups, with the default row loop (and
-//! the knob shapes), with two rows ahead, with the next row's bounds loaded early, with the
-//! counted loop of subgroups that are not exact (`LANE_BUILTINS=0`), and with x staged as f16
-//! pairs and as f32. (src/backend/wgpu/products.rs checks that matrices are in fact tiled, over
-//! row blocks, and with NaN and ±∞ in one tile.) The settings are environment variables read
-//! when a device opens; this file is its own process, so they reach no other test.
+//! the knob shapes), with two rows ahead, with the counted loop of subgroups that are not exact (`LANE_BUILTINS=0`), and
+//! with x staged as f16 pairs and as f32. (src/backend/wgpu/products.rs checks that matrices are
+//! in fact tiled, over row blocks, and with NaN and ±∞ in one tile.) The settings are environment
+//! variables read when a device opens; this file is its own process, so they reach no other test.
 #![cfg(feature = "wgpu")]
 
 mod common;
@@ -52,10 +51,6 @@ fn macko_agrees_with_x_in_column_tiles() {
     std::env::set_var("MACKO_WGPU_ROW_AHEAD", "2");
     check_tiled(720, false);
     std::env::remove_var("MACKO_WGPU_ROW_AHEAD");
-
-    std::env::set_var("MACKO_WGPU_EARLY_BOUNDS", "1");
-    check_tiled(730, false);
-    std::env::remove_var("MACKO_WGPU_EARLY_BOUNDS");
 
     std::env::set_var("MACKO_WGPU_LANE_BUILTINS", "0");
     check_tiled(740, false);

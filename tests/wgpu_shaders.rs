@@ -138,19 +138,7 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
                 ("PIPELINE", 1.0),
                 ("LATE_MASK", 0.0),
             ],
-            // x in column tiles (session 7), with the defaults and with two rows ahead; then the
-            // defaults with the next row's bounds loaded early.
-            &[
-                ("X_SHARED", 1.0),
-                ("X_HALVES", 4096.0),
-                ("WORKGROUP", 512.0),
-                ("LATE_DECODE", 1.0),
-                ("ROW_AHEAD", 1.0),
-                ("LANE_BUILTINS", 1.0),
-                ("STATIC_ROWS", 1.0),
-                ("PIPELINE", 1.0),
-                ("EARLY_BOUNDS", 1.0),
-            ],
+            // x in column tiles (session 7), with the defaults and with two rows ahead.
             &[
                 ("X_SHARED", 1.0),
                 ("X_HALVES", 4096.0),

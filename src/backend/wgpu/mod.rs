@@ -124,11 +124,6 @@ pub const ENV_PIPELINE: &str = "MACKO_WGPU_PIPELINE";
 /// default: a mask at load time waits for the loads it masks).
 pub const ENV_LATE_MASK: &str = "MACKO_WGPU_LATE_MASK";
 
-/// Environment variable that, set to `1`, makes the MACKO subgroup kernel (with one row ahead)
-/// load the next row's bounds when a row starts instead of when it ends (`EARLY_BOUNDS` in
-/// macko_sg.wgsl; off by default).
-pub const ENV_EARLY_BOUNDS: &str = "MACKO_WGPU_EARLY_BOUNDS";
-
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
 #[derive(Debug, Clone, Copy)]
@@ -203,8 +198,6 @@ pub(crate) struct MackoTuning {
     pub x_tiles: bool,
     /// The most columns of a staged x, whatever fits (`None`: what fits).
     pub x_tile_cols: Option<usize>,
-    /// The next row's bounds loaded when a row starts (`EARLY_BOUNDS`; one row ahead only).
-    pub early_bounds: bool,
 }
 
 impl MackoTuning {
@@ -309,7 +302,6 @@ impl MackoTuning {
         let pipeline = !off(ENV_PIPELINE);
         let late_mask = !off(ENV_LATE_MASK);
         let x_tiles = !off(ENV_X_TILES);
-        let early_bounds = on(ENV_EARLY_BOUNDS);
         let x_tile_cols = var(ENV_X_TILE_COLS)
             .and_then(|v| v.parse::<usize>().ok())
             .map(|n| n.max(64));
@@ -373,7 +365,6 @@ impl MackoTuning {
             late_mask,
             x_tiles,
             x_tile_cols,
-            early_bounds,
         }
     }
 }
@@ -594,10 +585,10 @@ impl WgpuBackend {
                 } else {
                     ""
                 },
-                match (t.row_ahead, t.early_bounds) {
-                    (1, true) => ", one row ahead (bounds loaded early)",
-                    (1, false) => ", one row ahead",
-                    _ => "",
+                if t.row_ahead == 1 {
+                    ", one row ahead"
+                } else {
+                    ""
                 },
                 if t.lane_builtins {
                     ", builtin lane ids"

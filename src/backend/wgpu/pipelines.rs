@@ -259,9 +259,6 @@ pub(super) struct PipelineKey {
     /// MACKO subgroup kernel: x staged in column tiles, the blocks' row pointers being tile
     /// tables (`X_TILED`; only with x staged).
     pub x_tiled: bool,
-    /// MACKO subgroup kernel: the next row's bounds loaded when a row starts (`EARLY_BOUNDS`;
-    /// only with one row ahead).
-    pub early_bounds: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -383,9 +380,6 @@ impl Pipelines {
                 && key.pipeline
                 && key.late_mask,
             x_tiled: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_tiled,
-            early_bounds: key.kernel == Kernel::MackoSubgroup
-                && key.row_ahead == 1
-                && key.early_bounds,
             ..key
         };
         let mut built = lock(&self.built);
@@ -414,7 +408,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -454,12 +448,7 @@ impl Pipelines {
                     } else {
                         ""
                     },
-                    if key.late_mask { ", masked late" } else { "" },
-                    if key.early_bounds {
-                        ", bounds early"
-                    } else {
-                        ""
-                    }
+                    if key.late_mask { ", masked late" } else { "" }
                 )
             } else {
                 String::new()
@@ -503,7 +492,6 @@ impl Pipelines {
             constants.push(("SHUFFLE_SCAN", if key.shuffle_scan { 1.0 } else { 0.0 }));
             constants.push(("PIPELINE", if key.pipeline { 1.0 } else { 0.0 }));
             constants.push(("LATE_MASK", if key.late_mask { 1.0 } else { 0.0 }));
-            constants.push(("EARLY_BOUNDS", if key.early_bounds { 1.0 } else { 0.0 }));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {

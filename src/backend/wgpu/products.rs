@@ -736,7 +736,6 @@ impl WgpuBackend {
                 pipeline: self.tuning.pipeline,
                 late_mask: self.tuning.late_mask,
                 x_tiled,
-                early_bounds: self.tuning.early_bounds,
             },
         )?;
         let x_group = x

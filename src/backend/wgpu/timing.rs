@@ -232,7 +232,6 @@ impl WgpuBackend {
                 pipeline: false,
                 late_mask: false,
                 x_tiled: false,
-                early_bounds: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
