@@ -3,14 +3,16 @@
 // 4 groups an invocation handles per step. See NOTES.md.
 
 @group(0) @binding(0) var<uniform> params: MatrixParams;
-// Row pointers of this block, rebased so that entry 0 is the block's first 16-byte word.
+// Row pointers of this block, rebased so that entry 0 is the block's first 16-byte word (with
+// X_TILED, the block's tile table instead, rebased the same way: see X_TILED below).
 @group(0) @binding(1) var<storage, read> row_ptr: array<u32>;
 // Entry values: 8 binary16 per vec4<u32>.
 @group(0) @binding(2) var<storage, read> values: array<vec4<u32>>;
 // Entry codes: 8 nibbles per u32, at the same index as their values.
 @group(0) @binding(3) var<storage, read> codes: array<u32>;
 
-// Where x is gathered from. With X_SHARED (a pipeline constant, set by the backend when x fits),
+// Where x is gathered from. With X_SHARED (a pipeline constant, set by the backend when x fits,
+// whole or one column tile at a time),
 // every workgroup first copies x into workgroup memory and gathers from there: the 8 columns a
 // lane needs per group are spread over the row, and workgroup memory serves such scattered reads
 // far faster than the L1 cache. Otherwise x is gathered from its f32 copy in memory. How the

@@ -455,8 +455,10 @@ fn four_fma_raw(
     let t0 = all.x & 0xffffu;
     let t1 = all.x >> 16u;
     let t2 = all.y & 0xffffu;
-    // Wraps below 0 for the row's first group (column 0, lo0 > 0): its kept entries' columns
-    // come out right modulo 2^32, the masked ones' are clamped reads whose values are zero.
+    // Wraps below 0 for the first group of a row or of a row's part in a tile (lo0 > 0, and a
+    // part's start count may itself be below 0 modulo 2^32: row_work): its kept entries'
+    // columns come out right modulo 2^32, the masked ones' are clamped reads whose values are
+    // zero.
     var acc = group_fma_raw(r.v0, r.c0, column + (before.x & 0xffffu) - lo0, acc_in, guard);
     if live > 1u {
         acc = group_fma_raw(r.v1, r.c1, column + t0 + (before.x >> 16u), acc, guard);

@@ -25,8 +25,10 @@ fn x_slot(c: u32) -> u32 {
     return c;
 }
 
-// x[c]. A column past x (only for masked entries, whose terms are discarded) stays a valid
-// access: naga clamps indices into `xs`, and memory reads are bounded (see macko_x_words.wgsl).
+// x[c] (with X_TILED, c counts from the tile's first column). A column past x or the tile, or
+// wrapped below it (only for masked entries, whose terms are discarded) stays a valid access:
+// naga clamps indices into `xs` (onto its last slot, which lies in the zeroed tail or in the
+// tile's data: XForm::words), and memory reads are bounded (see macko_x_words.wgsl).
 fn x_at(c: u32) -> f32 {
     if X_SHARED {
         return f32(xs[x_slot(c)]);

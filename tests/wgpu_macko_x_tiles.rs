@@ -2,9 +2,10 @@
 //! default where x is too wide for workgroup memory), forced on narrow matrices with
 //! `MACKO_WGPU_X_TILE_COLS=128` (every matrix of more than 128 columns is then tiled): shapes of
 //! 2 to 71 tiles and the ragged matrix, in a grid of 3 workgroups, with the default row loop (and
-//! the knob shapes), with two rows ahead, with the counted loop of subgroups that are not exact (`LANE_BUILTINS=0`), and
-//! with x staged as f16 pairs and as f32. (src/backend/wgpu/products.rs checks that matrices are
-//! in fact tiled, over row blocks, and with NaN and ±∞ in one tile.) The settings are environment
+//! the knob shapes), with two rows ahead, with the counted loop of subgroups that are not exact
+//! (`LANE_BUILTINS=0`), with codes decoded when loaded, without the finite-x check, and with x
+//! staged as f16 pairs and as f32. (src/backend/wgpu/products.rs checks that matrices are in
+//! fact tiled, over row blocks, and with NaN and ±∞ in one tile.) The settings are environment
 //! variables read when a device opens; this file is its own process, so they reach no other test.
 #![cfg(feature = "wgpu")]
 
@@ -14,7 +15,7 @@ use common::{
     check_macko_shapes, check_shapes_and_ragged, open_wgpu_subgroup_or_skip, KNOB_SHAPES,
 };
 
-/// Widths of 1 to 70 tiles of 128 columns, rows dense to mostly padding.
+/// Widths of 2 to 71 tiles of 128 columns, rows dense to mostly padding.
 const TILE_SHAPES: [(usize, usize, f64); 4] = [
     (20, 129, 1.0),
     (33, 256, 0.5),
@@ -55,6 +56,15 @@ fn macko_agrees_with_x_in_column_tiles() {
     std::env::set_var("MACKO_WGPU_LANE_BUILTINS", "0");
     check_tiled(740, false);
     std::env::remove_var("MACKO_WGPU_LANE_BUILTINS");
+
+    // Codes decoded when loaded (row_dot, whose start count is then a tile part's), and the
+    // zero select kept (no finite-x check: only the tile loop's own barrier guards the copy).
+    std::env::set_var("MACKO_WGPU_LATE_DECODE", "0");
+    check_tiled(745, false);
+    std::env::remove_var("MACKO_WGPU_LATE_DECODE");
+    std::env::set_var("MACKO_WGPU_FAST_FINITE", "0");
+    check_tiled(750, false);
+    std::env::remove_var("MACKO_WGPU_FAST_FINITE");
 
     std::env::set_var("MACKO_WGPU_X_F16", "0");
     check_tiled(760, false);

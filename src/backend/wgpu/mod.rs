@@ -69,7 +69,8 @@ pub const ENV_MACKO_WORKGROUP: &str = "MACKO_WGPU_MACKO_WORKGROUP";
 /// staged (default `MackoTuning::DEFAULT_MAX_STAGED_WORKGROUPS`).
 pub const ENV_MACKO_WORKGROUPS: &str = "MACKO_WGPU_MACKO_WORKGROUPS";
 /// Environment variable: the most invocations the MACKO subgroup kernel dispatches in all when x
-/// is staged (default `MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`; `0` for no such cap).
+/// narrower than `MackoTuning::WIDE_X_COLS` is staged (default
+/// `MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`; `0` for no such cap).
 pub const ENV_MACKO_INVOCATIONS: &str = "MACKO_WGPU_MACKO_INVOCATIONS";
 /// Environment variable: the most invocations the MACKO subgroup kernel dispatches in all when x
 /// of at least `MackoTuning::WIDE_X_COLS` columns is staged, whole or in column tiles (default
@@ -140,8 +141,8 @@ pub(crate) struct MackoTuning {
     pub workgroup_large: u32,
     /// The most workgroups dispatched with x staged.
     pub max_staged_workgroups: u32,
-    /// The most invocations dispatched with x staged, in all (0: no such cap); see
-    /// [`MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`].
+    /// The most invocations dispatched with x narrower than `WIDE_X_COLS` staged, in all (0:
+    /// no such cap); see [`MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`].
     pub max_staged_invocations: u32,
     /// The same for x of at least `WIDE_X_COLS` columns (0: no such cap); see
     /// [`MackoTuning::DEFAULT_MAX_WIDE_INVOCATIONS`].

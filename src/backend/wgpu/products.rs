@@ -347,6 +347,20 @@ impl WgpuBackend {
             "MACKO",
         )?;
         let partials = if tiles.is_some() { m.rows() } else { 0 };
+        // The counter buffer is bound whole in every block: with tiles it holds a word per row.
+        let counter_bytes = 4 * (COUNTER_WORDS_PER_BLOCK * plan.len() as u64 + partials as u64);
+        if counter_bytes > self.matrix_limit {
+            return Err(Error::TooLarge {
+                backend: BackendKind::Wgpu,
+                what: format!(
+                    "the partial row sums of a {}×{} MACKO matrix with x in column tiles",
+                    m.rows(),
+                    m.cols()
+                ),
+                needed: counter_bytes,
+                limit: self.matrix_limit,
+            });
+        }
         let counters = self.counters(plan.len(), partials)?;
         let partials_start = COUNTER_WORDS_PER_BLOCK as usize * plan.len();
         let values: &[u8] = bytemuck::cast_slice(m.values());
@@ -716,6 +730,14 @@ impl WgpuBackend {
         let (x_words, x_form) = self.x_staging(kernel, staged_cols, a.fill >= X_PAD_MIN_FILL);
         let workgroup = self.tuning.workgroup_for(a.rows, a.cols, x_words > 0);
         let x_tiled = a.tiles.is_some() && x_words > 0;
+        // A tiled matrix's blocks bind tile tables where row pointers would be: only the tiled
+        // kernel, with rows by stride, may read them (x_tiles made sure of both at upload, with
+        // the same tuning).
+        if a.tiles.is_some() && (!x_tiled || !self.tuning.static_rows) {
+            return Err(backend_error(
+                "internal: a matrix uploaded with x in column tiles needs x staged and rows by stride",
+            ));
+        }
         let pipeline = self.pipelines.get(
             &self.gpu,
             PipelineKey {
