@@ -87,12 +87,6 @@ override PIPELINE: bool = false;
 // once per group (seen in the driver's SASS).
 override LATE_MASK: bool = true;
 
-// An experiment (MACKO_WGPU_SMEM_PAD_WORDS, NOTES.md "Session 7"): workgroup memory the kernel
-// declares and never uses, so the driver reserves it, to measure what the workgroup memory a
-// pipeline asks for costs by itself (the L1 cache an SM keeps beside it) at a fixed grid and x.
-override SMEM_PAD_WORDS: u32 = 1u;
-var<workgroup> smem_pad: array<u32, SMEM_PAD_WORDS>;
-
 // With STATIC_ROWS: the dispatch's subgroup count, by which a subgroup's rows step (set once at
 // entry).
 var<private> row_stride: u32;
@@ -752,10 +746,6 @@ fn main(
     @builtin(subgroup_id) sg: u32,
     @builtin(num_subgroups) nsg: u32,
 ) {
-    // Never true (a block holds fewer than 2^31 rows); keeps smem_pad declared in the pipeline.
-    if params.rows == 0xffffffffu {
-        smem_pad[t % SMEM_PAD_WORDS] = t;
-    }
     let lane = subgroupExclusiveAdd(1u);
     let lanes = subgroupAdd(1u);
     // Whether this subgroup is full with ids 0..size (LANE_BUILTINS; subgroup-uniform).

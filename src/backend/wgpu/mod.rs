@@ -125,11 +125,6 @@ pub const ENV_PIPELINE: &str = "MACKO_WGPU_PIPELINE";
 /// default: a mask at load time waits for the loads it masks).
 pub const ENV_LATE_MASK: &str = "MACKO_WGPU_LATE_MASK";
 
-/// Environment variable (an experiment): words of workgroup memory the MACKO subgroup kernel
-/// declares and never uses (`SMEM_PAD_WORDS` in macko_sg.wgsl), taken from what x may stage in;
-/// default none.
-pub const ENV_SMEM_PAD_WORDS: &str = "MACKO_WGPU_SMEM_PAD_WORDS";
-
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
 #[derive(Debug, Clone, Copy)]
@@ -204,8 +199,6 @@ pub(crate) struct MackoTuning {
     pub x_tiles: bool,
     /// The most columns of a staged x, whatever fits (`None`: what fits).
     pub x_tile_cols: Option<usize>,
-    /// Words of workgroup memory declared and never used (an experiment; 0: none).
-    pub smem_pad_words: u32,
 }
 
 impl MackoTuning {
@@ -313,10 +306,6 @@ impl MackoTuning {
         let pipeline = !off(ENV_PIPELINE);
         let late_mask = !off(ENV_LATE_MASK);
         let x_tiles = !off(ENV_X_TILES);
-        let smem_pad_words = var(ENV_SMEM_PAD_WORDS)
-            .and_then(|v| v.parse::<u32>().ok())
-            .unwrap_or(0)
-            .min(limits.max_compute_workgroup_storage_size / 4);
         let x_tile_cols = var(ENV_X_TILE_COLS)
             .and_then(|v| v.parse::<usize>().ok())
             .map(|n| n.max(64));
@@ -380,7 +369,6 @@ impl MackoTuning {
             late_mask,
             x_tiles,
             x_tile_cols,
-            smem_pad_words,
         }
     }
 }
@@ -629,12 +617,6 @@ impl WgpuBackend {
                     (true, false) => ", pipelined steps of 2 groups, masked when loaded",
                     (false, _) => "",
                 }
-            );
-        }
-        if self.path == KernelPath::Subgroup && self.tuning.smem_pad_words > 0 {
-            kernels += &format!(
-                "; {} unused words of workgroup memory (MACKO_WGPU_SMEM_PAD_WORDS)",
-                self.tuning.smem_pad_words
             );
         }
         p.push(("kernels".to_string(), kernels));

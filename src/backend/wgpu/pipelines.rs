@@ -259,9 +259,6 @@ pub(super) struct PipelineKey {
     /// MACKO subgroup kernel: x staged in column tiles, the blocks' row pointers being tile
     /// tables (`X_TILED`; only with x staged).
     pub x_tiled: bool,
-    /// MACKO subgroup kernel: words of workgroup memory declared and never used
-    /// (`SMEM_PAD_WORDS`, an experiment; 0 or 1: none to speak of).
-    pub smem_pad_words: u32,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
@@ -383,11 +380,6 @@ impl Pipelines {
                 && key.pipeline
                 && key.late_mask,
             x_tiled: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_tiled,
-            smem_pad_words: if key.kernel == Kernel::MackoSubgroup {
-                key.smem_pad_words.max(1)
-            } else {
-                0
-            },
             ..key
         };
         let mut built = lock(&self.built);
@@ -500,7 +492,6 @@ impl Pipelines {
             constants.push(("SHUFFLE_SCAN", if key.shuffle_scan { 1.0 } else { 0.0 }));
             constants.push(("PIPELINE", if key.pipeline { 1.0 } else { 0.0 }));
             constants.push(("LATE_MASK", if key.late_mask { 1.0 } else { 0.0 }));
-            constants.push(("SMEM_PAD_WORDS", key.smem_pad_words.max(1) as f64));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {

@@ -616,8 +616,6 @@ impl WgpuBackend {
             .max_compute_workgroup_storage_size
             .saturating_sub(MACKO_OTHER_WORKGROUP_BYTES)
             / 4) as u64;
-        // The experiment's unused words (MackoTuning::smem_pad_words) come out of x's share.
-        let budget = budget.saturating_sub(u64::from(self.tuning.smem_pad_words));
         // The granule is a multiple of 8: the f32 and f16 stagings write 8 columns per word of x.
         let words = |form: XForm| round_up(form.words(cols as u64), X_WORDS_GRANULE as u64);
         let half = if self.tuning.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16) {
@@ -760,7 +758,6 @@ impl WgpuBackend {
                 pipeline: self.tuning.pipeline,
                 late_mask: self.tuning.late_mask,
                 x_tiled,
-                smem_pad_words: self.tuning.smem_pad_words,
             },
         )?;
         let x_group = x

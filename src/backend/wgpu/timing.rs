@@ -232,7 +232,6 @@ impl WgpuBackend {
                 pipeline: false,
                 late_mask: false,
                 x_tiled: false,
-                smem_pad_words: 0,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
