@@ -240,7 +240,7 @@ impl MackoTuning {
     ///   1.05–1.08× at d = 0.5 / 0.3, 1.07–1.14× at d = 0.1; 36864×12288, 49152×12288 within
     ///   ±2 %), but slower below (28672×8192: 1.13–1.21× slower, 11008×4096 1.02–1.09×). Why:
     ///   the driver gives these pipelines about 48–56 KB of workgroup memory per SM (measured
-    ///   with `MACKO_WGPU_SMEM_PAD_WORDS`), so from about 11 000 columns (≥ 24 KB of staged x
+    ///   with unused workgroup memory, commit ff84a8d), so from about 11 000 columns (≥ 24 KB of staged x
     ///   per workgroup) two workgroups of 512 no longer fit an SM and the grid above is two
     ///   waves.
     pub const DEFAULT_MAX_WIDE_INVOCATIONS: u32 = 132 * 512;
