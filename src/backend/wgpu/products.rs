@@ -882,6 +882,24 @@ mod tests {
         }
     }
 
+    /// The backend on lavapipe or any adapter with bindings capped at `bytes` (matrices split
+    /// into row blocks), or `None` (printed) where wgpu has none.
+    fn capped_backend(bytes: u64) -> Option<WgpuBackend> {
+        use crate::backend::BackendKind;
+        use crate::device::DeviceOptions;
+        let opts = DeviceOptions {
+            max_binding_bytes: Some(bytes),
+            ..DeviceOptions::for_backend(BackendKind::Wgpu)
+        };
+        match WgpuBackend::open(&opts) {
+            Ok(b) => Some(b),
+            Err(e) => {
+                println!("skipping: {e}");
+                None
+            }
+        }
+    }
+
     /// x in column tiles (`X_TILED`), forced on narrow matrices by capping a tile at 128
     /// columns: the matrices are tiled (checked, so a path that silently stopped tiling fails
     /// here), split into row blocks (each with its partial sums at its own offset), and every
@@ -891,19 +909,9 @@ mod tests {
     /// with a row whose entries all lie in the last tile.
     #[test]
     fn tiled_x_agrees_with_the_reference() {
-        use crate::backend::BackendKind;
-        use crate::device::DeviceOptions;
         use macko_format::reference::{self, OutputPrecision};
-        let opts = DeviceOptions {
-            max_binding_bytes: Some(8 << 10),
-            ..DeviceOptions::for_backend(BackendKind::Wgpu)
-        };
-        let mut b = match WgpuBackend::open(&opts) {
-            Ok(b) => b,
-            Err(e) => {
-                println!("skipping: {e}");
-                return;
-            }
+        let Some(mut b) = capped_backend(8 << 10) else {
+            return;
         };
         if b.path != KernelPath::Subgroup || !b.x_in_workgroup {
             println!(
@@ -971,18 +979,8 @@ mod tests {
     /// matrix split into row blocks, every word of the counter buffer reads zero.
     #[test]
     fn row_counters_are_zero_after_queued_products() {
-        use crate::backend::BackendKind;
-        use crate::device::DeviceOptions;
-        let opts = DeviceOptions {
-            max_binding_bytes: Some(16 << 10),
-            ..DeviceOptions::for_backend(BackendKind::Wgpu)
-        };
-        let mut b = match WgpuBackend::open(&opts) {
-            Ok(b) => b,
-            Err(e) => {
-                println!("skipping: {e}");
-                return;
-            }
+        let Some(mut b) = capped_backend(16 << 10) else {
+            return;
         };
         // The counters deal the rows only where they are not dealt by stride (the default).
         b.tuning.static_rows = false;
