@@ -239,10 +239,10 @@ impl MackoTuning {
     ///   (3584×18944, 4096×11008, 4096×14336, 5120×13824, 12288²: 1.02–1.04× at d = 1,
     ///   1.05–1.08× at d = 0.5 / 0.3, 1.07–1.14× at d = 0.1; 36864×12288, 49152×12288 within
     ///   ±2 %), but slower below (28672×8192: 1.13–1.21× slower, 11008×4096 1.02–1.09×). Why:
-    ///   the driver gives these pipelines about 48–56 KB of workgroup memory per SM (measured
-    ///   with unused workgroup memory, commit ff84a8d), so from about 11 000 columns (≥ 24 KB of staged x
-    ///   per workgroup) two workgroups of 512 no longer fit an SM and the grid above is two
-    ///   waves.
+    ///   the driver gives these pipelines about 48 KB of workgroup memory per SM (two
+    ///   workgroups fit at 22 KB each, not at 24 KB: measured with unused workgroup memory,
+    ///   commit ff84a8d), and from 11 008 columns x takes 24 KB (granule included), so two
+    ///   workgroups of 512 no longer fit an SM and the grid above is two waves.
     pub const DEFAULT_MAX_WIDE_INVOCATIONS: u32 = 132 * 512;
     /// Columns of x from which `max_wide_invocations` caps the grid (the narrowest measured
     /// gain above).
