@@ -49,29 +49,27 @@ fn macko_agrees_with_x_in_column_tiles() {
         return;
     }
 
-    std::env::set_var("MACKO_WGPU_ROW_AHEAD", "2");
-    check_tiled(720, false);
-    std::env::remove_var("MACKO_WGPU_ROW_AHEAD");
-
-    std::env::set_var("MACKO_WGPU_LANE_BUILTINS", "0");
-    check_tiled(740, false);
-    std::env::remove_var("MACKO_WGPU_LANE_BUILTINS");
-
-    // Codes decoded when loaded (row_dot, whose start count is then a tile part's), and the
-    // zero select kept (no finite-x check: only the tile loop's own barrier guards the copy).
-    std::env::set_var("MACKO_WGPU_LATE_DECODE", "0");
-    check_tiled(745, false);
-    std::env::remove_var("MACKO_WGPU_LATE_DECODE");
-    std::env::set_var("MACKO_WGPU_FAST_FINITE", "0");
-    check_tiled(750, false);
-    std::env::remove_var("MACKO_WGPU_FAST_FINITE");
-
-    std::env::set_var("MACKO_WGPU_X_F16", "0");
-    check_tiled(760, false);
-    std::env::set_var("MACKO_WGPU_X_F32", "1");
-    check_tiled(780, false);
-    std::env::remove_var("MACKO_WGPU_X_F32");
-    std::env::remove_var("MACKO_WGPU_X_F16");
+    // Each setting on top of the defaults, then taken back: two rows ahead; the counted loop;
+    // codes decoded when loaded (row_dot, whose start count is then a tile part's); the zero
+    // select kept (no finite-x check: only the tile loop's own barrier guards the copy); x as
+    // f16 pairs; x as f32.
+    let settings: [(&[(&str, &str)], u64); 6] = [
+        (&[("MACKO_WGPU_ROW_AHEAD", "2")], 720),
+        (&[("MACKO_WGPU_LANE_BUILTINS", "0")], 740),
+        (&[("MACKO_WGPU_LATE_DECODE", "0")], 745),
+        (&[("MACKO_WGPU_FAST_FINITE", "0")], 750),
+        (&[("MACKO_WGPU_X_F16", "0")], 760),
+        (&[("MACKO_WGPU_X_F16", "0"), ("MACKO_WGPU_X_F32", "1")], 780),
+    ];
+    for (vars, seed) in settings {
+        for (name, value) in vars {
+            std::env::set_var(name, value);
+        }
+        check_tiled(seed, false);
+        for (name, _) in vars {
+            std::env::remove_var(name);
+        }
+    }
 
     // Tiles turned off: x staged whole where it fits, else gathered from memory.
     std::env::set_var("MACKO_WGPU_X_TILES", "0");
