@@ -193,7 +193,12 @@ fn spirv(dir: &Path, setting: &Setting, checks: Checks) -> Result<(Vec<u32>, Lay
     let mut options = spv::Options {
         lang_version: (1, 6),
         bounds_check_policies: naga::proc::BoundsCheckPolicies {
-            index: naga::proc::BoundsCheckPolicy::Restrict,
+            // As the backend: a kernel with BOUNDED_GATHERS is compiled without index clamps.
+            index: if setting.constants.get("BOUNDED_GATHERS") == Some(&1.0) {
+                naga::proc::BoundsCheckPolicy::Unchecked
+            } else {
+                naga::proc::BoundsCheckPolicy::Restrict
+            },
             buffer: naga::proc::BoundsCheckPolicy::Unchecked,
             image_load: naga::proc::BoundsCheckPolicy::Unchecked,
             binding_array: naga::proc::BoundsCheckPolicy::Unchecked,

@@ -38,6 +38,15 @@ override X_TILED: bool = false;
 // `x_nonfinite`, and `x_finite_copy` carries it out through a uniform load. (Workgroup memory
 // besides xs is reserved by the backend: MACKO_OTHER_WORKGROUP_BYTES in products.rs.)
 override FAST_FINITE: bool = true;
+// With BOUNDED_GATHERS (set by the backend only with x staged as f16 scalars, where
+// macko_x_f16.wgsl leaves slack around x, and only in a kernel it compiles without naga's
+// per-access clamps), the pipelined row loop keeps every gather inside xs by construction
+// (row_dot_piped: its column counts start X_FRONT slots in, and a step's group starts are
+// clamped to the tile's width), so a gather is one load with no clamp; x_at, which the other
+// row loops call, clamps explicitly. Every other index of the kernel is in range by
+// construction (src/backend/wgpu/mod.rs, MackoTuning::bounded_gathers, says why). See NOTES.md,
+// "Session 8".
+override BOUNDED_GATHERS: bool = false;
 var<workgroup> x_nonfinite: atomic<u32>;
 var<workgroup> x_finite_copy: u32;
 

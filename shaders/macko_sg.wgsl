@@ -86,6 +86,17 @@ override PIPELINE: bool = false;
 // computes the current step, so at the rows' ends (every step at d = 0.1) the pipeline stalled
 // once per group (seen in the driver's SASS).
 override LATE_MASK: bool = true;
+// HELD_SUMS: with STATIC_ROWS and x staged whole (not X_TILED), a subgroup does not store each
+// row's sum when the row ends: lane k keeps the sum of the k-th of its last rows, and once every
+// lane holds one (or the rows run out) the lanes store them together (`store_held`). A row's
+// store is then one select in every lane, and the f16 rounding and the two atomics of store_y
+// are issued once per `lanes` rows instead of once per row by the first lane (NOTES.md,
+// "Session 8").
+override HELD_SUMS: bool = false;
+// BUTTERFLY_SUM: exact subgroups sum a row's lanes by shuffles xor (`lane_sum`) instead of
+// subgroupAdd, which the NVIDIA driver compiles as a call to a routine that first checks which
+// lanes are active (NOTES.md, "Session 7").
+override BUTTERFLY_SUM: bool = false;
 
 // With STATIC_ROWS: the dispatch's subgroup count, by which a subgroup's rows step (set once at
 // entry).
@@ -200,10 +211,16 @@ fn load_four_masked(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32, l
 // Two entries packed in one u32 of values at columns c_lo, c_hi: acc += a * x. With `guard`, a
 // zero value (padding, or masked) selects x to 0 first, so NaN or infinity in x never meets it;
 // without, the caller knows x finite (see FAST_FINITE). `guard` is a literal at every call of
-// the row loop, so each inlined copy keeps one form.
-fn pair_fma(v: u32, c_lo: u32, c_hi: u32, acc: vec2<f32>, guard: bool) -> vec2<f32> {
+// the row loop, so each inlined copy keeps one form. With `shifted` (a literal too: the
+// pipelined loop), c_lo and c_hi are shifted columns (x_at_shifted).
+fn pair_fma(v: u32, c_lo: u32, c_hi: u32, acc: vec2<f32>, guard: bool, shifted: bool) -> vec2<f32> {
     let a = unpack2x16float(v);
-    let xv = vec2<f32>(x_at(c_lo), x_at(c_hi));
+    var xv: vec2<f32>;
+    if shifted {
+        xv = vec2<f32>(x_at_shifted(c_lo), x_at_shifted(c_hi));
+    } else {
+        xv = vec2<f32>(x_at(c_lo), x_at(c_hi));
+    }
     if guard {
         return fma(a, select(vec2<f32>(0.0), xv, a != vec2<f32>(0.0)), acc);
     }
@@ -217,10 +234,10 @@ fn group_fma(v: vec4<u32>, d: Decoded, base: u32, acc_in: vec2<f32>, guard: bool
     let b4 = b0 + (d.low >> 24u);
     let p = d.low;
     let q = d.high;
-    var acc = pair_fma(v.x, b0 + (p & 0xffu), b0 + ((p >> 8u) & 0xffu), acc_in, guard);
-    acc = pair_fma(v.y, b0 + ((p >> 16u) & 0xffu), b4, acc, guard);
-    acc = pair_fma(v.z, b4 + (q & 0xffu), b4 + ((q >> 8u) & 0xffu), acc, guard);
-    return pair_fma(v.w, b4 + ((q >> 16u) & 0xffu), b4 + (q >> 24u), acc, guard);
+    var acc = pair_fma(v.x, b0 + (p & 0xffu), b0 + ((p >> 8u) & 0xffu), acc_in, guard, false);
+    acc = pair_fma(v.y, b0 + ((p >> 16u) & 0xffu), b4, acc, guard, false);
+    acc = pair_fma(v.z, b4 + (q & 0xffu), b4 + ((q >> 8u) & 0xffu), acc, guard, false);
+    return pair_fma(v.w, b4 + ((q >> 16u) & 0xffu), b4 + (q >> 24u), acc, guard, false);
 }
 
 // Adds the `live` (1..4) groups of f, given the row's column count before them, the exclusive
@@ -325,7 +342,7 @@ fn row_dot(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool, exact: b
             }
         }
     }
-    return subgroupAdd(acc.x + acc.y);
+    return lane_sum(acc.x + acc.y, lanes, exact);
 }
 
 // ---- LATE_DECODE: groups kept as raw code words until their products ----------------------
@@ -429,16 +446,23 @@ fn load_raw_masked(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32, li
 // by 0x01010101 sums those bytes into every byte above (byte 3 <= 128: no carry), so byte k of
 // `q` is the inclusive step count through entry 2k + 1 and of `q - odd1` through entry 2k (each
 // byte of q is at least that of odd1: no borrow between bytes).
-fn group_fma_raw(v: vec4<u32>, code: u32, base: u32, acc_in: vec2<f32>, guard: bool) -> vec2<f32> {
+fn group_fma_raw(
+    v: vec4<u32>,
+    code: u32,
+    base: u32,
+    acc_in: vec2<f32>,
+    guard: bool,
+    shifted: bool,
+) -> vec2<f32> {
     let even = code & 0x0f0f0f0fu;
     let odd1 = ((code >> 4u) & 0x0f0f0f0fu) + 0x01010101u;
     let q = (even + odd1 + 0x01010101u) * 0x01010101u;
     let p = q - odd1;
     let b = base - 1u;
-    var acc = pair_fma(v.x, b + (p & 0xffu), b + (q & 0xffu), acc_in, guard);
-    acc = pair_fma(v.y, b + ((p >> 8u) & 0xffu), b + ((q >> 8u) & 0xffu), acc, guard);
-    acc = pair_fma(v.z, b + ((p >> 16u) & 0xffu), b + ((q >> 16u) & 0xffu), acc, guard);
-    return pair_fma(v.w, b + (p >> 24u), b + (q >> 24u), acc, guard);
+    var acc = pair_fma(v.x, b + (p & 0xffu), b + (q & 0xffu), acc_in, guard, shifted);
+    acc = pair_fma(v.y, b + ((p >> 8u) & 0xffu), b + ((q >> 8u) & 0xffu), acc, guard, shifted);
+    acc = pair_fma(v.z, b + ((p >> 16u) & 0xffu), b + ((q >> 16u) & 0xffu), acc, guard, shifted);
+    return pair_fma(v.w, b + (p >> 24u), b + (q >> 24u), acc, guard, shifted);
 }
 
 // four_fma for raw groups; the first group's start moved back by `lo0` (its zeroed codes).
@@ -459,15 +483,17 @@ fn four_fma_raw(
     // part's start count may itself be below 0 modulo 2^32: row_work): its kept entries'
     // columns come out right modulo 2^32, the masked ones' are clamped reads whose values are
     // zero.
-    var acc = group_fma_raw(r.v0, r.c0, column + (before.x & 0xffffu) - lo0, acc_in, guard);
+    var acc = group_fma_raw(r.v0, r.c0, column + (before.x & 0xffffu) - lo0, acc_in, guard, false);
     if live > 1u {
-        acc = group_fma_raw(r.v1, r.c1, column + t0 + (before.x >> 16u), acc, guard);
+        acc = group_fma_raw(r.v1, r.c1, column + t0 + (before.x >> 16u), acc, guard, false);
     }
     if live > 2u {
-        acc = group_fma_raw(r.v2, r.c2, column + t0 + t1 + (before.y & 0xffffu), acc, guard);
+        let base2 = column + t0 + t1 + (before.y & 0xffffu);
+        acc = group_fma_raw(r.v2, r.c2, base2, acc, guard, false);
     }
     if live > 3u {
-        acc = group_fma_raw(r.v3, r.c3, column + t0 + t1 + t2 + (before.y >> 16u), acc, guard);
+        let base3 = column + t0 + t1 + t2 + (before.y >> 16u);
+        acc = group_fma_raw(r.v3, r.c3, base3, acc, guard, false);
     }
     return acc;
 }
@@ -517,7 +543,7 @@ fn row_dot_late(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool, exa
             }
         }
     }
-    return subgroupAdd(acc.x + acc.y);
+    return lane_sum(acc.x + acc.y, lanes, exact);
 }
 
 // ---- PIPELINE: steps of 2 groups, the next step loading while this one is computed --------
@@ -581,7 +607,8 @@ fn mask_step2(r: Raw2, g0: u32, lane: u32, lanes: u32, s: u32, e: u32) -> Raw2 {
     let lo = group_lo(ga, s);
     m.v0 = r.v0 & kept_mask(kept_bits(lo, group_hi(ga, e)));
     m.c0 = r.c0 & ~nibbles_below(lo);
-    m.v1 = r.v1 & kept_mask(kept_bits(group_lo(gb, s), group_hi(gb, e)));
+    // gb > s / 8: the second group never holds entries before s (its lo is 0).
+    m.v1 = r.v1 & kept_mask(kept_bits(0u, group_hi(gb, e)));
     return m;
 }
 
@@ -598,11 +625,29 @@ fn exact_scan1(v: u32, lane: u32, lanes: u32) -> vec2<u32> {
 
 // row_dot_late in steps of 2 groups per lane, pipelined (PIPELINE): `lane` and `lanes` are an
 // exact subgroup's builtin id and size. Ends: g0 grows by 2 · lanes >= 2 towards gend <= 2^29.
-fn row_dot_piped(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
+//
+// Columns are counted shifted by X_FRONT (x_at_shifted). With BOUNDED_GATHERS every gather then
+// lies within xs, whose slots 0 .. x_slot(X_FRONT + width + 128) exist (XForm::words), `limit`
+// being X_FRONT + the tile's width (x's without tiles): a step's group starts are clamped to
+// `limit`, which moves no group of the row (its first entry's column, start - 1 + its step >=
+// start, is below limit), so every gather of a group, at start - 1 + at most 128, is below
+// limit + 127. Below, the row's first group is the only one with entries before s; its codes
+// there are zeroed (one column each) and its start moved back by lo0 <= 7, from a first count
+// c0 >= -15 (0 for a whole row; a tile part's count follows an entry at most 15 columns before
+// the tile: a gap code is 4 bits), so no gather lies more than 22 before X_FRONT = 32.
+fn row_dot_piped(
+    s: u32,
+    e: u32,
+    c0: u32,
+    lane: u32,
+    lanes: u32,
+    guard: bool,
+    limit: u32,
+) -> f32 {
     var acc = vec2<f32>(0.0);
     if e > s {
         let gend = (e + 7u) / 8u;
-        var column = c0;
+        var column = c0 + X_FRONT;
         var g0 = s / 8u;
         var cur = load_step2(g0, lane, lanes, gend, s, e);
         // Entries of the row's first group before s (only in the first step's group 0).
@@ -621,9 +666,17 @@ fn row_dot_piped(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool) ->
             let mine = (code_steps(cur.c0) - lo0) | (code_steps(cur.c1) << 16u);
             let scan = exact_scan1(mine, lane, lanes);
             let t0 = scan.y & 0xffffu;
-            acc = group_fma_raw(cur.v0, cur.c0, column + (scan.x & 0xffffu) - lo0, acc, guard);
+            var start0 = column + (scan.x & 0xffffu) - lo0;
+            var start1 = column + t0 + (scan.x >> 16u);
+            if BOUNDED_GATHERS {
+                // Only groups past the row's end (their starts count the totals of the groups
+                // before them in the step) ever move.
+                start0 = min(start0, limit);
+                start1 = min(start1, limit);
+            }
+            acc = group_fma_raw(cur.v0, cur.c0, start0, acc, guard, true);
             if g0 + lanes < gend {
-                acc = group_fma_raw(cur.v1, cur.c1, column + t0 + (scan.x >> 16u), acc, guard);
+                acc = group_fma_raw(cur.v1, cur.c1, start1, acc, guard, true);
             }
             column += t0 + (scan.y >> 16u);
             if !more {
@@ -634,14 +687,29 @@ fn row_dot_piped(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool) ->
             lo0 = 0u;
         }
     }
-    return subgroupAdd(acc.x + acc.y);
+    return lane_sum(acc.x + acc.y, lanes, true);
+}
+
+// The sum of `v` over the subgroup, in every lane. `exact` (a literal at every call) as in
+// step_scan: then, with BUTTERFLY_SUM, log2(lanes) shuffles xor (lanes is a power of two: the
+// builtin size) after which every lane holds the same sum (each step adds the same two values in
+// both lanes of a pair, and addition commutes). Ends: d halves from lanes / 2 to 0.
+fn lane_sum(v: f32, lanes: u32, exact: bool) -> f32 {
+    if BUTTERFLY_SUM && exact {
+        var s = v;
+        for (var d = lanes / 2u; d > 0u; d /= 2u) {
+            s += subgroupShuffleXor(s, d);
+        }
+        return s;
+    }
+    return subgroupAdd(v);
 }
 
 // The sum of a row's entries s..e, whose first follows column count c0 (see row_work), in the
 // chosen variant.
-fn row_sum(w: vec4<u32>, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
+fn row_sum(w: vec4<u32>, lane: u32, lanes: u32, guard: bool, exact: bool, limit: u32) -> f32 {
     if PIPELINE && LATE_DECODE && DEPTH == 1u && exact {
-        return row_dot_piped(w.x, w.y, w.z, lane, lanes, guard);
+        return row_dot_piped(w.x, w.y, w.z, lane, lanes, guard, limit);
     }
     if LATE_DECODE {
         return row_dot_late(w.x, w.y, w.z, lane, lanes, guard, exact);
@@ -665,6 +733,8 @@ fn rows_loop(
     var row = first;
     var work = first_work;
     var following = second;
+    // The shifted column count past the staged columns (row_dot_piped).
+    let limit = X_FRONT + tile_width(tile);
     // Termination (why naga's loop bounding may be left out, MackoTuning::loop_bounds): every
     // iteration moves `row` on to a row claimed from the counter, one atomicAdd of 1 per claim,
     // so the claims of all subgroups are distinct values (the counter cannot wrap: a product
@@ -674,6 +744,10 @@ fn rows_loop(
     // iterations before `row` is at or past params.rows, whatever the counter held when the
     // product started. With STATIC_ROWS each iteration adds row_stride >= 1 to a row below
     // params.rows < 2^31 (no wrap), so `row` grows and leaves within params.rows iterations.
+    // With HELD_SUMS (held_sums()): the sums of this subgroup's last `held_count` rows, the
+    // k-th in lane k (held_count < lanes between rows).
+    var held = 0.0;
+    var held_count = 0u;
     loop {
         if row >= params.rows {
             break;
@@ -681,8 +755,11 @@ fn rows_loop(
         if ROW_AHEAD == 1u {
             // One row ahead: the next row is claimed now, its bounds loaded when it starts.
             let next = row_after(lane, row);
-            let sum = row_sum(work, lane, lanes, guard, exact);
-            if lane == 0u {
+            let sum = row_sum(work, lane, lanes, guard, exact, limit);
+            if held_sums() {
+                held = select(held, sum, lane == held_count);
+                held_count += 1u;
+            } else if lane == 0u {
                 finish_row(row, tile, work, sum);
             }
             row = next;
@@ -691,14 +768,40 @@ fn rows_loop(
             // Loads and claims for the rows after this one, issued before this row's loads.
             let following_work = row_work(following, tile);
             let after = row_after(lane, following);
-            let sum = row_sum(work, lane, lanes, guard, exact);
-            if lane == 0u {
+            let sum = row_sum(work, lane, lanes, guard, exact, limit);
+            if held_sums() {
+                held = select(held, sum, lane == held_count);
+                held_count += 1u;
+            } else if lane == 0u {
                 finish_row(row, tile, work, sum);
             }
             row = following;
             work = following_work;
             following = after;
         }
+        if held_sums() && held_count == lanes {
+            store_held(row, held, held_count, lane);
+            held_count = 0u;
+        }
+    }
+    if held_sums() && held_count > 0u {
+        store_held(row, held, held_count, lane);
+    }
+}
+
+// Whether rows_loop holds its rows' sums in lanes (HELD_SUMS): only where a subgroup's rows are
+// known from the stride (STATIC_ROWS) and each row is stored once (x staged whole: with
+// X_TILED a row's sum is kept between tiles by finish_row).
+fn held_sums() -> bool {
+    return HELD_SUMS && STATIC_ROWS && !X_TILED;
+}
+
+// Stores the `count` held sums (1..=lanes; `held` in lanes 0..count) of the subgroup's rows
+// before `next`: lane k's row is next - (count - k) · row_stride (rows by stride, so no
+// wrap: the oldest held row is at least 0). Lanes store in parallel.
+fn store_held(next: u32, held: f32, count: u32, lane: u32) {
+    if lane < count {
+        store_y(params.row_offset + next - (count - lane) * row_stride, held);
     }
 }
 

@@ -4,9 +4,18 @@
 // and one widening: no word index (c >> 1), no half select ((c & 1) * 16) and variable shift,
 // about 3 instructions of ~12 per entry fewer. See NOTES.md ("x").
 
-// Staged slots: >= x_slot of cols rounded up to 8 (the backend gives 2 * its word count).
+// Staged slots: > x_slot(X_FRONT + cols rounded up to 8 + X_TAIL) (the backend gives 2 * its
+// word count: XForm::words).
 override X_HALVES: u32 = 2u;
 var<workgroup> xs: array<f16, X_HALVES>;
+
+// Column c of the staged x (of the tile, with X_TILED) sits at slot x_slot(c + X_FRONT); the
+// X_FRONT slots before it and at least X_TAIL after the last column are zero. The slack is what
+// lets the pipelined row loop keep every gather within xs without a clamp (BOUNDED_GATHERS in
+// macko.wgsl): a masked entry's column is at most 22 before a row's (or a tile part's) first
+// counted column and at most 127 past a group start that is clamped to the tile's width.
+const X_FRONT: u32 = 32u;
+const X_TAIL: u32 = 128u;
 
 // With X_PAD (set by the backend for nearly dense matrices), column c sits at slot
 // c + 2 * (c >> 6): one unused 32-bit word after every 32. In a gather the lanes of a nearly
@@ -27,14 +36,39 @@ fn x_slot(c: u32) -> u32 {
 
 // x[c] (with X_TILED, c counts from the tile's first column). A column past x or the tile, or
 // wrapped below it (only for masked entries, whose terms are discarded) stays a valid access:
-// naga clamps indices into `xs` (onto its last slot, which lies in the zeroed tail or in the
-// tile's data: XForm::words), and memory reads are bounded (see macko_x_words.wgsl).
+// the index into `xs` is clamped onto its last slot (in the zeroed tail), by naga or, in a
+// kernel compiled without naga's clamps (BOUNDED_GATHERS), here; memory reads are bounded (see
+// macko_x_words.wgsl).
 fn x_at(c: u32) -> f32 {
     if X_SHARED {
-        return f32(xs[x_slot(c)]);
+        let slot = x_slot(c + X_FRONT);
+        if BOUNDED_GATHERS {
+            return f32(xs[min(slot, X_HALVES - 1u)]);
+        }
+        return f32(xs[slot]);
     }
     return load_x(c);
 }
+
+// x at the shifted column k = c + X_FRONT, for the pipelined row loop, which starts its column
+// counts at X_FRONT: no add per gather and, with BOUNDED_GATHERS, no clamp (its masked entries'
+// columns stay within the slack: row_dot_piped).
+fn x_at_shifted(k: u32) -> f32 {
+    if X_SHARED {
+        let slot = x_slot(k);
+        if GATHER_PROBE && slot >= X_HALVES {
+            // A NaN (from a runtime value: no constant NaN in WGSL) that reaches y even through
+            // a masked entry's zero value: tests/wgpu_macko_bounded_gathers.rs.
+            return bitcast<f32>(0x7fc00000u | (slot & 0x1u));
+        }
+        return f32(xs[slot]);
+    }
+    return load_x(k - X_FRONT);
+}
+
+// A test hook (MACKO_WGPU_GATHER_PROBE=1, never in production): a gather of the pipelined loop
+// outside xs, which BOUNDED_GATHERS rules out, reads NaN instead of a clamped slot.
+override GATHER_PROBE: bool = false;
 
 // Copies columns first .. first + cols of x (first a multiple of 8: the whole x, or one column
 // tile) into xs from slot 0, 16 bytes per load (8 columns), and zeroes the slots past them up
@@ -78,21 +112,25 @@ fn copy_x(t: u32, invocations: u32, first: u32, cols: u32) -> bool {
             store_word(i3, v3);
         }
     }
-    // The slots after x's (pads between them are never read).
-    for (var i = x_slot(8u * words) + t; i < X_HALVES; i += invocations) {
+    // The slots before and after x's (pads between them are never read). Ends: i grows by
+    // invocations >= 1 towards X_HALVES.
+    for (var i = t; i < x_slot(X_FRONT); i += invocations) {
+        xs[i] = 0.0h;
+    }
+    for (var i = x_slot(X_FRONT + 8u * words) + t; i < X_HALVES; i += invocations) {
         xs[i] = 0.0h;
     }
     return bad;
 }
 
-// Word i of x (columns 8i .. 8i + 7, consecutive slots: a pad falls only between multiples of
-// 64 columns) into xs.
+// Word i of x (columns 8i .. 8i + 7, consecutive slots: X_FRONT is a multiple of 8, and a pad
+// falls only between multiples of 64 shifted columns) into xs.
 fn store_word(i: u32, w: vec4<u32>) {
     let a = unpack2x16float(w.x);
     let b = unpack2x16float(w.y);
     let c = unpack2x16float(w.z);
     let d = unpack2x16float(w.w);
-    let s = x_slot(8u * i);
+    let s = x_slot(X_FRONT + 8u * i);
     xs[s] = f16(a.x);
     xs[s + 1u] = f16(a.y);
     xs[s + 2u] = f16(b.x);

@@ -36,6 +36,14 @@ fn x_at(c: u32) -> f32 {
     return load_x(c);
 }
 
+// This layout has no slack around x (BOUNDED_GATHERS is never set with it): the pipelined row
+// loop's shifted columns are the columns themselves.
+const X_FRONT: u32 = 0u;
+
+fn x_at_shifted(k: u32) -> f32 {
+    return x_at(k);
+}
+
 // Copies columns first .. first + cols of x (first a multiple of 8: the whole x, or one column
 // tile) into xs from slot 0, 16 bytes per load, and zeroes the words past them up to X_WORDS.
 // Returns whether this invocation met a ±∞ or NaN in them (see stage_x in macko.wgsl).

@@ -33,7 +33,7 @@ use crate::device::{DeviceOptions, ENV_WGPU_SUBGROUPS};
 use crate::error::Result;
 
 use gpu::Gpu;
-use pipelines::{KernelPath, Pipelines};
+use pipelines::{KernelPath, Pipelines, X_WORDS_GRANULE};
 use products::{GpuMatrix, GpuVector, Pending};
 
 /// Environment variable that, set to `0`, makes the MACKO subgroup kernel gather x from memory
@@ -124,6 +124,25 @@ pub const ENV_PIPELINE: &str = "MACKO_WGPU_PIPELINE";
 /// when they are loaded instead of when they are computed (`LATE_MASK` in macko_sg.wgsl; on by
 /// default: a mask at load time waits for the loads it masks).
 pub const ENV_LATE_MASK: &str = "MACKO_WGPU_LATE_MASK";
+/// Environment variable: `1` makes the MACKO subgroup kernel hold its rows' sums in lanes and
+/// store them together, `0` stores each row's sum when the row ends (`HELD_SUMS` in
+/// macko_sg.wgsl; see `MackoTuning::DEFAULT_HELD_SUMS`).
+pub const ENV_HELD_SUMS: &str = "MACKO_WGPU_HELD_SUMS";
+/// Environment variable: `1` makes full subgroups of the MACKO subgroup kernel sum a row by
+/// shuffles xor, `0` by `subgroupAdd` (`BUTTERFLY_SUM` in macko_sg.wgsl; see
+/// `MackoTuning::DEFAULT_BUTTERFLY_SUM`).
+pub const ENV_BUTTERFLY_SUM: &str = "MACKO_WGPU_BUTTERFLY_SUM";
+/// Environment variable: `1` compiles the MACKO subgroup kernel, where x is staged as f16
+/// scalars, without naga's per-access clamps, its gathers bounded by construction, `0` with them
+/// (`BOUNDED_GATHERS` in macko.wgsl; see `MackoTuning::bounded_gathers`).
+pub const ENV_BOUNDED_GATHERS: &str = "MACKO_WGPU_BOUNDED_GATHERS";
+/// Environment variable: the granule (words, a multiple of 8) the staged x's words are rounded
+/// up to (`MackoTuning::x_words_granule`).
+pub const ENV_X_WORDS_GRANULE: &str = "MACKO_WGPU_X_WORDS_GRANULE";
+/// Environment variable: `1` turns on a test hook of the MACKO subgroup kernel with x staged as
+/// f16 scalars: a gather of the pipelined loop outside the staged slots reads NaN
+/// (`GATHER_PROBE` in macko_x_f16.wgsl; tests/wgpu_macko_bounded_gathers.rs).
+pub const ENV_GATHER_PROBE: &str = "MACKO_WGPU_GATHER_PROBE";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -195,6 +214,35 @@ pub(crate) struct MackoTuning {
     pub pipeline: bool,
     /// Pipelined steps masked when computed (`LATE_MASK`).
     pub late_mask: bool,
+    /// Row sums held in lanes and stored together (`HELD_SUMS`).
+    pub held_sums: bool,
+    /// Exact subgroups sum a row by shuffles xor (`BUTTERFLY_SUM`).
+    pub butterfly_sum: bool,
+    /// Compile the MACKO subgroup kernel without naga's per-access clamps where x is staged as
+    /// f16 scalars and the pipelined loop runs (`BOUNDED_GATHERS`): a gather of x is then one
+    /// workgroup load instead of a clamp and a load. Sound because every index the kernel
+    /// computes is in range by construction, not by the clamp:
+    /// - gathers of x in the pipelined loop (row_dot_piped says why: slack of 32 zero slots
+    ///   before x and 128 after it, group starts clamped to the tile's width); the other row
+    ///   loops clamp their gathers themselves (x_at);
+    /// - the copy of x writes slots below `X_HALVES` (`XForm::words` counts the slack) and reads
+    ///   words of x below its padded length;
+    /// - values and codes are read at groups below a row's end group (`min(g, gend - 1)` in
+    ///   masked steps, whole steps only where they lie inside the row), and rows' bounds and
+    ///   tile tables at rows below `params.rows` (the format's rule 4 keeps a row's columns
+    ///   below `cols`, so a tile part's columns lie in its tile);
+    /// - y, its f32 copy, the counters and partial sums at rows below `params.rows` of blocks
+    ///   the backend sized.
+    ///
+    /// Storage-buffer accesses are the driver's to bound as well where it has
+    /// robustBufferAccess2 (wgpu then never clamps them); workgroup memory has no such guard,
+    /// hence the argument above.
+    pub bounded_gathers: bool,
+    /// Words the staged x's word count is rounded up to (a multiple of 8), so that matrices of
+    /// similar widths share one pipeline (`MACKO_WGPU_X_WORDS_GRANULE`).
+    pub x_words_granule: u32,
+    /// The test hook `GATHER_PROBE` (`MACKO_WGPU_GATHER_PROBE=1`).
+    pub gather_probe: bool,
     /// Stage x too wide for workgroup memory in column tiles (`X_TILED`).
     pub x_tiles: bool,
     /// The most columns of a staged x, whatever fits (`None`: what fits).
@@ -250,6 +298,12 @@ impl MackoTuning {
     pub const DEFAULT_ROWS_PER_STAGED_WORKGROUP: u32 = 16;
     pub const DEFAULT_DEPTH: u32 = 1;
     pub const DEFAULT_ROW_AHEAD: u32 = 1;
+    /// Row sums held in lanes (`HELD_SUMS`): not yet measured on a GPU.
+    pub const DEFAULT_HELD_SUMS: bool = false;
+    /// Row sums by shuffles xor (`BUTTERFLY_SUM`): not yet measured on a GPU.
+    pub const DEFAULT_BUTTERFLY_SUM: bool = false;
+    /// Gathers bounded by construction (`BOUNDED_GATHERS`): not yet measured on a GPU.
+    pub const DEFAULT_BOUNDED_GATHERS: bool = false;
 
     /// The most workgroups of `workgroup` invocations dispatched with x of `cols` columns staged
     /// (whole or in column tiles): the workgroup cap, and the invocation cap (for x of at least
@@ -305,6 +359,22 @@ impl MackoTuning {
         let shuffle_scan = !off(ENV_SHUFFLE_SCAN);
         let pipeline = !off(ENV_PIPELINE);
         let late_mask = !off(ENV_LATE_MASK);
+        let switch = |name: &str, default: bool| {
+            if on(name) {
+                true
+            } else if off(name) {
+                false
+            } else {
+                default
+            }
+        };
+        let held_sums = switch(ENV_HELD_SUMS, Self::DEFAULT_HELD_SUMS);
+        let butterfly_sum = switch(ENV_BUTTERFLY_SUM, Self::DEFAULT_BUTTERFLY_SUM);
+        let bounded_gathers = switch(ENV_BOUNDED_GATHERS, Self::DEFAULT_BOUNDED_GATHERS);
+        let x_words_granule = var(ENV_X_WORDS_GRANULE)
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&n| n >= 8 && n % 8 == 0)
+            .unwrap_or(X_WORDS_GRANULE);
         let x_tiles = !off(ENV_X_TILES);
         let x_tile_cols = var(ENV_X_TILE_COLS)
             .and_then(|v| v.parse::<usize>().ok())
@@ -367,6 +437,11 @@ impl MackoTuning {
             shuffle_scan,
             pipeline,
             late_mask,
+            held_sums,
+            butterfly_sum,
+            bounded_gathers,
+            x_words_granule,
+            gather_probe: on(ENV_GATHER_PROBE),
             x_tiles,
             x_tile_cols,
         }
@@ -540,7 +615,7 @@ impl WgpuBackend {
                 !t.x_f32 && t.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16);
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups and {} invocations when staged ({} from {} columns){}{}{}{}{}{}{}{}",
+                 workgroups and {} invocations when staged ({} from {} columns){}{}{}{}{}{}{}{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -616,6 +691,38 @@ impl WgpuBackend {
                     (true, true) => ", pipelined steps of 2 groups, masked when computed",
                     (true, false) => ", pipelined steps of 2 groups, masked when loaded",
                     (false, _) => "",
+                },
+                if t.held_sums && t.static_rows {
+                    ", row sums held in lanes"
+                } else {
+                    ""
+                },
+                if t.butterfly_sum && t.lane_builtins {
+                    ", row sums by shuffles"
+                } else {
+                    ""
+                },
+                if t.bounded_gathers
+                    && f16_scalars
+                    && !t.loop_bounds
+                    && t.pipeline
+                    && t.lane_builtins
+                    && t.late_decode
+                    && t.depth == 1
+                {
+                    ", gathers bounded by construction"
+                } else {
+                    ""
+                },
+                if t.gather_probe && f16_scalars {
+                    ", gathers probed"
+                } else {
+                    ""
+                },
+                if t.x_words_granule == X_WORDS_GRANULE {
+                    String::new()
+                } else {
+                    format!(", x staged in granules of {} words", t.x_words_granule)
                 }
             );
         }

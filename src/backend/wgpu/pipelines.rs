@@ -49,16 +49,17 @@ pub(super) enum XForm {
 impl XForm {
     /// Words of workgroup memory x of `cols` columns takes in this form, before rounding.
     pub fn words(self, cols: u64) -> u64 {
+        // The f16 forms stage column c at slot X_FRONT + c (before any pad) and keep X_TAIL
+        // zero slots after the columns, rounded up to 8 (the copy writes whole words of x):
+        // the slack that BOUNDED_GATHERS relies on (macko_x_f16.wgsl, row_dot_piped).
+        let shifted = X_FRONT_SLOTS + cols.div_ceil(8) * 8 + X_TAIL_SLOTS;
         match self {
             XForm::F32 => cols.max(1),
-            XForm::Pairs | XForm::F16 => cols.div_ceil(2).max(1),
-            // Columns rounded up to 8 (the copy writes whole words of x), a pad word per 32,
-            // and one more word of margin: the last slot, where naga clamps indices past x,
-            // then always lies in the zeroed tail.
-            XForm::F16Padded => {
-                let c = cols.div_ceil(8) * 8;
-                c / 2 + c.div_ceil(64) + 1
-            }
+            XForm::Pairs => cols.div_ceil(2).max(1),
+            XForm::F16 => shifted.div_ceil(2),
+            // A pad word per 32, and one more word of margin: the last slot, where a clamp
+            // puts indices past x, then always lies in the zeroed tail.
+            XForm::F16Padded => shifted / 2 + shifted.div_ceil(64) + 1,
         }
     }
 
@@ -259,11 +260,27 @@ pub(super) struct PipelineKey {
     /// MACKO subgroup kernel: x staged in column tiles, the blocks' row pointers being tile
     /// tables (`X_TILED`; only with x staged).
     pub x_tiled: bool,
+    /// MACKO subgroup kernel: row sums held in lanes and stored together (`HELD_SUMS`; only
+    /// with `static_rows`).
+    pub held_sums: bool,
+    /// MACKO subgroup kernel: exact subgroups sum a row by shuffles xor (`BUTTERFLY_SUM`; only
+    /// with `lane_builtins`).
+    pub butterfly_sum: bool,
+    /// MACKO subgroup kernel compiled without naga's per-access clamps, its gathers bounded by
+    /// construction (`BOUNDED_GATHERS`; only with x staged as f16 scalars, pipelined steps and
+    /// loops not bounded by naga: see `MackoTuning::bounded_gathers`).
+    pub bounded_gathers: bool,
+    /// MACKO subgroup kernel with x staged as f16 scalars: the test hook `GATHER_PROBE`.
+    pub gather_probe: bool,
 }
 
-/// Words of workgroup memory x is staged in are rounded up to this, so matrices of similar
-/// widths share one pipeline.
+/// Words of workgroup memory x is staged in are rounded up to this by default
+/// (`MackoTuning::x_words_granule`), so matrices of similar widths share one pipeline.
 pub(super) const X_WORDS_GRANULE: u32 = 1024;
+
+/// The slack around an x staged as f16 scalars: `X_FRONT` and `X_TAIL` of macko_x_f16.wgsl.
+pub(super) const X_FRONT_SLOTS: u64 = 32;
+pub(super) const X_TAIL_SLOTS: u64 = 128;
 
 /// Bind group layouts and pipeline layouts, made at open; pipelines, made on first use.
 pub(super) struct Pipelines {
@@ -380,6 +397,23 @@ impl Pipelines {
                 && key.pipeline
                 && key.late_mask,
             x_tiled: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_tiled,
+            held_sums: key.kernel == Kernel::MackoSubgroup && key.static_rows && key.held_sums,
+            butterfly_sum: key.kernel == Kernel::MackoSubgroup
+                && key.lane_builtins
+                && key.butterfly_sum,
+            bounded_gathers: key.kernel == Kernel::MackoSubgroup
+                && key.x_words > 0
+                && key.x_form.is_f16()
+                && key.lane_builtins
+                && key.late_decode
+                && key.depth <= 1
+                && key.pipeline
+                && !key.loop_bounds
+                && key.bounded_gathers,
+            gather_probe: key.kernel == Kernel::MackoSubgroup
+                && key.x_words > 0
+                && key.x_form.is_f16()
+                && key.gather_probe,
             ..key
         };
         let mut built = lock(&self.built);
@@ -408,7 +442,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -448,7 +482,18 @@ impl Pipelines {
                     } else {
                         ""
                     },
-                    if key.late_mask { ", masked late" } else { "" }
+                    if key.late_mask { ", masked late" } else { "" },
+                    if key.held_sums { ", sums held" } else { "" },
+                    if key.butterfly_sum {
+                        ", sums by shuffles"
+                    } else {
+                        ""
+                    },
+                    if key.bounded_gathers {
+                        ", gathers bounded"
+                    } else {
+                        ""
+                    }
                 )
             } else {
                 String::new()
@@ -492,6 +537,15 @@ impl Pipelines {
             constants.push(("SHUFFLE_SCAN", if key.shuffle_scan { 1.0 } else { 0.0 }));
             constants.push(("PIPELINE", if key.pipeline { 1.0 } else { 0.0 }));
             constants.push(("LATE_MASK", if key.late_mask { 1.0 } else { 0.0 }));
+            constants.push(("HELD_SUMS", if key.held_sums { 1.0 } else { 0.0 }));
+            constants.push(("BUTTERFLY_SUM", if key.butterfly_sum { 1.0 } else { 0.0 }));
+            constants.push((
+                "BOUNDED_GATHERS",
+                if key.bounded_gathers { 1.0 } else { 0.0 },
+            ));
+            if key.x_form.is_f16() {
+                constants.push(("GATHER_PROBE", if key.gather_probe { 1.0 } else { 0.0 }));
+            }
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {
@@ -504,8 +558,11 @@ impl Pipelines {
                 let mut checks = wgpu::ShaderRuntimeChecks::checked();
                 checks.force_loop_bounding = false;
                 checks.int_div_checks = false;
+                checks.bounds_checks = !key.bounded_gathers;
                 // SAFETY: only the MACKO subgroup kernel comes here, whose loops all end and
-                // whose divisors are never zero (MackoTuning::loop_bounds); bounds checks stay.
+                // whose divisors are never zero (MackoTuning::loop_bounds); bounds checks stay,
+                // except with BOUNDED_GATHERS, where every index of the kernel is in range by
+                // construction (MackoTuning::bounded_gathers).
                 unsafe { gpu.device.create_shader_module_trusted(desc, checks) }
             };
             gpu.device

@@ -22,9 +22,7 @@ use crate::backend::{BackendKind, HostVector, MatrixKind, MatrixRef, Precision};
 use crate::error::{Error, Result};
 
 use super::gpu::{backend_error, buffer_size, lock, round_up};
-use super::pipelines::{
-    Kernel, KernelPath, PipelineKey, XForm, DENSE_ROWS_PER_WORKGROUP, X_WORDS_GRANULE,
-};
+use super::pipelines::{Kernel, KernelPath, PipelineKey, XForm, DENSE_ROWS_PER_WORKGROUP};
 use super::tiles::{plan_tiles, tile_table, TilePlan, TILE_COLS_GRANULE};
 use super::WgpuBackend;
 
@@ -617,7 +615,8 @@ impl WgpuBackend {
             .saturating_sub(MACKO_OTHER_WORKGROUP_BYTES)
             / 4) as u64;
         // The granule is a multiple of 8: the f32 and f16 stagings write 8 columns per word of x.
-        let words = |form: XForm| round_up(form.words(cols as u64), X_WORDS_GRANULE as u64);
+        let granule = self.tuning.x_words_granule as u64;
+        let words = |form: XForm| round_up(form.words(cols as u64), granule);
         let half = if self.tuning.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16) {
             XForm::F16
         } else {
@@ -758,6 +757,10 @@ impl WgpuBackend {
                 pipeline: self.tuning.pipeline,
                 late_mask: self.tuning.late_mask,
                 x_tiled,
+                held_sums: self.tuning.held_sums,
+                butterfly_sum: self.tuning.butterfly_sum,
+                bounded_gathers: self.tuning.bounded_gathers,
+                gather_probe: self.tuning.gather_probe,
             },
         )?;
         let x_group = x

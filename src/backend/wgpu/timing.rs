@@ -232,6 +232,10 @@ impl WgpuBackend {
                 pipeline: false,
                 late_mask: false,
                 x_tiled: false,
+                held_sums: false,
+                butterfly_sum: false,
+                bounded_gathers: false,
+                gather_probe: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
