@@ -69,11 +69,12 @@ pub const ENV_MACKO_WORKGROUP: &str = "MACKO_WGPU_MACKO_WORKGROUP";
 /// staged (default `MackoTuning::DEFAULT_MAX_STAGED_WORKGROUPS`).
 pub const ENV_MACKO_WORKGROUPS: &str = "MACKO_WGPU_MACKO_WORKGROUPS";
 /// Environment variable: the most invocations the MACKO subgroup kernel dispatches in all when x
-/// narrower than `MackoTuning::WIDE_X_COLS` is staged (default
+/// is staged in at most `MackoTuning::WIDE_WORKGROUP_BYTES` (default
 /// `MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`; `0` for no such cap).
 pub const ENV_MACKO_INVOCATIONS: &str = "MACKO_WGPU_MACKO_INVOCATIONS";
-/// Environment variable: the most invocations the MACKO subgroup kernel dispatches in all when x
-/// of at least `MackoTuning::WIDE_X_COLS` columns is staged, whole or in column tiles (default
+/// Environment variable: the most invocations the MACKO subgroup kernel dispatches in all when
+/// staging x, whole or in column tiles, takes more than `MackoTuning::WIDE_WORKGROUP_BYTES` of
+/// workgroup memory (default
 /// `MackoTuning::DEFAULT_MAX_WIDE_INVOCATIONS`; `0` for no such cap).
 pub const ENV_MACKO_WIDE_INVOCATIONS: &str = "MACKO_WGPU_MACKO_WIDE_INVOCATIONS";
 /// Environment variable: rows per workgroup aimed at when x is staged (default
@@ -160,10 +161,10 @@ pub(crate) struct MackoTuning {
     pub workgroup_large: u32,
     /// The most workgroups dispatched with x staged.
     pub max_staged_workgroups: u32,
-    /// The most invocations dispatched with x narrower than `WIDE_X_COLS` staged, in all (0:
-    /// no such cap); see [`MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`].
+    /// The most invocations dispatched with x staged in at most `WIDE_WORKGROUP_BYTES`, in all
+    /// (0: no such cap); see [`MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`].
     pub max_staged_invocations: u32,
-    /// The same for x of at least `WIDE_X_COLS` columns (0: no such cap); see
+    /// The same where staging takes more (0: no such cap); see
     /// [`MackoTuning::DEFAULT_MAX_WIDE_INVOCATIONS`].
     pub max_wide_invocations: u32,
     /// Rows per workgroup aimed at with x staged (the copy of x is then a small fraction of a
@@ -277,8 +278,9 @@ impl MackoTuning {
     /// workgroups anyway. wgpu exposes no count of compute units, so on a smaller GPU the cap is
     /// too high (the old behaviour) and on a larger one a little low.
     pub const DEFAULT_MAX_STAGED_INVOCATIONS: u32 = 132 * 1024;
-    /// For x of at least `WIDE_X_COLS` columns: one workgroup of 512 per SM of an H100 or H200,
-    /// half the cap above. Two reasons, both measured on an H200 (shaders/NOTES.md, "Session 7"):
+    /// Where the staged x takes more than `WIDE_WORKGROUP_BYTES`: one workgroup of 512 per SM of
+    /// an H100 or H200, half the cap above. Two reasons, both measured on an H200
+    /// (shaders/NOTES.md, "Session 7"; until session 8 the rule was x of 11 008 columns or more):
     /// - with x in column tiles the kernel takes 67 registers instead of 60 (`shader_stats`), so
     ///   an SM holds one workgroup of 512, not two, and the cap above dispatched two waves (the
     ///   second staging every tile again, late): one wave is 1.01–1.17× faster on the three
@@ -289,27 +291,36 @@ impl MackoTuning {
     ///   ±2 %), but slower below (28672×8192: 1.13–1.21× slower, 11008×4096 1.02–1.09×). Why:
     ///   the driver gives these pipelines about 48 KB of workgroup memory per SM (two
     ///   workgroups fit at 22 KB each, not at 24 KB: measured with unused workgroup memory,
-    ///   commit ff84a8d), and from 11 008 columns x takes 24 KB (granule included), so two
+    ///   commit ff84a8d), and from 11 008 columns x took 24 KB (granule included), so two
     ///   workgroups of 512 no longer fit an SM and the grid above is two waves.
+    ///
+    /// Session 8 (shaders/NOTES.md): with 256-word granules, 4096×11008 stages 22–23 KB, and
+    /// the grid above is 1.05–1.13× faster there at d = 1 / 0.5 / 0.3 (equal at d = 0.1), while
+    /// 3584×18944, 4096×14336, 5120×13824 and 12288² (25 KB and more) stay 1.01–1.14× faster
+    /// with this one. Hence a rule by the bytes staged, `WIDE_WORKGROUP_BYTES`.
     pub const DEFAULT_MAX_WIDE_INVOCATIONS: u32 = 132 * 512;
-    /// Columns of x from which `max_wide_invocations` caps the grid (the narrowest measured
-    /// gain above).
-    pub const WIDE_X_COLS: usize = 11008;
+    /// Workgroup memory per workgroup (the staged x and the kernel's other variables) above
+    /// which `max_wide_invocations` caps the grid: half the ~48 KB an SM of an H100 or H200
+    /// gives these pipelines under NVIDIA's Vulkan driver, so that two workgroups no longer fit
+    /// (measured: 22–23 KB of x fit twice, 24 KB does not). Other GPUs were not measured.
+    pub const WIDE_WORKGROUP_BYTES: u32 = 24 * 1024;
     pub const DEFAULT_ROWS_PER_STAGED_WORKGROUP: u32 = 16;
     pub const DEFAULT_DEPTH: u32 = 1;
     pub const DEFAULT_ROW_AHEAD: u32 = 1;
-    /// Row sums held in lanes (`HELD_SUMS`): not yet measured on a GPU.
-    pub const DEFAULT_HELD_SUMS: bool = false;
-    /// Row sums by shuffles xor (`BUTTERFLY_SUM`): not yet measured on a GPU.
-    pub const DEFAULT_BUTTERFLY_SUM: bool = false;
-    /// Gathers bounded by construction (`BOUNDED_GATHERS`): not yet measured on a GPU.
-    pub const DEFAULT_BOUNDED_GATHERS: bool = false;
+    /// Row sums held in lanes (`HELD_SUMS`), row sums by shuffles xor (`BUTTERFLY_SUM`) and
+    /// gathers bounded by construction (`BOUNDED_GATHERS`): on by default since the H200 sweep
+    /// of shaders/NOTES.md ("Session 8"): each alone 0.99–1.05×, the three together 1.02–1.11×
+    /// faster on 9 shapes × d = 1 / 0.5 / 0.3 / 0.1 (most at d = 0.1), slower nowhere.
+    pub const DEFAULT_HELD_SUMS: bool = true;
+    pub const DEFAULT_BUTTERFLY_SUM: bool = true;
+    pub const DEFAULT_BOUNDED_GATHERS: bool = true;
 
-    /// The most workgroups of `workgroup` invocations dispatched with x of `cols` columns staged
-    /// (whole or in column tiles): the workgroup cap, and the invocation cap (for x of at least
-    /// `WIDE_X_COLS` columns, the wide one) over the workgroup size (at least 1).
-    pub fn staged_workgroup_cap(&self, workgroup: u32, cols: usize) -> u32 {
-        let invocations = if cols >= Self::WIDE_X_COLS {
+    /// The most workgroups of `workgroup` invocations dispatched with x staged (whole or in
+    /// column tiles) in a pipeline that takes `workgroup_bytes` of workgroup memory: the
+    /// workgroup cap, and the invocation cap (above `WIDE_WORKGROUP_BYTES`, the wide one) over
+    /// the workgroup size (at least 1).
+    pub fn staged_workgroup_cap(&self, workgroup: u32, workgroup_bytes: u32) -> u32 {
+        let invocations = if workgroup_bytes > Self::WIDE_WORKGROUP_BYTES {
             self.max_wide_invocations
         } else {
             self.max_staged_invocations
@@ -615,7 +626,7 @@ impl WgpuBackend {
                 !t.x_f32 && t.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16);
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups and {} invocations when staged ({} from {} columns){}{}{}{}{}{}{}{}{}{}{}{}{}",
+                 workgroups and {} invocations when staged ({} above {} bytes per workgroup){}{}{}{}{}{}{}{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -648,7 +659,7 @@ impl WgpuBackend {
                 t.max_staged_workgroups,
                 t.max_staged_invocations,
                 t.max_wide_invocations,
-                MackoTuning::WIDE_X_COLS,
+                MackoTuning::WIDE_WORKGROUP_BYTES,
                 if t.fast_finite {
                     ", no zero select where x is finite"
                 } else {
@@ -821,20 +832,22 @@ mod tests {
         t.max_staged_invocations = MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS;
         // An H200's resident workgroups at 32 warps per SM: 2 of 512, 4 of 256 per SM.
         t.max_wide_invocations = MackoTuning::DEFAULT_MAX_WIDE_INVOCATIONS;
-        assert_eq!(t.staged_workgroup_cap(512, 4096), 264);
-        assert_eq!(t.staged_workgroup_cap(256, 4096), 528);
-        // From 11008 columns (staged whole or in tiles): one workgroup of 512 per SM.
-        assert_eq!(t.staged_workgroup_cap(512, 8192), 264);
-        assert_eq!(t.staged_workgroup_cap(512, 11008), 132);
-        assert_eq!(t.staged_workgroup_cap(512, 28672), 132);
+        let kib = |n: u32| n * 1024;
+        assert_eq!(t.staged_workgroup_cap(512, kib(9)), 264);
+        assert_eq!(t.staged_workgroup_cap(256, kib(9)), 528);
+        // Two workgroups fit an SM up to 24 KB each; above, one workgroup of 512 per SM.
+        assert_eq!(t.staged_workgroup_cap(512, kib(23)), 264);
+        assert_eq!(t.staged_workgroup_cap(512, kib(24)), 264);
+        assert_eq!(t.staged_workgroup_cap(512, kib(24) + 1), 132);
+        assert_eq!(t.staged_workgroup_cap(512, kib(47)), 132);
         // Small workgroups hit the workgroup cap first; huge ones still get one workgroup.
-        assert_eq!(t.staged_workgroup_cap(32, 4096), 1024);
+        assert_eq!(t.staged_workgroup_cap(32, kib(9)), 1024);
         t.max_staged_invocations = 100;
-        assert_eq!(t.staged_workgroup_cap(512, 4096), 1);
+        assert_eq!(t.staged_workgroup_cap(512, kib(9)), 1);
         // 0: no invocation cap.
         t.max_staged_invocations = 0;
-        assert_eq!(t.staged_workgroup_cap(512, 4096), 1024);
-        assert_eq!(t.staged_workgroup_cap(0, 4096), 1024);
+        assert_eq!(t.staged_workgroup_cap(512, kib(9)), 1024);
+        assert_eq!(t.staged_workgroup_cap(0, kib(9)), 1024);
     }
 
     #[test]

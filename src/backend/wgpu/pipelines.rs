@@ -275,8 +275,11 @@ pub(super) struct PipelineKey {
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this by default
-/// (`MackoTuning::x_words_granule`), so matrices of similar widths share one pipeline.
-pub(super) const X_WORDS_GRANULE: u32 = 1024;
+/// (`MackoTuning::x_words_granule`), so matrices of similar widths share one pipeline. 256
+/// since session 8 (1024 before): with the slack of the f16 forms, 4096 columns took 3072 words
+/// at 1024 (12 KB), and four workgroups of 256 no longer fit an SM's ~48 KB of workgroup memory
+/// on an H200 (shaders/NOTES.md, "Session 7"): 11008×4096 was 1.11–1.27× slower than at 256.
+pub(super) const X_WORDS_GRANULE: u32 = 256;
 
 /// The slack around an x staged as f16 scalars: `X_FRONT` and `X_TAIL` of macko_x_f16.wgsl.
 pub(super) const X_FRONT_SLOTS: u64 = 32;

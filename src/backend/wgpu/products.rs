@@ -36,7 +36,7 @@ const COUNTER_WORDS_PER_BLOCK: u64 = 2;
 
 /// Bytes of workgroup memory the MACKO subgroup kernel declares besides the staged x (`x_nonfinite`
 /// and `x_finite_copy` in macko.wgsl: 8), with room to spare for small additions.
-const MACKO_OTHER_WORKGROUP_BYTES: u32 = 64;
+pub(super) const MACKO_OTHER_WORKGROUP_BYTES: u32 = 64;
 
 /// Stored entries per row over columns (explicit zeros included) from which the MACKO subgroup
 /// kernel stages x padded (`XForm::F16Padded`): the lanes of a nearly dense row gather columns
@@ -665,16 +665,9 @@ impl WgpuBackend {
     }
 
     /// Workgroups to dispatch for a block of `rows` rows, as (x, y).
-    /// `workgroup` is the MACKO subgroup kernel's workgroup size for this matrix.
-    /// `cols`: the matrix's columns (x's, not a tile's).
-    fn grid(
-        &self,
-        kernel: Kernel,
-        rows: u32,
-        x_words: u32,
-        workgroup: u32,
-        cols: usize,
-    ) -> (u32, u32) {
+    /// `workgroup` is the MACKO subgroup kernel's workgroup size for this matrix, `x_words` the
+    /// words it stages x (or a tile of it) in.
+    fn grid(&self, kernel: Kernel, rows: u32, x_words: u32, workgroup: u32) -> (u32, u32) {
         let max = self.gpu.limits.max_compute_workgroups_per_dimension.max(1);
         let grid_2d = |n: u32| {
             let x = n.clamp(1, max);
@@ -688,7 +681,10 @@ impl WgpuBackend {
                 rows.div_ceil(self.tuning.rows_per_staged_workgroup).clamp(
                     1,
                     self.tuning
-                        .staged_workgroup_cap(workgroup, cols)
+                        .staged_workgroup_cap(
+                            workgroup,
+                            x_words.saturating_mul(4) + MACKO_OTHER_WORKGROUP_BYTES,
+                        )
                         .clamp(1, max),
                 ),
                 1,
@@ -771,7 +767,7 @@ impl WgpuBackend {
         pass.set_bind_group(1, x_group, &[]);
         pass.set_bind_group(2, &y.as_y, &[]);
         for block in &a.blocks {
-            let (gx, gy) = self.grid(kernel, block.rows, x_words, workgroup, a.cols);
+            let (gx, gy) = self.grid(kernel, block.rows, x_words, workgroup);
             pass.set_bind_group(0, &block.bind_group, &[]);
             pass.dispatch_workgroups(gx, gy, 1);
         }
