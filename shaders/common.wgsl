@@ -30,6 +30,10 @@ struct MatrixParams {
     tiles: u32,
     tile_cols: u32,
     partials: u32,
+    // MACKO subgroup kernel with MASK_TABLE (macko_sg.wgsl): entry 9 lo + hi (lo, hi in 0..=8)
+    // keeps, of a group's 8 binary16 values (entry 2k in the low half of component k, 2k + 1 in
+    // the high half), those of entries lo <= j < hi. The same table in every block.
+    masks: array<vec4<u32>, 96>,
 }
 
 // x as stored: binary16 pairs, padded with zeros to whole 16-byte words (dense kernels read

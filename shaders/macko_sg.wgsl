@@ -97,6 +97,10 @@ override HELD_SUMS: bool = false;
 // subgroupAdd, which the NVIDIA driver compiles as a call to a routine that first checks which
 // lanes are active (NOTES.md, "Session 7").
 override BUTTERFLY_SUM: bool = false;
+// MASK_TABLE: a masked group's values are masked by a mask read from the table in the uniform
+// (params.masks, indexed by the group's kept range) instead of one built by kept_mask, about 20
+// integer operations per group fewer in a step at a row's ends (NOTES.md, "Session 8").
+override MASK_TABLE: bool = false;
 
 // With STATIC_ROWS: the dispatch's subgroup count, by which a subgroup's rows step (set once at
 // entry).
@@ -408,9 +412,16 @@ fn load_raw_inside(g0: u32, lane: u32, lanes: u32) -> Raw {
 fn load_masked_raw(g: u32, gend: u32, s: u32, e: u32) -> RawGroup {
     let gi = min(g, gend - 1u);
     let lo = group_lo(g, s);
-    let hi = group_hi(g, e);
-    let kept = kept_bits(lo, hi);
-    return RawGroup(values[gi] & kept_mask(kept), codes[gi] & ~nibbles_below(lo));
+    return RawGroup(values[gi] & values_mask(lo, group_hi(g, e)), codes[gi] & ~nibbles_below(lo));
+}
+
+// The mask of a vec4<u32> of values that keeps entries lo <= j < hi (lo, hi in 0..=8): from the
+// table with MASK_TABLE (index at most 80 of its 96), else built.
+fn values_mask(lo: u32, hi: u32) -> vec4<u32> {
+    if MASK_TABLE {
+        return params.masks[lo * 9u + hi];
+    }
+    return kept_mask(kept_bits(lo, hi));
 }
 
 // The 4 groups of a step that touches the row's first or last group; `live` (1..4) as in
@@ -605,10 +616,10 @@ fn mask_step2(r: Raw2, g0: u32, lane: u32, lanes: u32, s: u32, e: u32) -> Raw2 {
     let ga = g0 + lane;
     let gb = ga + lanes;
     let lo = group_lo(ga, s);
-    m.v0 = r.v0 & kept_mask(kept_bits(lo, group_hi(ga, e)));
+    m.v0 = r.v0 & values_mask(lo, group_hi(ga, e));
     m.c0 = r.c0 & ~nibbles_below(lo);
     // gb > s / 8: the second group never holds entries before s (its lo is 0).
-    m.v1 = r.v1 & kept_mask(kept_bits(0u, group_hi(gb, e)));
+    m.v1 = r.v1 & values_mask(0u, group_hi(gb, e));
     return m;
 }
 

@@ -3,7 +3,8 @@
 //! next step's loads issued before the current one is computed. Checked under the knob shapes in
 //! a grid of 3 workgroups, on rows that end in every position of a step (one group, a partial
 //! first set, a partial second set, exactly one or two steps), with the steps at the rows' ends
-//! masked when computed (the default) and when loaded (`MACKO_WGPU_LATE_MASK=0`), with x
+//! masked when computed (the default) and when loaded (`MACKO_WGPU_LATE_MASK=0`), both also with
+//! the value masks read from the table in the uniform (`MACKO_WGPU_MASK_TABLE=1`), with x
 //! gathered from memory (never known finite: the guarded copy of the pipelined loop), and turned
 //! off (`MACKO_WGPU_PIPELINE=0`: the unpipelined steps of 4 groups). The settings are
 //! environment variables read when a device opens; this file is its own process, so they reach
@@ -49,6 +50,22 @@ fn macko_agrees_with_pipelined_steps() {
         assert!(kernels.contains(what), "{what}: {kernels}");
     }
     check_shapes_and_ragged(&dev, &STEP_SHAPES, 720);
+
+    // Value masks from the table in the uniform (MACKO_WGPU_MASK_TABLE=1), when computed and
+    // when loaded.
+    std::env::set_var("MACKO_WGPU_MASK_TABLE", "1");
+    let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {
+        return;
+    };
+    assert!(kernels.contains("value masks from a table"), "{kernels}");
+    check_shapes_and_ragged(&dev, &STEP_SHAPES, 722);
+    std::env::set_var("MACKO_WGPU_LATE_MASK", "0");
+    let Some((dev, _)) = open_wgpu_subgroup_or_skip() else {
+        return;
+    };
+    check_shapes_and_ragged(&dev, &STEP_SHAPES, 723);
+    std::env::remove_var("MACKO_WGPU_LATE_MASK");
+    std::env::remove_var("MACKO_WGPU_MASK_TABLE");
 
     // Masked when loaded (MACKO_WGPU_LATE_MASK=0), the mask's other place.
     std::env::remove_var("MACKO_WGPU_X_IN_WORKGROUP");

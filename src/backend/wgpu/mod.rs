@@ -144,6 +144,10 @@ pub const ENV_X_WORDS_GRANULE: &str = "MACKO_WGPU_X_WORDS_GRANULE";
 /// f16 scalars: a gather of the pipelined loop outside the staged slots reads NaN
 /// (`GATHER_PROBE` in macko_x_f16.wgsl; tests/wgpu_macko_bounded_gathers.rs).
 pub const ENV_GATHER_PROBE: &str = "MACKO_WGPU_GATHER_PROBE";
+/// Environment variable: `1` makes the MACKO subgroup kernel read its value masks from a table
+/// in the uniform, `0` build them (`MASK_TABLE` in macko_sg.wgsl; see
+/// `MackoTuning::DEFAULT_MASK_TABLE`).
+pub const ENV_MASK_TABLE: &str = "MACKO_WGPU_MASK_TABLE";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -181,14 +185,16 @@ pub(crate) struct MackoTuning {
     /// loop a 64-bit iteration counter that is decremented and tested each iteration (so that a
     /// driver never meets an infinite loop): on an H200, 4–5 registers more per invocation and
     /// instructions in the kernel's hottest loops (shaders/NOTES.md). The kernel needs neither:
-    /// - `stage_x` (macko.wgsl): three loops `i = t; i < bound; i += invocations`, with
-    ///   `invocations` = the workgroup size (>= 32) and every bound at most `X_WORDS` or
-    ///   `cols / 4` (< 2³⁰), so `i` never wraps and each loop ends;
+    /// - `stage_x` (macko.wgsl) and the `copy_x` it calls: loops `i = t; i < bound;
+    ///   i += invocations`, with `invocations` = the workgroup size (>= 32) and every bound at
+    ///   most `X_WORDS`, `X_HALVES` or `cols / 4` (< 2³⁰), so `i` never wraps and each loop
+    ///   ends;
     /// - `row_dot` / `row_dot_late` (macko_sg.wgsl): `g0` starts at `s / 8` and grows by
     ///   `4 · DEPTH · lanes >= 4` (lanes >= 1: counted at entry, when every invocation is active,
     ///   or the builtin subgroup size) while `g0 < gend <= 2²⁹`, so it never wraps;
     ///   `row_dot_piped` likewise by `2 · lanes >= 2`;
     /// - `exact_scan` and `exact_scan1`: the shift doubles up to the subgroup size (<= 128);
+    ///   `lane_sum` (`BUTTERFLY_SUM`): it halves from half the subgroup size down to 0;
     /// - `main` with column tiles (`X_TILED`): the tile counts up by 1 to `params.tiles`;
     /// - `rows_loop` with rows by stride (`STATIC_ROWS`): every iteration adds the dispatch's
     ///   subgroup count (>= 1) to a row below `params.rows` < 2³¹, so the row grows without
@@ -244,6 +250,8 @@ pub(crate) struct MackoTuning {
     pub x_words_granule: u32,
     /// The test hook `GATHER_PROBE` (`MACKO_WGPU_GATHER_PROBE=1`).
     pub gather_probe: bool,
+    /// Value masks of the steps at a row's ends read from a table (`MASK_TABLE`).
+    pub mask_table: bool,
     /// Stage x too wide for workgroup memory in column tiles (`X_TILED`).
     pub x_tiles: bool,
     /// The most columns of a staged x, whatever fits (`None`: what fits).
@@ -314,6 +322,8 @@ impl MackoTuning {
     pub const DEFAULT_HELD_SUMS: bool = true;
     pub const DEFAULT_BUTTERFLY_SUM: bool = true;
     pub const DEFAULT_BOUNDED_GATHERS: bool = true;
+    /// Value masks from a table (`MASK_TABLE`): not yet measured on a GPU.
+    pub const DEFAULT_MASK_TABLE: bool = false;
 
     /// The most workgroups of `workgroup` invocations dispatched with x staged (whole or in
     /// column tiles) in a pipeline that takes `workgroup_bytes` of workgroup memory: the
@@ -453,6 +463,7 @@ impl MackoTuning {
             bounded_gathers,
             x_words_granule,
             gather_probe: on(ENV_GATHER_PROBE),
+            mask_table: switch(ENV_MASK_TABLE, Self::DEFAULT_MASK_TABLE),
             x_tiles,
             x_tile_cols,
         }
@@ -626,7 +637,7 @@ impl WgpuBackend {
                 !t.x_f32 && t.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16);
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups and {} invocations when staged ({} above {} bytes per workgroup){}{}{}{}{}{}{}{}{}{}{}{}{}",
+                 workgroups and {} invocations when staged ({} above {} bytes per workgroup){}{}{}{}{}{}{}{}{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -727,6 +738,11 @@ impl WgpuBackend {
                 },
                 if t.gather_probe && f16_scalars {
                     ", gathers probed"
+                } else {
+                    ""
+                },
+                if t.mask_table {
+                    ", value masks from a table"
                 } else {
                     ""
                 },

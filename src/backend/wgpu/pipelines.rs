@@ -272,6 +272,8 @@ pub(super) struct PipelineKey {
     pub bounded_gathers: bool,
     /// MACKO subgroup kernel with x staged as f16 scalars: the test hook `GATHER_PROBE`.
     pub gather_probe: bool,
+    /// MACKO subgroup kernel: value masks from the table in the uniform (`MASK_TABLE`).
+    pub mask_table: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this by default
@@ -417,6 +419,7 @@ impl Pipelines {
                 && key.x_words > 0
                 && key.x_form.is_f16()
                 && key.gather_probe,
+            mask_table: key.kernel == Kernel::MackoSubgroup && key.mask_table,
             ..key
         };
         let mut built = lock(&self.built);
@@ -445,7 +448,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -496,7 +499,8 @@ impl Pipelines {
                         ", gathers bounded"
                     } else {
                         ""
-                    }
+                    },
+                    if key.mask_table { ", mask table" } else { "" }
                 )
             } else {
                 String::new()
@@ -549,6 +553,7 @@ impl Pipelines {
             if key.x_form.is_f16() {
                 constants.push(("GATHER_PROBE", if key.gather_probe { 1.0 } else { 0.0 }));
             }
+            constants.push(("MASK_TABLE", if key.mask_table { 1.0 } else { 0.0 }));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {

@@ -59,6 +59,24 @@ struct MatrixParams {
     tiles: u32,
     tile_cols: u32,
     partials: u32,
+    /// The MACKO subgroup kernel's value masks by kept range (`MASK_TABLE`): `mask_table`.
+    masks: [[u32; 4]; 96],
+}
+
+/// Entry 9 lo + hi keeps the binary16 values of a group's entries lo <= j < hi (lo, hi in
+/// 0..=8; entry 2k in the low half of word k, 2k + 1 in the high half); the rest zero.
+fn mask_table() -> [[u32; 4]; 96] {
+    let mut t = [[0u32; 4]; 96];
+    for lo in 0..=8usize {
+        for hi in 0..=8usize {
+            for (k, word) in t[9 * lo + hi].iter_mut().enumerate() {
+                let kept = |j: usize| lo <= j && j < hi;
+                *word = if kept(2 * k) { 0xffff } else { 0 }
+                    | if kept(2 * k + 1) { 0xffff_0000 } else { 0 };
+            }
+        }
+    }
+    t
 }
 
 impl MatrixParams {
@@ -74,6 +92,7 @@ impl MatrixParams {
             tiles: 0,
             tile_cols: 0,
             partials: 0,
+            masks: mask_table(),
         }
     }
 }
@@ -757,6 +776,7 @@ impl WgpuBackend {
                 butterfly_sum: self.tuning.butterfly_sum,
                 bounded_gathers: self.tuning.bounded_gathers,
                 gather_probe: self.tuning.gather_probe,
+                mask_table: self.tuning.mask_table,
             },
         )?;
         let x_group = x
@@ -806,6 +826,21 @@ impl WgpuBackend {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_mask_table_keeps_exactly_the_kept_range() {
+        let t = super::mask_table();
+        assert_eq!(t[8], [u32::MAX; 4]);
+        // Entries 3 and 4: the high half of word 1, the low half of word 2.
+        assert_eq!(t[9 * 3 + 5], [0, 0xffff_0000, 0xffff, 0]);
+        // (lo, hi) = (1, 8) and (0, 7).
+        assert_eq!(t[9 + 8], [0xffff_0000, u32::MAX, u32::MAX, u32::MAX]);
+        assert_eq!(t[7], [u32::MAX, u32::MAX, u32::MAX, 0xffff]);
+        // Empty ranges, and the unused tail of the table.
+        assert_eq!(t[9 * 5 + 2], [0; 4]);
+        assert_eq!(t[9 * 8 + 8], [0; 4]);
+        assert!(t[81..].iter().all(|w| *w == [0; 4]));
+    }
+
     use super::*;
 
     #[test]

@@ -236,6 +236,7 @@ impl WgpuBackend {
                 butterfly_sum: false,
                 bounded_gathers: false,
                 gather_probe: false,
+                mask_table: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
