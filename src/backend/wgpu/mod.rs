@@ -322,8 +322,11 @@ impl MackoTuning {
     pub const DEFAULT_HELD_SUMS: bool = true;
     pub const DEFAULT_BUTTERFLY_SUM: bool = true;
     pub const DEFAULT_BOUNDED_GATHERS: bool = true;
-    /// Value masks from a table (`MASK_TABLE`): not yet measured on a GPU.
-    pub const DEFAULT_MASK_TABLE: bool = false;
+    /// Value masks from a table (`MASK_TABLE`), for matrices that are not nearly dense (the
+    /// backend's `X_PAD_MIN_FILL`): on by default since the H200 sweep of shaders/NOTES.md
+    /// ("Session 8"), 1.00–1.04× faster on 8 shapes at d = 0.5 / 0.3 / 0.1; at d = 1 0.96–1.01×,
+    /// hence not there.
+    pub const DEFAULT_MASK_TABLE: bool = true;
 
     /// The most workgroups of `workgroup` invocations dispatched with x staged (whole or in
     /// column tiles) in a pipeline that takes `workgroup_bytes` of workgroup memory: the
@@ -742,7 +745,7 @@ impl WgpuBackend {
                     ""
                 },
                 if t.mask_table {
-                    ", value masks from a table"
+                    ", value masks from a table below nearly dense"
                 } else {
                     ""
                 },

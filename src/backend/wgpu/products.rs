@@ -776,7 +776,9 @@ impl WgpuBackend {
                 butterfly_sum: self.tuning.butterfly_sum,
                 bounded_gathers: self.tuning.bounded_gathers,
                 gather_probe: self.tuning.gather_probe,
-                mask_table: self.tuning.mask_table,
+                // Not for nearly dense rows, whose steps are seldom masked: there the table
+                // gained ≤ 1 % and once lost 4 % (shaders/NOTES.md, "Session 8").
+                mask_table: self.tuning.mask_table && a.fill < X_PAD_MIN_FILL,
             },
         )?;
         let x_group = x
