@@ -21,7 +21,9 @@
 //! A setting is `KERNEL[:NAME=VALUE,...]`; KERNEL is a file stem of shaders/ (`macko_sg`,
 //! `dense_sg`, ...). `--checks` is `wgpu` (the default: what `create_shader_module` gives),
 //! `trusted` (loops not bounded, divisions unchecked, indices still clamped: what the backend
-//! builds the MACKO subgroup kernel with unless `MACKO_WGPU_LOOP_BOUNDS=1`) or `both`.
+//! builds the MACKO subgroup kernel with unless `MACKO_WGPU_LOOP_BOUNDS=1`) or `both`. A
+//! setting with `BOUNDED_GATHERS=1` drops the index clamps, as the backend does (which never
+//! combines it with bounded loops).
 
 use std::collections::BTreeMap;
 use std::ffi::CStr;

@@ -28,8 +28,9 @@ override X_SHARED: bool = false;
 // part in each tile starts: params.tiles + 1 planes of params.rows pairs (entry index, the
 // row's column count before that entry less the tile's first column, modulo 2^32), plane
 // params.tiles holding the rows' ends (src/backend/wgpu/tiles.rs builds it). Column c of tile
-// k sits at slot c - k · tile_cols, so a row part gets its slots by starting its column count
-// at the pair's second word. See NOTES.md ("Session 7").
+// k sits at column c - k · tile_cols of the staged copy (at slot x_slot(that + X_FRONT) in the
+// f16 layout), so a row part gets its slots by starting its column count at the pair's second
+// word. See NOTES.md ("Session 7").
 override X_TILED: bool = false;
 // With FAST_FINITE (the default), staging checks whether x holds any ±∞ or NaN; where it holds
 // none, an entry whose value is zero (padding, or masked) adds 0·x = ±0 anyway, so the kernel

@@ -4,8 +4,8 @@
 // and one widening: no word index (c >> 1), no half select ((c & 1) * 16) and variable shift,
 // about 3 instructions of ~12 per entry fewer. See NOTES.md ("x").
 
-// Staged slots: > x_slot(X_FRONT + cols rounded up to 8 + X_TAIL) (the backend gives 2 * its
-// word count: XForm::words).
+// Staged slots: > x_slot(X_FRONT + cols rounded up to 8 + X_TAIL - 1) (the backend gives 2 * its
+// word count: XForm::words, whose constants a unit test ties to X_FRONT and X_TAIL here).
 override X_HALVES: u32 = 2u;
 var<workgroup> xs: array<f16, X_HALVES>;
 
@@ -71,8 +71,8 @@ fn x_at_shifted(k: u32) -> f32 {
 override GATHER_PROBE: bool = false;
 
 // Copies columns first .. first + cols of x (first a multiple of 8: the whole x, or one column
-// tile) into xs from slot 0, 16 bytes per load (8 columns), and zeroes the slots past them up
-// to X_HALVES. The widening to f32 and back is exact for every binary16 value (±∞ and NaN
+// tile) into xs from slot x_slot(X_FRONT), 16 bytes per load (8 columns), and zeroes the
+// X_FRONT slots before them and the slots past them up to X_HALVES. The widening to f32 and back is exact for every binary16 value (±∞ and NaN
 // included). Returns whether this invocation met a ±∞ or NaN in x.
 //
 // Each invocation issues 4 loads before its first store, so a workgroup copies up to

@@ -37,7 +37,7 @@ fn macko_agrees_with_held_sums_and_sums_by_shuffles() {
             return;
         };
         for (on, what) in [
-            (held == "1", "row sums held in lanes"),
+            (held == "1", "row sums held in lanes (x staged whole)"),
             (butterfly == "1", "row sums by shuffles"),
         ] {
             assert_eq!(kernels.contains(what), on, "{what}: {kernels}");

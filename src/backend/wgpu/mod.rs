@@ -68,8 +68,9 @@ pub const ENV_MACKO_WORKGROUP: &str = "MACKO_WGPU_MACKO_WORKGROUP";
 /// Environment variable: the most workgroups the MACKO subgroup kernel dispatches when x is
 /// staged (default `MackoTuning::DEFAULT_MAX_STAGED_WORKGROUPS`).
 pub const ENV_MACKO_WORKGROUPS: &str = "MACKO_WGPU_MACKO_WORKGROUPS";
-/// Environment variable: the most invocations the MACKO subgroup kernel dispatches in all when x
-/// is staged in at most `MackoTuning::WIDE_WORKGROUP_BYTES` (default
+/// Environment variable: the most invocations the MACKO subgroup kernel dispatches in all when
+/// the staged x and a reserve of 64 bytes for the kernel's other workgroup variables take at most
+/// `MackoTuning::WIDE_WORKGROUP_BYTES` (default
 /// `MackoTuning::DEFAULT_MAX_STAGED_INVOCATIONS`; `0` for no such cap).
 pub const ENV_MACKO_INVOCATIONS: &str = "MACKO_WGPU_MACKO_INVOCATIONS";
 /// Environment variable: the most invocations the MACKO subgroup kernel dispatches in all when
@@ -92,7 +93,8 @@ pub const ENV_X_SWIZZLE: &str = "MACKO_WGPU_X_SWIZZLE";
 pub const ENV_FAST_FINITE: &str = "MACKO_WGPU_FAST_FINITE";
 /// Environment variable: `1` compiles the MACKO subgroup kernel with naga's loop bounding and
 /// integer-division checks, `0` (the default) without them (`create_shader_module_trusted`;
-/// array indices stay clamped). See `MackoTuning::loop_bounds`.
+/// array indices stay clamped unless `MackoTuning::bounded_gathers` applies, which `1` turns
+/// off). See `MackoTuning::loop_bounds`.
 pub const ENV_LOOP_BOUNDS: &str = "MACKO_WGPU_LOOP_BOUNDS";
 /// Environment variable that, set to `0`, decodes a step's groups of the MACKO subgroup kernel when
 /// they are loaded instead of keeping them as raw code words until their products (`LATE_DECODE`
@@ -241,9 +243,9 @@ pub(crate) struct MackoTuning {
     /// - y, its f32 copy, the counters and partial sums at rows below `params.rows` of blocks
     ///   the backend sized.
     ///
-    /// Storage-buffer accesses are the driver's to bound as well where it has
-    /// robustBufferAccess2 (wgpu then never clamps them); workgroup memory has no such guard,
-    /// hence the argument above.
+    /// On Vulkan with robustBufferAccess2 the driver bounds storage-buffer accesses as well
+    /// (wgpu then never clamps them); on Metal and DX12, and for workgroup memory everywhere,
+    /// nothing does, hence the argument above, which covers every buffer.
     pub bounded_gathers: bool,
     /// Words the staged x's word count is rounded up to (a multiple of 8), so that matrices of
     /// similar widths share one pipeline (`MACKO_WGPU_X_WORDS_GRANULE`).
@@ -718,7 +720,7 @@ impl WgpuBackend {
                     (false, _) => "",
                 },
                 if t.held_sums && t.static_rows {
-                    ", row sums held in lanes"
+                    ", row sums held in lanes (x staged whole)"
                 } else {
                     ""
                 },

@@ -402,7 +402,10 @@ impl Pipelines {
                 && key.pipeline
                 && key.late_mask,
             x_tiled: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_tiled,
-            held_sums: key.kernel == Kernel::MackoSubgroup && key.static_rows && key.held_sums,
+            held_sums: key.kernel == Kernel::MackoSubgroup
+                && key.static_rows
+                && !(key.x_words > 0 && key.x_tiled)
+                && key.held_sums,
             butterfly_sum: key.kernel == Kernel::MackoSubgroup
                 && key.lane_builtins
                 && key.butterfly_sum,
@@ -588,5 +591,38 @@ impl Pipelines {
         })?;
         built.insert(key, pipeline.clone());
         Ok(pipeline)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{XForm, X_FRONT_SLOTS, X_TAIL_SLOTS};
+
+    /// The slack `XForm::words` counts is the one macko_x_f16.wgsl lays x out with: without
+    /// naga's clamps (BOUNDED_GATHERS) a mismatch would be a read outside workgroup memory.
+    #[test]
+    fn the_f16_slack_matches_the_shader() {
+        let wgsl = include_str!("../../../shaders/macko_x_f16.wgsl");
+        assert!(wgsl.contains(&format!("const X_FRONT: u32 = {X_FRONT_SLOTS}u;")));
+        assert!(wgsl.contains(&format!("const X_TAIL: u32 = {X_TAIL_SLOTS}u;")));
+    }
+
+    /// For every width and granule, the staged slots reach past the highest gather the
+    /// pipelined loop may make: x_slot(X_FRONT + width rounded up to 8 + X_TAIL - 1).
+    #[test]
+    fn staged_slots_cover_the_slack_for_every_width() {
+        let pad = |k: u64| k + 2 * (k >> 6);
+        for granule in [8u64, 256, 1024] {
+            for cols in (1..70_000u64)
+                .step_by(7)
+                .chain([1, 8, 63, 64, 4096, 11008, 24576])
+            {
+                let top = X_FRONT_SLOTS + cols.div_ceil(8) * 8 + X_TAIL_SLOTS - 1;
+                for (form, slot) in [(XForm::F16, top), (XForm::F16Padded, pad(top))] {
+                    let halves = 2 * form.words(cols).div_ceil(granule) * granule;
+                    assert!(halves > slot, "{form:?}, {cols} columns, granule {granule}");
+                }
+            }
+        }
     }
 }
