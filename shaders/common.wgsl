@@ -30,6 +30,13 @@ struct MatrixParams {
     tiles: u32,
     tile_cols: u32,
     partials: u32,
+    // MACKO subgroup kernel with ALIGNED_ROWS (macko_sg.wgsl): the group of zeros after the
+    // block's last row, read in place of a step's groups past a row's end. Then 3 unused words,
+    // which keep `masks` at a multiple of 16 bytes.
+    zero_group: u32,
+    unused0: u32,
+    unused1: u32,
+    unused2: u32,
     // MACKO subgroup kernel with MASK_TABLE (macko_sg.wgsl): entry 9 lo + hi (lo, hi in 0..=8)
     // keeps, of a group's 8 binary16 values (entry 2k in the low half of component k, 2k + 1 in
     // the high half), those of entries lo <= j < hi. The same table in every block.

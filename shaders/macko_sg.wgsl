@@ -101,6 +101,13 @@ override BUTTERFLY_SUM: bool = false;
 // (params.masks, indexed by the group's kept range) instead of one built by kept_mask, about 20
 // integer operations per group fewer in a step at a row's ends (NOTES.md, "Session 8").
 override MASK_TABLE: bool = false;
+// ALIGNED_ROWS: the block was uploaded row-aligned (src/backend/row_aligned.rs): every row
+// starts at a multiple of 8 entries and its last group is padded with zeros, and a group of
+// zeros follows the last row (params.zero_group). Then a pipelined step masks nothing: no group
+// holds another row's entries, and a group past the row's end is loaded from the zero group
+// instead (a select of its index when the step is issued, nothing when it is computed). The
+// backend sets it only for such blocks (NOTES.md, "Session 9").
+override ALIGNED_ROWS: bool = false;
 
 // With STATIC_ROWS: the dispatch's subgroup count, by which a subgroup's rows step (set once at
 // entry).
@@ -580,6 +587,17 @@ fn load_step2(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32) -> Raw2
         r.v1 = values[g + lanes];
         r.c0 = codes[g];
         r.c1 = codes[g + lanes];
+    } else if ALIGNED_ROWS {
+        // Groups past the row's end read the zero group: no value, a total that moves only
+        // columns after the row's (which nothing reads but clamped gathers of zero values).
+        let a = select(params.zero_group, g0 + lane, g0 + lane < gend);
+        r.v0 = values[a];
+        r.c0 = codes[a];
+        if g0 + lanes < gend {
+            let b = select(params.zero_group, g0 + lanes + lane, g0 + lanes + lane < gend);
+            r.v1 = values[b];
+            r.c1 = codes[b];
+        }
     } else if LATE_MASK {
         // Raw: the masks (mask_step2) wait until the step is computed, so that nothing here
         // waits for these loads.
@@ -661,8 +679,12 @@ fn row_dot_piped(
         var column = c0 + X_FRONT;
         var g0 = s / 8u;
         var cur = load_step2(g0, lane, lanes, gend, s, e);
-        // Entries of the row's first group before s (only in the first step's group 0).
-        var lo0 = group_lo(g0 + lane, s);
+        // Entries of the row's first group before s (only in the first step's group 0; none
+        // where rows are aligned).
+        var lo0 = 0u;
+        if !ALIGNED_ROWS {
+            lo0 = group_lo(g0 + lane, s);
+        }
         loop {
             let gn = g0 + 2u * lanes;
             let more = gn < gend;
@@ -670,7 +692,7 @@ fn row_dot_piped(
             if more {
                 nxt = load_step2(gn, lane, lanes, gend, s, e);
             }
-            if LATE_MASK && !step2_inside(g0, lanes, s, e) {
+            if !ALIGNED_ROWS && LATE_MASK && !step2_inside(g0, lanes, s, e) {
                 cur = mask_step2(cur, g0, lane, lanes, s, e);
             }
             // Group 0's total counts only its entries from s on (see row_dot_late).

@@ -28,7 +28,7 @@ nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader 2>&1 \
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
     tests)
-      for t in agreement wgpu_backend wgpu_macko_variants wgpu_macko_x_pairs wgpu_macko_static_rows wgpu_macko_x_pad wgpu_macko_pipeline wgpu_macko_x_tiles wgpu_global_x wgpu_macko_row_sums wgpu_macko_bounded_gathers; do
+      for t in agreement wgpu_backend wgpu_macko_variants wgpu_macko_x_pairs wgpu_macko_static_rows wgpu_macko_x_pad wgpu_macko_pipeline wgpu_macko_x_tiles wgpu_global_x wgpu_macko_row_sums wgpu_macko_bounded_gathers wgpu_macko_aligned_rows; do
         [ -x "$(test_bin $t)" ] || continue
         timeout 180 "$(test_bin $t)" > "$out/test_$t.log" 2>&1
         echo "test $t: rc=$? $(grep -E '^test result' "$out/test_$t.log" | tail -1)" | tee -a "$summary"

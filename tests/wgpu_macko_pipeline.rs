@@ -6,7 +6,9 @@
 //! masked when computed (the default) and when loaded (`MACKO_WGPU_LATE_MASK=0`), both also with
 //! the value masks read from the table in the uniform (`MACKO_WGPU_MASK_TABLE=1`), with x
 //! gathered from memory (never known finite: the guarded copy of the pipelined loop), and turned
-//! off (`MACKO_WGPU_PIPELINE=0`: the unpipelined steps of 4 groups). The settings are
+//! off (`MACKO_WGPU_PIPELINE=0`: the unpipelined steps of 4 groups). Matrices are uploaded in
+//! the format's own layout here (`MACKO_WGPU_ALIGNED_ROWS=0`), where the masks run: the
+//! row-aligned layout, which needs none, is tests/wgpu_macko_aligned_rows.rs. The settings are
 //! environment variables read when a device opens; this file is its own process, so they reach
 //! no other test.
 #![cfg(feature = "wgpu")]
@@ -30,6 +32,7 @@ const STEP_SHAPES: [(usize, usize, f64); 6] = [
 
 #[test]
 fn macko_agrees_with_pipelined_steps() {
+    std::env::set_var("MACKO_WGPU_ALIGNED_ROWS", "0");
     std::env::set_var("MACKO_WGPU_PIPELINE", "1");
     std::env::set_var("MACKO_WGPU_MACKO_WORKGROUPS", "3");
     let Some((dev, kernels)) = open_wgpu_subgroup_or_skip() else {

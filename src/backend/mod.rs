@@ -16,6 +16,8 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 #[cfg(feature = "wgpu")]
+pub(crate) mod row_aligned;
+#[cfg(feature = "wgpu")]
 pub mod wgpu;
 
 /// The backends macko knows, in the order [`crate::Device::auto`] tries them.

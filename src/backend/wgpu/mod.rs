@@ -150,6 +150,10 @@ pub const ENV_GATHER_PROBE: &str = "MACKO_WGPU_GATHER_PROBE";
 /// in the uniform, `0` build them (`MASK_TABLE` in macko_sg.wgsl; see
 /// `MackoTuning::DEFAULT_MASK_TABLE`).
 pub const ENV_MASK_TABLE: &str = "MACKO_WGPU_MASK_TABLE";
+/// Environment variable: `1` uploads MACKO matrices row-aligned for the MACKO subgroup kernel,
+/// `0` in the format's own layout (`ALIGNED_ROWS` in macko_sg.wgsl; see
+/// `MackoTuning::DEFAULT_ALIGNED_ROWS`).
+pub const ENV_ALIGNED_ROWS: &str = "MACKO_WGPU_ALIGNED_ROWS";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -254,6 +258,9 @@ pub(crate) struct MackoTuning {
     pub gather_probe: bool,
     /// Value masks of the steps at a row's ends read from a table (`MASK_TABLE`).
     pub mask_table: bool,
+    /// MACKO matrices whose x is staged whole (or gathered from memory) uploaded row-aligned
+    /// (src/backend/row_aligned.rs), so that pipelined steps mask nothing (`ALIGNED_ROWS`).
+    pub aligned_rows: bool,
     /// Stage x too wide for workgroup memory in column tiles (`X_TILED`).
     pub x_tiles: bool,
     /// The most columns of a staged x, whatever fits (`None`: what fits).
@@ -329,6 +336,8 @@ impl MackoTuning {
     /// ("Session 8"), 1.00–1.04× faster on 8 shapes at d = 0.5 / 0.3 / 0.1; at d = 1 0.96–1.01×,
     /// hence not there.
     pub const DEFAULT_MASK_TABLE: bool = true;
+    /// Row-aligned uploads (`ALIGNED_ROWS`): see shaders/NOTES.md, "Session 9".
+    pub const DEFAULT_ALIGNED_ROWS: bool = true;
 
     /// The most workgroups of `workgroup` invocations dispatched with x staged (whole or in
     /// column tiles) in a pipeline that takes `workgroup_bytes` of workgroup memory: the
@@ -469,6 +478,7 @@ impl MackoTuning {
             x_words_granule,
             gather_probe: on(ENV_GATHER_PROBE),
             mask_table: switch(ENV_MASK_TABLE, Self::DEFAULT_MASK_TABLE),
+            aligned_rows: switch(ENV_ALIGNED_ROWS, Self::DEFAULT_ALIGNED_ROWS),
             x_tiles,
             x_tile_cols,
         }
@@ -642,7 +652,7 @@ impl WgpuBackend {
                 !t.x_f32 && t.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16);
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups and {} invocations when staged ({} above {} bytes per workgroup){}{}{}{}{}{}{}{}{}{}{}{}{}{}",
+                 workgroups and {} invocations when staged ({} above {} bytes per workgroup){}{}{}{}{}{}{}{}{}{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -748,6 +758,11 @@ impl WgpuBackend {
                 },
                 if t.mask_table {
                     ", value masks from a table below nearly dense"
+                } else {
+                    ""
+                },
+                if t.aligned_rows {
+                    ", rows aligned to groups (x not tiled)"
                 } else {
                     ""
                 },

@@ -274,6 +274,10 @@ pub(super) struct PipelineKey {
     pub gather_probe: bool,
     /// MACKO subgroup kernel: value masks from the table in the uniform (`MASK_TABLE`).
     pub mask_table: bool,
+    /// MACKO subgroup kernel: the matrix was uploaded row-aligned, and the pipelined loop
+    /// masks nothing (`ALIGNED_ROWS`; only with pipelined steps and x not tiled). Must be
+    /// false for a matrix in the format's own layout.
+    pub aligned_rows: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this by default
@@ -423,6 +427,13 @@ impl Pipelines {
                 && key.x_form.is_f16()
                 && key.gather_probe,
             mask_table: key.kernel == Kernel::MackoSubgroup && key.mask_table,
+            aligned_rows: key.kernel == Kernel::MackoSubgroup
+                && key.lane_builtins
+                && key.late_decode
+                && key.depth <= 1
+                && key.pipeline
+                && !(key.x_words > 0 && key.x_tiled)
+                && key.aligned_rows,
             ..key
         };
         let mut built = lock(&self.built);
@@ -451,7 +462,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -503,7 +514,12 @@ impl Pipelines {
                     } else {
                         ""
                     },
-                    if key.mask_table { ", mask table" } else { "" }
+                    if key.mask_table { ", mask table" } else { "" },
+                    if key.aligned_rows {
+                        ", rows aligned"
+                    } else {
+                        ""
+                    }
                 )
             } else {
                 String::new()
@@ -557,6 +573,7 @@ impl Pipelines {
                 constants.push(("GATHER_PROBE", if key.gather_probe { 1.0 } else { 0.0 }));
             }
             constants.push(("MASK_TABLE", if key.mask_table { 1.0 } else { 0.0 }));
+            constants.push(("ALIGNED_ROWS", if key.aligned_rows { 1.0 } else { 0.0 }));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {

@@ -22,6 +22,8 @@ use crate::backend::{BackendKind, HostVector, MatrixKind, MatrixRef, Precision};
 use crate::error::{Error, Result};
 
 use super::gpu::{backend_error, buffer_size, lock, round_up};
+use crate::backend::row_aligned::{align_rows, aligned_row_ptr};
+
 use super::pipelines::{Kernel, KernelPath, PipelineKey, XForm, DENSE_ROWS_PER_WORKGROUP};
 use super::tiles::{plan_tiles, tile_table, TilePlan, TILE_COLS_GRANULE};
 use super::WgpuBackend;
@@ -59,6 +61,11 @@ struct MatrixParams {
     tiles: u32,
     tile_cols: u32,
     partials: u32,
+    /// A row-aligned MACKO block only (0 otherwise): its group of zeros after the last row
+    /// (`RowAligned::zero_group`). Then 3 unused words: `masks` starts at a multiple of 16
+    /// bytes, as in WGSL's uniform layout.
+    zero_group: u32,
+    unused: [u32; 3],
     /// The MACKO subgroup kernel's value masks by kept range (`MASK_TABLE`): `mask_table`.
     masks: [[u32; 4]; 96],
 }
@@ -92,6 +99,8 @@ impl MatrixParams {
             tiles: 0,
             tile_cols: 0,
             partials: 0,
+            zero_group: 0,
+            unused: [0; 3],
             masks: mask_table(),
         }
     }
@@ -114,6 +123,9 @@ pub(super) struct GpuMatrix {
     /// MACKO whose x is staged in column tiles (too wide for workgroup memory): how it is cut.
     /// The blocks' row pointers are then the tile tables (tiles.rs).
     pub tiles: Option<TilePlan>,
+    /// MACKO uploaded row-aligned (`RowAligned`): the subgroup kernel's pipelined loop may
+    /// then skip its masks (`ALIGNED_ROWS`).
+    pub aligned_rows: bool,
     pub rows: usize,
     pub cols: usize,
     pub blocks: Vec<Block>,
@@ -355,12 +367,25 @@ impl WgpuBackend {
         let tiles = self.x_tiles(m.cols(), fill >= X_PAD_MIN_FILL);
         // A tile table takes 8 bytes per row and plane (tiles + 1 planes).
         let row_bytes = tiles.map_or(4, |t| 8 * (u64::from(t.tiles) + 1));
+        // Row-aligned (src/backend/row_aligned.rs) where the subgroup kernel reads it with x
+        // whole, so its pipelined steps mask nothing; blocks are then planned on the aligned
+        // rows, each with room for its group of zeros.
+        let aligned_ptr =
+            if self.path == KernelPath::Subgroup && tiles.is_none() && self.tuning.aligned_rows {
+                aligned_row_ptr(m, 0..m.rows())
+            } else {
+                None
+            };
         let plan = plan_sparse_blocks(
-            row_ptr,
+            aligned_ptr.as_deref().unwrap_or(row_ptr),
             GROUP as u64,
             2,
             row_bytes,
-            self.matrix_limit,
+            if aligned_ptr.is_some() {
+                self.matrix_limit.saturating_sub(2 * GROUP as u64)
+            } else {
+                self.matrix_limit
+            },
             "MACKO",
         )?;
         let partials = if tiles.is_some() { m.rows() } else { 0 };
@@ -383,15 +408,31 @@ impl WgpuBackend {
         let values: &[u8] = bytemuck::cast_slice(m.values());
         let mut blocks = Vec::with_capacity(plan.len());
         for (slot, rows) in plan.into_iter().enumerate() {
-            // Entries of the block, widened to whole groups of 8 (16-byte value words).
-            let base = row_ptr[rows.start] as usize / GROUP * GROUP;
-            let end = (row_ptr[rows.end] as usize).div_ceil(GROUP) * GROUP;
             let mut params = MatrixParams::block(
                 to_u32(rows.len(), "rows of a block")?,
                 m.cols() as u32,
                 to_u32(rows.start, "first row of a block")?,
             );
             params.slot = to_u32(slot, "block index")?;
+            if aligned_ptr.is_some() {
+                // A block's offsets are at most the whole matrix's, which fit.
+                let a = align_rows(m, rows.clone()).ok_or_else(|| {
+                    backend_error("internal: a row-aligned block past 32-bit offsets")
+                })?;
+                params.zero_group = a.zero_group();
+                blocks.push(self.sparse_block(
+                    params,
+                    &a.row_ptr,
+                    bytemuck::cast_slice(&a.values),
+                    &a.codes,
+                    &counters,
+                    "MACKO",
+                )?);
+                continue;
+            }
+            // Entries of the block, widened to whole groups of 8 (16-byte value words).
+            let base = row_ptr[rows.start] as usize / GROUP * GROUP;
+            let end = (row_ptr[rows.end] as usize).div_ceil(GROUP) * GROUP;
             let table = match tiles {
                 Some(t) => {
                     params.tiles = t.tiles;
@@ -414,6 +455,7 @@ impl WgpuBackend {
             )?);
         }
         Ok(GpuMatrix {
+            aligned_rows: aligned_ptr.is_some(),
             format: MatrixKind::Macko,
             fill,
             tiles,
@@ -455,6 +497,7 @@ impl WgpuBackend {
             )?);
         }
         Ok(GpuMatrix {
+            aligned_rows: false,
             fill: 0.0,
             tiles: None,
             format: MatrixKind::Csr,
@@ -502,6 +545,7 @@ impl WgpuBackend {
             r0 = r1;
         }
         Ok(GpuMatrix {
+            aligned_rows: false,
             fill: 0.0,
             tiles: None,
             format: MatrixKind::Dense,
@@ -779,6 +823,7 @@ impl WgpuBackend {
                 // Not for nearly dense rows, whose steps are seldom masked: there the table
                 // gained ≤ 1 % and once lost 4 % (shaders/NOTES.md, "Session 8").
                 mask_table: self.tuning.mask_table && a.fill < X_PAD_MIN_FILL,
+                aligned_rows: a.aligned_rows,
             },
         )?;
         let x_group = x

@@ -237,6 +237,7 @@ impl WgpuBackend {
                 bounded_gathers: false,
                 gather_probe: false,
                 mask_table: false,
+                aligned_rows: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
