@@ -231,7 +231,7 @@ __device__ __forceinline__ float macko_row(const uint4* __restrict__ values,
                                            const unsigned short* __restrict__ x, unsigned cols_m1,
                                            unsigned start, unsigned end, unsigned col0,
                                            unsigned next_start, unsigned next_end, unsigned sub,
-                                           uint4 (&v)[CH], unsigned (&c)[CH]) {
+                                           bool aligned, uint4 (&v)[CH], unsigned (&c)[CH]) {
     float acc0 = 0.0f, acc1 = 0.0f;
     const unsigned w_end = (end + 7u) >> 3;
     const unsigned next_w_end = (next_end + 7u) >> 3;
@@ -270,8 +270,16 @@ __device__ __forceinline__ float macko_row(const uint4* __restrict__ values,
             const unsigned wa = wb + L * p + sub;
             unsigned lo_a = 0u, hi_a = 8u, lo_b = 0u, hi_b = 8u;
             if (!interior) {
-                macko_mask(wa, start, end, v[p], c[p], lo_a, hi_a);
-                macko_mask(wa + L, start, end, v[p + 1], c[p + 1], lo_b, hi_b);
+                if (aligned) {
+                    // Row-aligned matrix (rows start at whole groups and end in zero padding):
+                    // no group holds another row's entries. Groups past the end loaded as
+                    // zeros, and, as the mask would make them, they move no column.
+                    hi_a = wa < w_end ? 8u : 0u;
+                    hi_b = wa + L < w_end ? 8u : 0u;
+                } else {
+                    macko_mask(wa, start, end, v[p], c[p], lo_a, hi_a);
+                    macko_mask(wa + L, start, end, v[p + 1], c[p + 1], lo_b, hi_b);
+                }
             }
             unsigned pl_a, ph_a, pl_b, ph_b;
             macko_prefix(c[p], pl_a, ph_a);
@@ -377,7 +385,8 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
                                                 const unsigned* __restrict__ codes,
                                                 const unsigned short* __restrict__ x,
                                                 Out* __restrict__ y, unsigned cols,
-                                                unsigned items, const MackoSplit& split) {
+                                                unsigned items, bool aligned,
+                                                const MackoSplit& split) {
     extern __shared__ float macko_xs[];
     const unsigned sub = threadIdx.x & (L - 1u);
     const unsigned teams_per_block = blockDim.x / L;
@@ -416,11 +425,11 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
             if (MACKO_FAST_FINITE && XM != MACKO_XG && finite_x) {
                 acc = macko_row<XM, false, L, CH, PIPE>(values, codes, macko_xs, x, cols_m1,
                                                         it.start, it.end, it.col0, nx.start,
-                                                        nx.end, sub, v, c);
+                                                        nx.end, sub, aligned, v, c);
             } else {
                 acc = macko_row<XM, true, L, CH, PIPE>(values, codes, macko_xs, x, cols_m1,
                                                        it.start, it.end, it.col0, nx.start,
-                                                       nx.end, sub, v, c);
+                                                       nx.end, sub, aligned, v, c);
             }
         }
         acc = macko_team_sum<L>(acc);
@@ -439,27 +448,28 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
 // MACKO_CHUNKS_SHORT chunks, else MACKO_CHUNKS; bit 2: a split matrix (work items from `desc`,
 // `items` of them), else one item per row (`items` = rows); bit 3: pipelined batches (with bit 1
 // and a warp per item only; the pipelined registers of a second batch fit the cap only at two
-// chunks). The host chooses per matrix
+// chunks); bit 4: a row-aligned matrix (src/backend/row_aligned.rs: rows start at whole groups, so
+// no batch masks). The host chooses per matrix
 // (launch.rs). `_big` entries run 1024-thread blocks (one per SM: for x too wide for two
 // 512-thread blocks' shared memory), the others 512-thread blocks; both get 64 registers.
 #define MACKO_SPMV_DISPATCH(OUT, XM, SPLIT)                                                     \
     if ((flags & 2u) != 0u) {                                                                   \
         if (half) {                                                                             \
             macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS_SHORT, SPLIT, false>(                    \
-                row_ptr, values, codes, x, y, cols, items, split);                              \
+                row_ptr, values, codes, x, y, cols, items, aligned, split);                     \
         } else if (MACKO_PIPE && MACKO_CHUNKS_SHORT <= 2 && (flags & 8u) != 0u) {               \
             macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS_SHORT, SPLIT, true>(                     \
-                row_ptr, values, codes, x, y, cols, items, split);                              \
+                row_ptr, values, codes, x, y, cols, items, aligned, split);                     \
         } else {                                                                                \
             macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS_SHORT, SPLIT, false>(                    \
-                row_ptr, values, codes, x, y, cols, items, split);                              \
+                row_ptr, values, codes, x, y, cols, items, aligned, split);                     \
         }                                                                                       \
     } else if (half) {                                                                          \
         macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS, SPLIT, false>(row_ptr, values, codes, x, y, \
-                                                                  cols, items, split);          \
+                                                                  cols, items, aligned, split); \
     } else {                                                                                    \
         macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS, SPLIT, false>(row_ptr, values, codes, x, y, \
-                                                                  cols, items, split);          \
+                                                                  cols, items, aligned, split); \
     }
 
 #define MACKO_SPMV_ENTRY(NAME, OUT, XM, BLOCK, MINB)                                           \
@@ -469,6 +479,7 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
              OUT* __restrict__ y, unsigned rows, unsigned cols, unsigned flags,                 \
              const uint2* __restrict__ desc, float* __restrict__ partials, unsigned items) {    \
         const bool half = (flags & 1u) != 0u && cols > 0u;                                     \
+        const bool aligned = (flags & 16u) != 0u;                                               \
         const MackoSplit split = {desc, partials};                                              \
         if ((flags & 4u) != 0u) {                                                               \
             MACKO_SPMV_DISPATCH(OUT, XM, true)                                                  \

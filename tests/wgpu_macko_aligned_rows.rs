@@ -12,7 +12,7 @@
 mod common;
 
 use common::{
-    assert_agrees, check_shapes_and_ragged, kernels_property, open_or_skip,
+    assert_agrees, check_macko_shapes, check_shapes_and_ragged, kernels_property, open_or_skip,
     open_wgpu_subgroup_or_skip, random_dense, KNOB_SHAPES,
 };
 use macko::half::f16;
@@ -44,7 +44,11 @@ fn macko_agrees_with_rows_aligned_and_not() {
         };
         assert_eq!(kernels.contains(ON), aligned == "1", "{kernels}");
         check_shapes_and_ragged(&dev, &SHAPES, seed);
-        check_shapes_and_ragged(&dev, &KNOB_SHAPES, seed + 20);
+        if aligned == "1" && staged == "1" {
+            // The default: also every path the knob tests walk (pipelines of more widths, which
+            // a CPU adapter compiles slowly, so not in every setting).
+            check_macko_shapes(&dev, &KNOB_SHAPES, seed + 20);
+        }
         check_non_finite_x(&dev, seed + 30);
     }
     std::env::remove_var("MACKO_WGPU_X_IN_WORKGROUP");

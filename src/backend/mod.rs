@@ -15,7 +15,7 @@ use crate::error::{Error, Result};
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
-#[cfg(feature = "wgpu")]
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
 pub(crate) mod row_aligned;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;

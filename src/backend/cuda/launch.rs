@@ -292,6 +292,24 @@ fn pipe_from_env() -> Result<Option<bool>> {
     })
 }
 
+/// Environment variable: `off` uploads MACKO matrices in the format's own layout, `on` (the
+/// default, [`DEFAULT_ALIGNED_ROWS`]) row-aligned where the row kernel runs on whole rows
+/// (src/backend/row_aligned.rs: no row starts inside a group, so no batch masks entries).
+pub const ENV_ALIGNED_ROWS: &str = "MACKO_CUDA_ALIGNED_ROWS";
+
+/// Default of [`ENV_ALIGNED_ROWS`]: kernels/NOTES.md, step 7.
+pub(crate) const DEFAULT_ALIGNED_ROWS: bool = true;
+
+/// Whether `MACKO_CUDA_ALIGNED_ROWS` (or its default) asks for row-aligned uploads.
+pub(crate) fn aligned_rows_from_env() -> Result<bool> {
+    Ok(env_knob(ENV_ALIGNED_ROWS, "on or off", |v| match v {
+        "on" | "1" => Some(true),
+        "off" | "0" => Some(false),
+        _ => None,
+    })?
+    .unwrap_or(DEFAULT_ALIGNED_ROWS))
+}
+
 /// Environment variable that forces the flat MACKO kernel (one range of entries per warp, see
 /// `flat.rs`): `on` (wherever it can run: x staged in 512-thread blocks, rows of at least 9
 /// entries), `off`, or `auto` (see [`Kernels::macko_plan`]).
@@ -460,6 +478,9 @@ pub(crate) struct Plan {
     pub pipelined: bool,
     /// MACKO only: the flat kernel (one range of entries per warp), when the matrix allows it.
     pub flat: bool,
+    /// MACKO only: uploaded row-aligned (src/backend/row_aligned.rs), so the row kernel masks
+    /// nothing (flags bit 4); set at upload, only for the row kernel on whole rows.
+    pub aligned_rows: bool,
 }
 
 impl Plan {
@@ -725,6 +746,7 @@ impl Kernels {
                     split_from_row: 0,
                     pipelined: false,
                     flat: false,
+                    aligned_rows: false,
                 });
             }
         }
@@ -750,6 +772,7 @@ impl Kernels {
             split_from_row: 0,
             pipelined: false,
             flat: false,
+            aligned_rows: false,
         })
     }
 
@@ -975,6 +998,7 @@ impl Kernels {
             split_from_row: 0,
             pipelined: false,
             flat: false,
+            aligned_rows: false,
         })
     }
 
@@ -1124,7 +1148,8 @@ fn macko_into<T: DeviceRepr>(
     let flags: u32 = u32::from(m.plan.half_warp)
         | (u32::from(m.plan.short_chunks) << 1)
         | (u32::from(m.split.is_some()) << 2)
-        | (u32::from(m.plan.pipelined) << 3);
+        | (u32::from(m.plan.pipelined) << 3)
+        | (u32::from(m.plan.aligned_rows) << 4);
     let mut args = stream.launch_builder(f);
     args.arg(m.row_ptr.buf())
         .arg(m.values.buf())

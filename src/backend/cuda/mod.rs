@@ -35,6 +35,8 @@ use self::memory::{
 };
 use self::probe::{human_bytes, Gpu};
 use self::vendor::Vendor;
+use crate::backend::row_aligned::align_rows;
+
 use super::{
     downcast, downcast_mut, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision,
     Storage, VendorBaseline,
@@ -103,12 +105,28 @@ impl CudaBackend {
             }
             _ => None,
         };
+        // Row-aligned where the row kernel runs on whole rows (split items and flat ranges
+        // start inside rows, so they keep the format's layout): no batch then masks.
+        let aligned = if flat.is_none() && split.is_none() && launch::aligned_rows_from_env()? {
+            align_rows(m, 0..m.rows())
+        } else {
+            None
+        };
+        plan.aligned_rows = aligned.is_some();
+        let (row_ptr, values, codes) = match &aligned {
+            Some(a) => (
+                &a.row_ptr[..],
+                bytemuck::cast_slice(&a.values),
+                &a.codes[..],
+            ),
+            None => (m.row_ptr(), values, m.codes()),
+        };
         Ok(CudaMatrix::Macko(MackoDev {
             rows,
             cols,
-            row_ptr: DeviceArray::upload(self.stream(), m.row_ptr(), "MACKO row pointers")?,
+            row_ptr: DeviceArray::upload(self.stream(), row_ptr, "MACKO row pointers")?,
             values: DeviceArray::upload(self.stream(), values, "MACKO values")?,
-            codes: DeviceArray::upload(self.stream(), m.codes(), "MACKO codes")?,
+            codes: DeviceArray::upload(self.stream(), codes, "MACKO codes")?,
             plan,
             split,
             flat,

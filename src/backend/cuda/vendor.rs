@@ -152,6 +152,7 @@ impl Vendor {
                 split_from_row: 0,
                 pipelined: false,
                 flat: false,
+                aligned_rows: false,
             },
         }))
     }
