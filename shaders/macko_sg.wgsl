@@ -108,6 +108,12 @@ override MASK_TABLE: bool = false;
 // instead (a select of its index when the step is issued, nothing when it is computed). The
 // backend sets it only for such blocks (NOTES.md, "Session 9").
 override ALIGNED_ROWS: bool = false;
+// HALF_ROWS: with ALIGNED_ROWS, STATIC_ROWS, x staged whole and the pipelined loop, an exact
+// subgroup takes two rows at a time, one per half (`rows_loop_pairs`), as the CUDA kernel's
+// half-warps do for short rows: a row's step is 2 groups per lane of its half, and the scan,
+// the loads and the loop's costs of a step serve two rows. Subgroups that are not exact take the
+// same rows one at a time. The backend sets it for short rows (NOTES.md, "Session 9").
+override HALF_ROWS: bool = false;
 
 // With STATIC_ROWS: the dispatch's subgroup count, by which a subgroup's rows step (set once at
 // entry).
@@ -738,6 +744,122 @@ fn lane_sum(v: f32, lanes: u32, exact: bool) -> f32 {
     return subgroupAdd(v);
 }
 
+// ---- HALF_ROWS: two rows per exact subgroup, one per half ----------------------------------
+
+// Groups g0 + sub and g0 + hl + sub of a row-aligned row whose groups end at gend (ALIGNED_ROWS):
+// groups at or past gend read the zero group (no value; their totals move only columns after
+// the row's, whose gathers are clamped as row_dot_piped's).
+fn load_half_step(g0: u32, sub: u32, hl: u32, gend: u32) -> Raw2 {
+    var r: Raw2;
+    let a = select(params.zero_group, g0 + sub, g0 + sub < gend);
+    let b = select(params.zero_group, g0 + hl + sub, g0 + hl + sub < gend);
+    r.v0 = values[a];
+    r.c0 = codes[a];
+    r.v1 = values[b];
+    r.c1 = codes[b];
+    return r;
+}
+
+// exact_scan1 within each half of an exact subgroup (halves of hl lanes, hl a power of two:
+// `sub` is the lane's index in its half): the exclusive scan, and the half's total in every lane
+// of it (from the half's last lane, lane | (hl - 1)). Ends: d doubles up to hl <= 64.
+fn half_scan(v: u32, lane: u32, sub: u32, hl: u32) -> vec2<u32> {
+    var s = v;
+    for (var d = 1u; d < hl; d *= 2u) {
+        let up = subgroupShuffleUp(s, d);
+        s += select(0u, up, sub >= d);
+    }
+    return vec2<u32>(s - v, subgroupShuffle(s, lane | (hl - 1u)));
+}
+
+// The sum of `v` over each half (hl lanes) of an exact subgroup, in every lane of the half: the
+// butterfly of lane_sum without its last step. Ends: d halves from hl / 2 to 0.
+fn half_sum(v: f32, hl: u32) -> f32 {
+    var s = v;
+    for (var d = hl / 2u; d > 0u; d /= 2u) {
+        s += subgroupShuffleXor(s, d);
+    }
+    return s;
+}
+
+// row_dot_piped for two rows at once: this lane's half works through its row-aligned row s..e
+// (a whole row: its count starts at X_FRONT), `sub` being the lane's index in the half of hl
+// lanes. The halves step together until both rows are done (the loop's test is
+// subgroup-uniform: the shuffles need every lane); a half whose row is done loads the zero group
+// and adds nothing. Gathers stay in the staged x as in row_dot_piped (starts clamped to
+// `limit` with BOUNDED_GATHERS). Ends: g0 grows by 2 · hl >= 2 while some half's gn < gend
+// <= 2^29.
+fn row_pair_piped(
+    s: u32,
+    e: u32,
+    lane: u32,
+    sub: u32,
+    hl: u32,
+    guard: bool,
+    limit: u32,
+) -> f32 {
+    var acc = vec2<f32>(0.0);
+    let gend = (e + 7u) / 8u;
+    var column = X_FRONT;
+    var g0 = s / 8u;
+    var cur = load_half_step(g0, sub, hl, gend);
+    loop {
+        let gn = g0 + 2u * hl;
+        let more = gn < gend;
+        var nxt: Raw2;
+        if more {
+            nxt = load_half_step(gn, sub, hl, gend);
+        }
+        let mine = code_steps(cur.c0) | (code_steps(cur.c1) << 16u);
+        let scan = half_scan(mine, lane, sub, hl);
+        let t0 = scan.y & 0xffffu;
+        var start0 = column + (scan.x & 0xffffu);
+        var start1 = column + t0 + (scan.x >> 16u);
+        if BOUNDED_GATHERS {
+            start0 = min(start0, limit);
+            start1 = min(start1, limit);
+        }
+        acc = group_fma_raw(cur.v0, cur.c0, start0, acc, guard, true);
+        if g0 + hl < gend {
+            acc = group_fma_raw(cur.v1, cur.c1, start1, acc, guard, true);
+        }
+        column += t0 + (scan.y >> 16u);
+        if !subgroupAny(more) {
+            break;
+        }
+        // A half whose row is done keeps `nxt` as declared: zero, as the zero group.
+        cur = nxt;
+        g0 = gn;
+    }
+    return half_sum(acc.x + acc.y, hl);
+}
+
+// rows_loop for HALF_ROWS in an exact subgroup: the half of lane `lane` takes rows first + half,
+// first + half + row_stride, .. (row_stride = twice the dispatch's subgroups: main), each with
+// the next row's bounds loading while it is computed; each half's first lane stores its row.
+// Ends: every iteration adds row_stride >= 2 to rows below params.rows < 2^31, and the loop
+// leaves once both halves' rows are past it.
+fn rows_loop_pairs(first: u32, lane: u32, lanes: u32, guard: bool) {
+    let hl = lanes / 2u;
+    let sub = lane & (hl - 1u);
+    var row = first + lane / hl;
+    var work = row_work(row, 0u);
+    let limit = X_FRONT + tile_width(0u);
+    loop {
+        if subgroupAll(row >= params.rows) {
+            break;
+        }
+        let next = row + row_stride;
+        let next_work = row_work(next, 0u);
+        let sum = row_pair_piped(work.x, work.y, lane, sub, hl, guard, limit);
+        if sub == 0u && row < params.rows {
+            store_y(params.row_offset + row, sum);
+        }
+        row = next;
+        work = next_work;
+    }
+}
+
 // The sum of a row's entries s..e, whose first follows column count c0 (see row_work), in the
 // chosen variant.
 fn row_sum(w: vec4<u32>, lane: u32, lanes: u32, guard: bool, exact: bool, limit: u32) -> f32 {
@@ -852,6 +974,23 @@ fn rows_in_tile(
     sg_id: u32,
     sg_size: u32,
 ) {
+    if HALF_ROWS {
+        // Rows in pairs (main: `row` is the pair's first, row_stride twice the subgroups): exact
+        // subgroups of 2 lanes or more take a pair at a time (halves of sg_size / 2 >= 1 lanes),
+        // the others each row of it in turn, by stride as ever.
+        let pairs = exact && sg_size >= 2u;
+        if finite && pairs {
+            rows_loop_pairs(row, sg_id, sg_size, false);
+        } else if pairs {
+            rows_loop_pairs(row, sg_id, sg_size, true);
+        } else {
+            rows_loop(row, work, following, tile, lane, lanes, true, false);
+            let second = row + 1u;
+            let after = row_after(lane, second);
+            rows_loop(second, row_work(second, tile), after, tile, lane, lanes, true, false);
+        }
+        return;
+    }
     if LANE_BUILTINS {
         // Three copies of the row loop: with the builtin ids (foldable sizes, scans by shuffles,
         // pipelined steps) without the zero select where the staged x is finite, and with it
@@ -894,6 +1033,11 @@ fn main(
         // The dispatch is 1-D (products.rs) and holds far fewer than 2^31 subgroups.
         row_stride = nwg.x * nwg.y * nwg.z * nsg;
         row = ((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * nsg + sg;
+        if HALF_ROWS {
+            // Rows in pairs: subgroup k takes rows 2k, 2k + 1, then 2k + 2n, 2k + 2n + 1, ..
+            row_stride *= 2u;
+            row *= 2u;
+        }
     } else {
         row = next_row(lane);
     }

@@ -154,6 +154,10 @@ pub const ENV_MASK_TABLE: &str = "MACKO_WGPU_MASK_TABLE";
 /// `0` in the format's own layout (`ALIGNED_ROWS` in macko_sg.wgsl; see
 /// `MackoTuning::DEFAULT_ALIGNED_ROWS`).
 pub const ENV_ALIGNED_ROWS: &str = "MACKO_WGPU_ALIGNED_ROWS";
+/// Environment variable: `1` makes exact subgroups of the MACKO subgroup kernel take two rows at
+/// a time (one per half) wherever the matrix allows it, `0` never, unset or `auto` for sparse
+/// matrices only (`HALF_ROWS` in macko_sg.wgsl; see `MackoTuning::HALF_ROWS_MAX_FILL`).
+pub const ENV_HALF_ROWS: &str = "MACKO_WGPU_HALF_ROWS";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -261,6 +265,10 @@ pub(crate) struct MackoTuning {
     /// MACKO matrices whose x is staged whole (or gathered from memory) uploaded row-aligned
     /// (src/backend/row_aligned.rs), so that pipelined steps mask nothing (`ALIGNED_ROWS`).
     pub aligned_rows: bool,
+    /// Two rows per exact subgroup (`HALF_ROWS`): `None` for matrices filled below
+    /// `HALF_ROWS_MAX_FILL`, else always or never. Only for row-aligned matrices with x staged
+    /// whole, rows by stride and pipelined steps.
+    pub half_rows: Option<bool>,
     /// Stage x too wide for workgroup memory in column tiles (`X_TILED`).
     pub x_tiles: bool,
     /// The most columns of a staged x, whatever fits (`None`: what fits).
@@ -338,6 +346,18 @@ impl MackoTuning {
     pub const DEFAULT_MASK_TABLE: bool = true;
     /// Row-aligned uploads (`ALIGNED_ROWS`): see shaders/NOTES.md, "Session 9".
     pub const DEFAULT_ALIGNED_ROWS: bool = true;
+    /// Fill (stored entries, explicit zeros included, over rows × columns) below which
+    /// `half_rows` (unset) takes two rows per subgroup. Measured on an H200 (shaders/NOTES.md,
+    /// "Session 9"; 9 shapes), two rows per subgroup against one: at d = 0.1 (fill 0.12–0.15)
+    /// 1.05× faster in the median (0.97–1.15×: 32000×5120 1.15×, 11008×4096 0.97×); at d = 0.3
+    /// mixed (0.95–1.11×), at d ≥ 0.5 mostly slower (0.84–1.07×). Fitted to that one sweep.
+    pub const HALF_ROWS_MAX_FILL: f64 = 0.2;
+
+    /// Whether the MACKO subgroup kernel takes two rows per exact subgroup for a matrix of
+    /// `fill` (the kernel's other conditions aside).
+    pub fn half_rows_for(&self, fill: f64) -> bool {
+        self.half_rows.unwrap_or(fill < Self::HALF_ROWS_MAX_FILL)
+    }
 
     /// The most workgroups of `workgroup` invocations dispatched with x staged (whole or in
     /// column tiles) in a pipeline that takes `workgroup_bytes` of workgroup memory: the
@@ -479,6 +499,11 @@ impl MackoTuning {
             gather_probe: on(ENV_GATHER_PROBE),
             mask_table: switch(ENV_MASK_TABLE, Self::DEFAULT_MASK_TABLE),
             aligned_rows: switch(ENV_ALIGNED_ROWS, Self::DEFAULT_ALIGNED_ROWS),
+            half_rows: match var(ENV_HALF_ROWS).as_deref() {
+                Some("1" | "true" | "on" | "yes") => Some(true),
+                Some("0" | "false" | "off" | "no") => Some(false),
+                _ => None,
+            },
             x_tiles,
             x_tile_cols,
         }
@@ -652,7 +677,7 @@ impl WgpuBackend {
                 !t.x_f32 && t.x_f16 && self.gpu.features.contains(wgpu::Features::SHADER_F16);
             kernels += &format!(
                 "; MACKO workgroups of {}, {} x 4 groups per step, x staged{} as {}, at most {} \
-                 workgroups and {} invocations when staged ({} above {} bytes per workgroup){}{}{}{}{}{}{}{}{}{}{}{}{}{}{}",
+                 workgroups and {} invocations when staged ({} above {} bytes per workgroup){}{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}",
                 if t.workgroup_small == t.workgroup_large {
                     t.workgroup_small.to_string()
                 } else {
@@ -765,6 +790,11 @@ impl WgpuBackend {
                     ", rows aligned to groups (x not tiled)"
                 } else {
                     ""
+                },
+                match t.half_rows {
+                    Some(true) => ", two rows per subgroup (rows aligned, x staged whole)",
+                    Some(false) => "",
+                    None => ", two rows per subgroup below fill 0.2 (rows aligned, x staged whole)",
                 },
                 if t.x_words_granule == X_WORDS_GRANULE {
                     String::new()

@@ -278,6 +278,9 @@ pub(super) struct PipelineKey {
     /// masks nothing (`ALIGNED_ROWS`; only with pipelined steps and x not tiled). Must be
     /// false for a matrix in the format's own layout.
     pub aligned_rows: bool,
+    /// MACKO subgroup kernel: two rows per exact subgroup (`HALF_ROWS`; only with
+    /// `aligned_rows`, rows by stride and x staged whole).
+    pub half_rows: bool,
 }
 
 /// Words of workgroup memory x is staged in are rounded up to this by default
@@ -434,6 +437,16 @@ impl Pipelines {
                 && key.pipeline
                 && !(key.x_words > 0 && key.x_tiled)
                 && key.aligned_rows,
+            half_rows: key.kernel == Kernel::MackoSubgroup
+                && key.lane_builtins
+                && key.late_decode
+                && key.depth <= 1
+                && key.pipeline
+                && key.static_rows
+                && key.x_words > 0
+                && !key.x_tiled
+                && key.aligned_rows
+                && key.half_rows,
             ..key
         };
         let mut built = lock(&self.built);
@@ -462,7 +475,7 @@ impl Pipelines {
             },
             if key.workgroup > 0 {
                 format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{}{}{}{}{}{})",
+                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}{})",
                     key.workgroup,
                     key.depth.max(1),
                     if key.x_swizzle { ", swizzled x" } else { "" },
@@ -517,6 +530,11 @@ impl Pipelines {
                     if key.mask_table { ", mask table" } else { "" },
                     if key.aligned_rows {
                         ", rows aligned"
+                    } else {
+                        ""
+                    },
+                    if key.half_rows {
+                        ", two rows per subgroup"
                     } else {
                         ""
                     }
@@ -574,6 +592,7 @@ impl Pipelines {
             }
             constants.push(("MASK_TABLE", if key.mask_table { 1.0 } else { 0.0 }));
             constants.push(("ALIGNED_ROWS", if key.aligned_rows { 1.0 } else { 0.0 }));
+            constants.push(("HALF_ROWS", if key.half_rows { 1.0 } else { 0.0 }));
         }
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {

@@ -824,6 +824,7 @@ impl WgpuBackend {
                 // gained ≤ 1 % and once lost 4 % (shaders/NOTES.md, "Session 8").
                 mask_table: self.tuning.mask_table && a.fill < X_PAD_MIN_FILL,
                 aligned_rows: a.aligned_rows,
+                half_rows: a.aligned_rows && self.tuning.half_rows_for(a.fill),
             },
         )?;
         let x_group = x

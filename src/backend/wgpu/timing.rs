@@ -238,6 +238,7 @@ impl WgpuBackend {
                 gather_probe: false,
                 mask_table: false,
                 aligned_rows: false,
+                half_rows: false,
             },
         )?;
         let record = |encoder: &mut wgpu::CommandEncoder,
