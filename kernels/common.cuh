@@ -12,10 +12,12 @@
 
 // Slots of x staged in shared memory in front of column 0 and after column cols-1. Masked MACKO
 // entries compute columns up to 8 before the row's first entry and up to 15 after the last
-// column (see macko.cu); the slack keeps those indices inside the staged array, so the inner
+// column (see macko.cu; with row-aligned uploads, up to 15 after the last column too: NOTES.md,
+// "Correctness arguments"); the slack keeps those indices inside the staged array, so the inner
 // loop needs no clamp.
 #define MACKO_X_SLACK 8
 #define MACKO_X_TAIL 16
+static_assert(MACKO_X_TAIL >= 15, "masked and row-aligned padding gathers reach 15 past x");
 
 // binary16 bits -> f32 (exact).
 __device__ __forceinline__ float macko_h2f(unsigned short h) {

@@ -50,10 +50,11 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
         "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global MACKO_CUDA_SPLIT=2" \
         "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_DEFINES=MACKO_PIPE=0 MACKO_CUDA_SPLIT=3" ;;
     aligned)
-      # Row-aligned uploads (src/backend/row_aligned.rs, flags bit 4): the default plans, and
-      # paths the default plans do not take for the tests' shapes: half-warps with x in global memory, pipelined
-      # warps; memcheck on the edge tests with half-warps (teams past their row's end).
-      tests_under aligned "X=1" \
+      # Row-aligned uploads (src/backend/row_aligned.rs, flags bit 4): the default plans, the
+      # layout off (the masked row kernel), and paths the default plans do not take for the
+      # tests' shapes: half-warps with x in global memory, pipelined warps; memcheck on the edge
+      # tests with half-warps (teams past their row's end).
+      tests_under aligned "X=1" "MACKO_CUDA_ALIGNED_ROWS=off" \
         "MACKO_CUDA_ALIGNED_ROWS=on MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global" \
         "MACKO_CUDA_ALIGNED_ROWS=on MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_PIPE=on"
       memcheck_under "MACKO_CUDA_ALIGNED_ROWS=on MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short" ;;

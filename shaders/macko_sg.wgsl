@@ -1,6 +1,6 @@
 // MACKO-16-4 SpMV with subgroup operations (after common.wgsl and macko.wgsl). See NOTES.md.
 //
-// One row at a time per subgroup; rows are dealt
+// One row at a time per subgroup (two, one per half, with HALF_ROWS: below); rows are dealt
 // by a fixed stride over the dispatch's subgroups (STATIC_ROWS, the backend's default since
 // session 6, NOTES.md) or handed out through an atomic counter (the dispatch is bounded, so the
 // counter balances rows of any lengths over the subgroups that are resident), and the kernel is
@@ -62,8 +62,9 @@ override DEPTH: u32 = 1u;
 //   k + n, k + 2n, .. where n is the dispatch's subgroup count, as the CUDA kernel's persistent
 //   warps do. No atomics and no counter reset at the end; the rows are balanced only by their
 //   count (a subgroup of long rows finishes late). Every subgroup of the dispatch deals the same
-//   way. (Two rows per subgroup, one per half, was a knob until session 6, where it measured
-//   20–40 % slower than one row: NOTES.md; the code is in commit a189843.)
+//   way. (Session 6's two rows per subgroup, masked and unpipelined, measured 20–40 % slower
+//   than one row and was removed, commit a189843; HALF_ROWS below is session 9's, on
+//   row-aligned rows.)
 override LATE_DECODE: bool = false;
 override ROW_AHEAD: u32 = 2u;
 override LANE_BUILTINS: bool = false;

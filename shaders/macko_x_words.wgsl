@@ -23,7 +23,8 @@ fn x_slot(i: u32) -> u32 {
 }
 
 // x[c] (with X_TILED, c counts from the tile's first column). A column past x or the tile, or
-// wrapped below it (only ever computed for a masked entry, whose term is then discarded) reads
+// wrapped below it (only ever computed for a masked entry, or for a row-aligned upload's
+// padding entries and zero group, whose terms are zero or discarded) reads
 // an unspecified value but stays a valid access: indices into `xs` are clamped by naga
 // (BoundsCheckPolicy::Restrict, always on for arrays in wgpu), and memory reads are bounded.
 fn x_at(c: u32) -> f32 {

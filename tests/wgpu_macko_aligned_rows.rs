@@ -5,8 +5,9 @@
 //! Checked on and off, with x staged and gathered from memory, on rows that end in every position
 //! of a step, many short and empty rows, rows mostly padding, the ragged matrix, x holding NaN
 //! and ±∞ next to the padding's columns, and blocks split by a small binding limit (a zero group
-//! per block). The settings are environment variables read when a device opens; this file is
-//! its own process, so they reach no other test.
+//! per block; there with two rows per subgroup, elsewhere one). The settings are environment
+//! variables read when a device opens; this file is its own process, so they reach no other
+//! test.
 #![cfg(feature = "wgpu")]
 
 mod common;
@@ -35,6 +36,9 @@ const ON: &str = "rows aligned to groups";
 #[test]
 fn macko_agrees_with_rows_aligned_and_not() {
     std::env::set_var("MACKO_WGPU_MACKO_WORKGROUPS", "3");
+    // One row per subgroup here (two per subgroup, which reads the same layout, is
+    // tests/wgpu_macko_half_rows.rs; and the blocks below).
+    std::env::set_var("MACKO_WGPU_HALF_ROWS", "0");
     // (aligned, x staged in workgroup memory, seed)
     for (aligned, staged, seed) in [("1", "1", 1200), ("1", "0", 1240), ("0", "1", 1280)] {
         std::env::set_var("MACKO_WGPU_ALIGNED_ROWS", aligned);
@@ -59,6 +63,8 @@ fn macko_agrees_with_rows_aligned_and_not() {
 /// set the process's environment.
 fn check_blocks() {
     std::env::set_var("MACKO_WGPU_ALIGNED_ROWS", "1");
+    // Two rows per subgroup: pairs whose halves read up to the zero group of their block.
+    std::env::set_var("MACKO_WGPU_HALF_ROWS", "1");
     // 8 KiB per binding: a 300×2000 matrix at d = 0.3 (~200 KB of values) takes dozens of
     // blocks, each with rows cut wherever the limit falls.
     let opts = DeviceOptions {

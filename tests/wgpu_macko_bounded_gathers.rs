@@ -30,11 +30,15 @@ const STEP_SHAPES: [(usize, usize, f64); 4] = [
     (70, 1030, 0.05),
 ];
 
-/// (settings, seed): whole x; x in column tiles of 128; padded x.
-const SETTINGS: [(&[(&str, &str)], u64); 3] = [
+/// (settings, seed): whole x (rows aligned, two rows per subgroup at low fill); x in column
+/// tiles of 128; padded x; two rows per subgroup everywhere; the format's own layout (masked
+/// steps).
+const SETTINGS: [(&[(&str, &str)], u64); 5] = [
     (&[], 1000),
     (&[("MACKO_WGPU_X_TILE_COLS", "128")], 1040),
     (&[("MACKO_WGPU_X_PAD", "1")], 1080),
+    (&[("MACKO_WGPU_HALF_ROWS", "1")], 1120),
+    (&[("MACKO_WGPU_ALIGNED_ROWS", "0")], 1160),
 ];
 
 #[test]

@@ -1173,7 +1173,9 @@ fn macko_into<T: DeviceRepr>(
     // + 1 8-byte descriptors, items f32 partials, items as u32 — read and written only when
     // flags bit 2 is set, which it is exactly when `m.split` is); every buffer lives on this
     // stream and outlives the launch in stream order; the kernel reads only inside the arrays
-    // of a valid matrix, which macko-format guarantees, and the split table's entries lie
+    // of a valid matrix, which macko-format guarantees (or of its row-aligned copy, whose row
+    // pointers, values and codes row_aligned.rs keeps consistent; kernels/NOTES.md, step 7,
+    // for its columns past x), and the split table's entries lie
     // inside them (split.rs; argued in kernels/NOTES.md).
     unsafe { args.launch(m.plan.config()) }
         .map(|_| ())

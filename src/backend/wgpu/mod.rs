@@ -205,6 +205,11 @@ pub(crate) struct MackoTuning {
     ///   `row_dot_piped` likewise by `2 · lanes >= 2`;
     /// - `exact_scan` and `exact_scan1`: the shift doubles up to the subgroup size (<= 128);
     ///   `lane_sum` (`BUTTERFLY_SUM`): it halves from half the subgroup size down to 0;
+    ///   `half_scan` and `half_sum` (`HALF_ROWS`) likewise up to and down from half of it;
+    /// - `row_pair_piped` (`HALF_ROWS`): `g0` grows by `2 · (size / 2) >= 2` while some half's
+    ///   next step starts below its `gend <= 2²⁹`; `rows_loop_pairs`: every iteration adds
+    ///   the row stride (twice the dispatch's subgroups) to rows below `params.rows` < 2³¹ and
+    ///   the loop leaves once both halves' rows are past it;
     /// - `main` with column tiles (`X_TILED`): the tile counts up by 1 to `params.tiles`;
     /// - `rows_loop` with rows by stride (`STATIC_ROWS`): every iteration adds the dispatch's
     ///   subgroup count (>= 1) to a row below `params.rows` < 2³¹, so the row grows without
@@ -214,8 +219,9 @@ pub(crate) struct MackoTuning {
     ///   `params.rows`, so it leaves after at most `params.rows + 2` iterations, whatever the
     ///   counter held at the start.
     ///
-    /// The only divisors that are not constants are the lane count (>= 1, as above); every other
-    /// division is by a nonzero constant and all are unsigned (no `MIN / -1`).
+    /// The only divisors that are not constants are the lane count (>= 1, as above) and, with
+    /// `HALF_ROWS`, half the builtin subgroup size (taken only where the size is >= 2); every
+    /// other division is by a nonzero constant and all are unsigned (no `MIN / -1`).
     pub loop_bounds: bool,
     /// Keep a step's groups as raw code words until their products (`LATE_DECODE`).
     pub late_decode: bool,
@@ -245,7 +251,9 @@ pub(crate) struct MackoTuning {
     /// - the copy of x writes slots below `X_HALVES` (`XForm::words` counts the slack) and reads
     ///   words of x below its padded length;
     /// - values and codes are read at groups below a row's end group (`min(g, gend - 1)` in
-    ///   masked steps, whole steps only where they lie inside the row), and rows' bounds and
+    ///   masked steps, whole steps only where they lie inside the row), or, with row-aligned
+    ///   uploads (`ALIGNED_ROWS`, `HALF_ROWS`), at the block's zero group past it (the last
+    ///   group of the block's arrays: `RowAligned::zero_group`), and rows' bounds and
     ///   tile tables at rows below `params.rows` (the format's rule 4 keeps a row's columns
     ///   below `cols`, so a tile part's columns lie in its tile);
     /// - y, its f32 copy, the counters and partial sums at rows below `params.rows` of blocks
@@ -791,10 +799,12 @@ impl WgpuBackend {
                 } else {
                     ""
                 },
-                match t.half_rows {
-                    Some(true) => ", two rows per subgroup (rows aligned, x staged whole)",
-                    Some(false) => "",
-                    None => ", two rows per subgroup below fill 0.2 (rows aligned, x staged whole)",
+                match (t.aligned_rows, t.half_rows) {
+                    (true, Some(true)) => ", two rows per subgroup (rows aligned, x staged whole)",
+                    (true, None) => {
+                        ", two rows per subgroup below fill 0.2 (rows aligned, x staged whole)"
+                    }
+                    _ => "",
                 },
                 if t.x_words_granule == X_WORDS_GRANULE {
                     String::new()

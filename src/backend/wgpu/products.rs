@@ -367,27 +367,37 @@ impl WgpuBackend {
         let tiles = self.x_tiles(m.cols(), fill >= X_PAD_MIN_FILL);
         // A tile table takes 8 bytes per row and plane (tiles + 1 planes).
         let row_bytes = tiles.map_or(4, |t| 8 * (u64::from(t.tiles) + 1));
-        // Row-aligned (src/backend/row_aligned.rs) where the subgroup kernel reads it with x
-        // whole, so its pipelined steps mask nothing; blocks are then planned on the aligned
-        // rows, each with room for its group of zeros.
-        let aligned_ptr =
-            if self.path == KernelPath::Subgroup && tiles.is_none() && self.tuning.aligned_rows {
-                aligned_row_ptr(m, 0..m.rows())
-            } else {
-                None
-            };
-        let plan = plan_sparse_blocks(
-            aligned_ptr.as_deref().unwrap_or(row_ptr),
-            GROUP as u64,
-            2,
-            row_bytes,
-            if aligned_ptr.is_some() {
-                self.matrix_limit.saturating_sub(2 * GROUP as u64)
-            } else {
-                self.matrix_limit
-            },
-            "MACKO",
-        )?;
+        // Row-aligned (src/backend/row_aligned.rs) where the subgroup kernel's pipelined loop
+        // reads it with x not tiled (the pipeline key's conditions for ALIGNED_ROWS), so its
+        // steps mask nothing; blocks are then planned on the aligned rows, each with room for
+        // its group of zeros. A row that fits a binding only unpadded keeps the format's layout.
+        let t = &self.tuning;
+        let aligned = self.path == KernelPath::Subgroup
+            && tiles.is_none()
+            && t.aligned_rows
+            && t.lane_builtins
+            && t.late_decode
+            && t.depth <= 1
+            && t.pipeline;
+        let aligned_plan = aligned
+            .then(|| aligned_row_ptr(m, 0..m.rows()))
+            .flatten()
+            .and_then(|p| {
+                let limit = self.matrix_limit.saturating_sub(2 * GROUP as u64);
+                plan_sparse_blocks(&p, GROUP as u64, 2, row_bytes, limit, "MACKO").ok()
+            });
+        let aligned_rows = aligned_plan.is_some();
+        let plan = match aligned_plan {
+            Some(plan) => plan,
+            None => plan_sparse_blocks(
+                row_ptr,
+                GROUP as u64,
+                2,
+                row_bytes,
+                self.matrix_limit,
+                "MACKO",
+            )?,
+        };
         let partials = if tiles.is_some() { m.rows() } else { 0 };
         // The counter buffer is bound whole in every block: with tiles it holds a word per row.
         let counter_bytes = 4 * (COUNTER_WORDS_PER_BLOCK * plan.len() as u64 + partials as u64);
@@ -414,7 +424,7 @@ impl WgpuBackend {
                 to_u32(rows.start, "first row of a block")?,
             );
             params.slot = to_u32(slot, "block index")?;
-            if aligned_ptr.is_some() {
+            if aligned_rows {
                 // A block's offsets are at most the whole matrix's, which fit.
                 let a = align_rows(m, rows.clone()).ok_or_else(|| {
                     backend_error("internal: a row-aligned block past 32-bit offsets")
@@ -455,7 +465,7 @@ impl WgpuBackend {
             )?);
         }
         Ok(GpuMatrix {
-            aligned_rows: aligned_ptr.is_some(),
+            aligned_rows,
             format: MatrixKind::Macko,
             fill,
             tiles,
