@@ -13,11 +13,11 @@
 mod common;
 
 use common::{
-    assert_agrees, check_macko_shapes, check_shapes_and_ragged, kernels_property, open_or_skip,
-    open_wgpu_subgroup_or_skip, random_dense, KNOB_SHAPES,
+    check_macko_product, check_macko_shapes, check_shapes_and_ragged, kernels_property,
+    open_or_skip, open_wgpu_subgroup_or_skip, random_dense, KNOB_SHAPES,
 };
 use macko::half::f16;
-use macko::{reference, BackendKind, DeviceOptions, MackoMatrix, Precision};
+use macko::{BackendKind, DeviceOptions, MackoMatrix};
 
 /// Rows that end in every position of a step (subgroups of 8 to 64 lanes, 2 groups per lane per
 /// step), long rows, many short rows with empty ones among them, and rows mostly padding.
@@ -88,7 +88,13 @@ fn check_blocks() {
         let x: Vec<f16> = (0..cols)
             .map(|c| f16::from_f32(((c % 9) as f32 - 4.0) / 4.0))
             .collect();
-        check_product(&dev, &format!("{rows}×{cols} d={d}, blocks"), &m, &x);
+        check_macko_product(
+            "wgpu",
+            &dev,
+            &format!("{rows}×{cols} d={d}, blocks"),
+            &m,
+            &x,
+        );
     }
 }
 
@@ -109,17 +115,5 @@ fn check_non_finite_x(dev: &macko::Device, seed: u64) {
         }
     }
     x[cols - 1] = f16::NAN;
-    check_product(dev, "non-finite x after rows' ends", &m, &x);
-}
-
-/// `m` times `x` on `dev`, f16 and f32 y, checked on every row against the f64 reference.
-fn check_product(dev: &macko::Device, what: &str, m: &MackoMatrix, x: &[f16]) {
-    let r = reference::spmv_macko(m, x).unwrap();
-    let a = dev.upload(m).unwrap();
-    let x_dev = dev.upload_vector(x).unwrap();
-    for p in [Precision::F16, Precision::F32] {
-        let mut y = dev.zeros(m.rows(), p).unwrap();
-        dev.spmv(&a, &x_dev, &mut y).unwrap();
-        assert_agrees("wgpu", what, &r, &dev.download(&y).unwrap());
-    }
+    check_macko_product("wgpu", dev, "non-finite x after rows' ends", &m, &x);
 }

@@ -14,10 +14,11 @@
 mod common;
 
 use common::{
-    assert_agrees, check_macko_shapes, open_wgpu_subgroup_or_skip, ragged_matrix, random_dense,
+    check_macko_product, check_macko_shapes, open_wgpu_subgroup_or_skip, ragged_matrix,
+    random_dense,
 };
 use macko::half::f16;
-use macko::{reference, MackoMatrix, Precision};
+use macko::MackoMatrix;
 
 /// Rows of random lengths at several densities, all 1030 columns wide (each width staged is a
 /// pipeline of its own at this granule, and compiling is what takes time on a CPU adapter): rows
@@ -76,7 +77,7 @@ fn check_ragged(dev: &macko::Device) {
     let x: Vec<f16> = (0..300)
         .map(|c| f16::from_f32(((c % 7) as f32 - 3.0) / 2.0))
         .collect();
-    check_product(dev, "ragged 203×300", &m, &x);
+    check_macko_product("wgpu", dev, "ragged 203×300", &m, &x);
 }
 
 /// x holding NaN, +∞ and −∞ (the loop that keeps its zero select) on a matrix with rows of many
@@ -90,17 +91,5 @@ fn check_non_finite_x(dev: &macko::Device, seed: u64) {
     x[3] = f16::NAN;
     x[450] = f16::INFINITY;
     x[1029] = f16::NEG_INFINITY;
-    check_product(dev, "non-finite x", &m, &x);
-}
-
-/// `m` times `x` on `dev`, f16 and f32 y, checked on every row against the f64 reference.
-fn check_product(dev: &macko::Device, what: &str, m: &MackoMatrix, x: &[f16]) {
-    let r = reference::spmv_macko(m, x).unwrap();
-    let a = dev.upload(m).unwrap();
-    let x_dev = dev.upload_vector(x).unwrap();
-    for p in [Precision::F16, Precision::F32] {
-        let mut y = dev.zeros(m.rows(), p).unwrap();
-        dev.spmv(&a, &x_dev, &mut y).unwrap();
-        assert_agrees("wgpu", what, &r, &dev.download(&y).unwrap());
-    }
+    check_macko_product("wgpu", dev, "non-finite x", &m, &x);
 }

@@ -11,9 +11,11 @@
 
 mod common;
 
-use common::{assert_agrees, check_shapes_and_ragged, open_wgpu_subgroup_or_skip, random_dense};
+use common::{
+    check_macko_product, check_shapes_and_ragged, open_wgpu_subgroup_or_skip, random_dense,
+};
 use macko::half::f16;
-use macko::{reference, MackoMatrix, Precision};
+use macko::MackoMatrix;
 
 /// Rows of random lengths (pairs of unequal ones), many short rows with empty ones among them,
 /// an odd row count, long rows of many steps, and fewer rows than a workgroup has subgroups.
@@ -64,12 +66,5 @@ fn check_non_finite_x(dev: &macko::Device, seed: u64) {
     x[7] = f16::NAN;
     x[500] = f16::INFINITY;
     x[cols - 1] = f16::NEG_INFINITY;
-    let r = reference::spmv_macko(&m, &x).unwrap();
-    let a = dev.upload(&m).unwrap();
-    let x_dev = dev.upload_vector(&x).unwrap();
-    for p in [Precision::F16, Precision::F32] {
-        let mut y = dev.zeros(rows, p).unwrap();
-        dev.spmv(&a, &x_dev, &mut y).unwrap();
-        assert_agrees("wgpu", "non-finite x", &r, &dev.download(&y).unwrap());
-    }
+    check_macko_product("wgpu", dev, "non-finite x", &m, &x);
 }

@@ -211,18 +211,18 @@ pub fn check_macko(label: &str, dev: &Device, rows: usize, cols: usize, d: f64, 
     let x: Vec<f16> = (0..cols)
         .map(|c| f16::from_f32(((c % 13) as f32 - 6.0) / 8.0))
         .collect();
-    let r = reference::spmv_macko(&m, &x).unwrap();
-    let a = dev.upload(&m).unwrap();
-    let x_dev = dev.upload_vector(&x).unwrap();
+    check_macko_product(label, dev, &format!("{rows}×{cols} d={d}"), &m, &x);
+}
+
+/// `m` times `x` on `dev`, f16 and f32 y, checked on every row against the f64 reference.
+pub fn check_macko_product(label: &str, dev: &Device, what: &str, m: &MackoMatrix, x: &[f16]) {
+    let r = reference::spmv_macko(m, x).unwrap();
+    let a = dev.upload(m).unwrap();
+    let x_dev = dev.upload_vector(x).unwrap();
     for p in [Precision::F16, Precision::F32] {
-        let mut y = dev.zeros(rows, p).unwrap();
+        let mut y = dev.zeros(m.rows(), p).unwrap();
         dev.spmv(&a, &x_dev, &mut y).unwrap();
-        assert_agrees(
-            label,
-            &format!("{rows}×{cols} d={d}"),
-            &r,
-            &dev.download(&y).unwrap(),
-        );
+        assert_agrees(label, what, &r, &dev.download(&y).unwrap());
     }
 }
 
