@@ -103,8 +103,9 @@ override BUTTERFLY_SUM: bool = false;
 // integer operations per group fewer in a step at a row's ends (NOTES.md, "Session 8").
 override MASK_TABLE: bool = false;
 // ALIGNED_ROWS: the block was uploaded row-aligned (src/backend/row_aligned.rs): every row
-// starts at a multiple of 8 entries and its last group is padded with zeros, and a group of
-// zeros follows the last row (params.zero_group). Then a pipelined step masks nothing: no group
+// (with X_TILED, every row's part in each tile: src/backend/wgpu/tiles.rs) starts at a multiple
+// of 8 entries and its last group is padded with zeros, and a group of zeros follows the last
+// row (params.zero_group). Then a pipelined step masks nothing: no group
 // holds another row's entries, and a group past the row's end is loaded from the zero group
 // instead (a select of its index when the step is issued, nothing when it is computed). The
 // backend sets it only for such blocks (NOTES.md, "Session 9").

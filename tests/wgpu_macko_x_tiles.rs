@@ -52,14 +52,16 @@ fn macko_agrees_with_x_in_column_tiles() {
     // Each setting on top of the defaults, then taken back: two rows ahead; the counted loop;
     // codes decoded when loaded (row_dot, whose start count is then a tile part's); the zero
     // select kept (no finite-x check: only the tile loop's own barrier guards the copy); x as
-    // f16 pairs; x as f32.
-    let settings: [(&[(&str, &str)], u64); 6] = [
+    // f16 pairs; x as f32; the tile parts in the format's own layout (masked steps: by default
+    // each part starts at a whole group, src/backend/wgpu/tiles.rs).
+    let settings: [(&[(&str, &str)], u64); 7] = [
         (&[("MACKO_WGPU_ROW_AHEAD", "2")], 720),
         (&[("MACKO_WGPU_LANE_BUILTINS", "0")], 740),
         (&[("MACKO_WGPU_LATE_DECODE", "0")], 745),
         (&[("MACKO_WGPU_FAST_FINITE", "0")], 750),
         (&[("MACKO_WGPU_X_F16", "0")], 760),
         (&[("MACKO_WGPU_X_F16", "0"), ("MACKO_WGPU_X_F32", "1")], 780),
+        (&[("MACKO_WGPU_ALIGNED_ROWS", "0")], 790),
     ];
     for (vars, seed) in settings {
         for (name, value) in vars {

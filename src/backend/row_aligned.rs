@@ -92,7 +92,7 @@ pub(crate) fn align_rows(m: &MackoMatrix, rows: Range<usize>) -> Option<RowAlign
 /// Writes the `n` gap codes of entries `s..s + n` of `src` (two per byte, low nibble first) to
 /// the start of `dst`, whose first entry is even (byte-aligned); the high nibble of the last
 /// byte stays as it is (0) where `n` is odd.
-fn copy_codes(src: &[u8], s: usize, n: usize, dst: &mut [u8]) {
+pub(crate) fn copy_codes(src: &[u8], s: usize, n: usize, dst: &mut [u8]) {
     if s % 2 == 0 {
         dst[..n / 2].copy_from_slice(&src[s / 2..s / 2 + n / 2]);
     } else {

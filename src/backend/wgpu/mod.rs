@@ -270,8 +270,9 @@ pub(crate) struct MackoTuning {
     pub gather_probe: bool,
     /// Value masks of the steps at a row's ends read from a table (`MASK_TABLE`).
     pub mask_table: bool,
-    /// MACKO matrices whose x is staged whole (or gathered from memory) uploaded row-aligned
-    /// (src/backend/row_aligned.rs), so that pipelined steps mask nothing (`ALIGNED_ROWS`).
+    /// MACKO matrices uploaded row-aligned (src/backend/row_aligned.rs; with x in column tiles,
+    /// each row's part in each tile: tiles.rs), so that pipelined steps mask nothing
+    /// (`ALIGNED_ROWS`).
     pub aligned_rows: bool,
     /// Two rows per exact subgroup (`HALF_ROWS`): `None` for matrices filled below
     /// `HALF_ROWS_MAX_FILL`, else always or never. Only for row-aligned matrices with x staged
@@ -795,7 +796,7 @@ impl WgpuBackend {
                     ""
                 },
                 if t.aligned_rows {
-                    ", rows aligned to groups (x not tiled)"
+                    ", rows aligned to groups"
                 } else {
                     ""
                 },

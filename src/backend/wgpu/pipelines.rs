@@ -274,9 +274,9 @@ pub(super) struct PipelineKey {
     pub gather_probe: bool,
     /// MACKO subgroup kernel: value masks from the table in the uniform (`MASK_TABLE`).
     pub mask_table: bool,
-    /// MACKO subgroup kernel: the matrix was uploaded row-aligned, and the pipelined loop
-    /// masks nothing (`ALIGNED_ROWS`; only with pipelined steps and x not tiled). Must be
-    /// false for a matrix in the format's own layout.
+    /// MACKO subgroup kernel: the matrix was uploaded row-aligned (with x in column tiles,
+    /// each row's part in each tile), and the pipelined loop masks nothing (`ALIGNED_ROWS`;
+    /// only with pipelined steps). Must be false for a matrix in the format's own layout.
     pub aligned_rows: bool,
     /// MACKO subgroup kernel: two rows per exact subgroup (`HALF_ROWS`; only with
     /// `aligned_rows`, rows by stride and x staged whole).
@@ -435,7 +435,6 @@ impl Pipelines {
                 && key.late_decode
                 && key.depth <= 1
                 && key.pipeline
-                && !(key.x_words > 0 && key.x_tiled)
                 && key.aligned_rows,
             half_rows: key.kernel == Kernel::MackoSubgroup
                 && key.lane_builtins

@@ -25,7 +25,9 @@ use super::gpu::{backend_error, buffer_size, lock, round_up};
 use crate::backend::row_aligned::{align_rows, aligned_row_ptr};
 
 use super::pipelines::{Kernel, KernelPath, PipelineKey, XForm, DENSE_ROWS_PER_WORKGROUP};
-use super::tiles::{plan_tiles, tile_table, TilePlan, TILE_COLS_GRANULE};
+use super::tiles::{
+    aligned_tile_row_ptr, aligned_tiles, plan_tiles, tile_table, TilePlan, TILE_COLS_GRANULE,
+};
 use super::WgpuBackend;
 
 /// Products recorded into one command encoder before it is submitted without waiting (a later
@@ -123,8 +125,8 @@ pub(super) struct GpuMatrix {
     /// MACKO whose x is staged in column tiles (too wide for workgroup memory): how it is cut.
     /// The blocks' row pointers are then the tile tables (tiles.rs).
     pub tiles: Option<TilePlan>,
-    /// MACKO uploaded row-aligned (`RowAligned`): the subgroup kernel's pipelined loop may
-    /// then skip its masks (`ALIGNED_ROWS`).
+    /// MACKO uploaded row-aligned (`RowAligned`, or with tiles `AlignedTiles`): the subgroup
+    /// kernel's pipelined loop may then skip its masks (`ALIGNED_ROWS`).
     pub aligned_rows: bool,
     pub rows: usize,
     pub cols: usize,
@@ -367,25 +369,32 @@ impl WgpuBackend {
         let tiles = self.x_tiles(m.cols(), fill >= X_PAD_MIN_FILL);
         // A tile table takes 8 bytes per row and plane (tiles + 1 planes).
         let row_bytes = tiles.map_or(4, |t| 8 * (u64::from(t.tiles) + 1));
-        // Row-aligned (src/backend/row_aligned.rs) where the subgroup kernel's pipelined loop
-        // reads it with x not tiled (the pipeline key's conditions for ALIGNED_ROWS), so its
-        // steps mask nothing; blocks are then planned on the aligned rows, each with room for
-        // its group of zeros. A row that fits a binding only unpadded keeps the format's layout.
+        // Row-aligned (src/backend/row_aligned.rs; with tiles, each row's part in each tile:
+        // tiles.rs) where the subgroup kernel's pipelined loop reads it (the pipeline key's
+        // conditions for ALIGNED_ROWS), so its steps mask nothing; blocks are then planned on the
+        // aligned rows, each with room for its group of zeros. A row that fits a binding only
+        // unpadded keeps the format's layout.
         let t = &self.tuning;
         let aligned = self.path == KernelPath::Subgroup
-            && tiles.is_none()
             && t.aligned_rows
             && t.lane_builtins
             && t.late_decode
             && t.depth <= 1
             && t.pipeline;
-        let aligned_plan = aligned
-            .then(|| aligned_row_ptr(m, 0..m.rows()))
-            .flatten()
-            .and_then(|p| {
-                let limit = self.matrix_limit.saturating_sub(2 * GROUP as u64);
-                plan_sparse_blocks(&p, GROUP as u64, 2, row_bytes, limit, "MACKO").ok()
-            });
+        // With tiles: the whole matrix's tile table (entries from 0), cut into blocks below.
+        let full_table = match tiles {
+            Some(plan) if aligned => Some(tile_table(m, 0..m.rows(), 0, plan)),
+            _ => None,
+        };
+        let aligned_ptr = match (tiles, &full_table) {
+            (Some(plan), Some(full)) => aligned_tile_row_ptr(full, m.rows(), plan),
+            (None, _) if aligned => aligned_row_ptr(m, 0..m.rows()),
+            _ => None,
+        };
+        let aligned_plan = aligned_ptr.and_then(|p| {
+            let limit = self.matrix_limit.saturating_sub(2 * GROUP as u64);
+            plan_sparse_blocks(&p, GROUP as u64, 2, row_bytes, limit, "MACKO").ok()
+        });
         let aligned_rows = aligned_plan.is_some();
         let plan = match aligned_plan {
             Some(plan) => plan,
@@ -424,32 +433,41 @@ impl WgpuBackend {
                 to_u32(rows.start, "first row of a block")?,
             );
             params.slot = to_u32(slot, "block index")?;
-            if aligned_rows {
-                // A block's offsets are at most the whole matrix's, which fit.
-                let a = align_rows(m, rows.clone()).ok_or_else(|| {
-                    backend_error("internal: a row-aligned block past 32-bit offsets")
-                })?;
-                params.zero_group = a.zero_group();
-                blocks.push(self.sparse_block(
-                    params,
-                    &a.row_ptr,
-                    bytemuck::cast_slice(&a.values),
-                    &a.codes,
-                    &counters,
-                    "MACKO",
-                )?);
-                continue;
+            if let Some(t) = tiles {
+                params.tiles = t.tiles;
+                params.tile_cols = t.cols;
+                params.partials = to_u32(partials_start + rows.start, "partial sums")?;
+            }
+            // A block's offsets are at most the whole matrix's, which fit.
+            let past = || backend_error("internal: a row-aligned block past 32-bit offsets");
+            match (aligned_rows, tiles, &full_table) {
+                (true, Some(plan), Some(full)) => {
+                    let a = aligned_tiles(m, rows.clone(), full, plan).ok_or_else(past)?;
+                    params.zero_group = a.zero_group;
+                    let values = bytemuck::cast_slice(&a.values);
+                    blocks.push(
+                        self.sparse_block(params, &a.table, values, &a.codes, &counters, "MACKO")?,
+                    );
+                    continue;
+                }
+                (true, None, _) => {
+                    let a = align_rows(m, rows.clone()).ok_or_else(past)?;
+                    params.zero_group = a.zero_group();
+                    let values = bytemuck::cast_slice(&a.values);
+                    blocks.push(
+                        self.sparse_block(
+                            params, &a.row_ptr, values, &a.codes, &counters, "MACKO",
+                        )?,
+                    );
+                    continue;
+                }
+                _ => {}
             }
             // Entries of the block, widened to whole groups of 8 (16-byte value words).
             let base = row_ptr[rows.start] as usize / GROUP * GROUP;
             let end = (row_ptr[rows.end] as usize).div_ceil(GROUP) * GROUP;
             let table = match tiles {
-                Some(t) => {
-                    params.tiles = t.tiles;
-                    params.tile_cols = t.cols;
-                    params.partials = to_u32(partials_start + rows.start, "partial sums")?;
-                    tile_table(m, rows.clone(), base, t)
-                }
+                Some(t) => tile_table(m, rows.clone(), base, t),
                 None => row_ptr[rows.start..=rows.end]
                     .iter()
                     .map(|&p| p - base as u32)

@@ -14,7 +14,9 @@
 
 use std::ops::Range;
 
-use macko_format::{code_at, MackoMatrix};
+use macko_format::{code_at, MackoMatrix, GROUP};
+
+use crate::backend::row_aligned::copy_codes;
 use rayon::prelude::*;
 
 /// Columns of a tile are a multiple of this: whole 16-byte words of x (8 columns) for the copy,
@@ -87,6 +89,95 @@ pub(super) fn tile_table(
         }
     }
     table
+}
+
+/// A tiled block uploaded row-aligned (`aligned_tiles`): the tile table and the arrays it
+/// indexes.
+pub(super) struct AlignedTiles {
+    /// As `tile_table`'s, of these arrays: every part starts at a multiple of 8 entries, and a
+    /// part ends where the row's part in the next tile starts (its padding included).
+    pub table: Vec<u32>,
+    /// Each row's parts, each padded with zero entries (value +0.0, gap code 0) to whole
+    /// groups, then one group of zeros (`zero_group`).
+    pub values: Vec<half::f16>,
+    pub codes: Vec<u8>,
+    pub zero_group: u32,
+}
+
+/// The entries a row-aligned tiled layout gives row k of `table` (`tile_table`'s for some rows
+/// with base 0, `n` rows): its parts, each rounded up to whole groups.
+fn aligned_row_len(table: &[u32], n: usize, k: usize, tiles: usize) -> u64 {
+    (0..tiles)
+        .map(|t| {
+            let (a, b) = (table[2 * (t * n + k)], table[2 * ((t + 1) * n + k)]);
+            u64::from(b - a).div_ceil(GROUP as u64) * GROUP as u64
+        })
+        .sum()
+}
+
+/// The aligned entry counts of the rows of `table` (`tile_table(m, 0..n, 0, plan)`), as row
+/// pointers from 0; `None` where they and a zero group pass 32 bits.
+pub(super) fn aligned_tile_row_ptr(table: &[u32], n: usize, plan: TilePlan) -> Option<Vec<u32>> {
+    let mut out = Vec::with_capacity(n + 1);
+    let mut at = 0u64;
+    out.push(0);
+    for k in 0..n {
+        at += aligned_row_len(table, n, k, plan.tiles as usize);
+        if at + GROUP as u64 > u64::from(u32::MAX) {
+            return None;
+        }
+        out.push(at as u32);
+    }
+    Some(out)
+}
+
+/// Rows `rows` of `m` with x in tiles as `plan` cuts it, each row's part in each tile starting
+/// at a whole group (the MACKO subgroup kernel's `ALIGNED_ROWS` with `X_TILED`: no step then
+/// masks another part's entries). `full` is `tile_table(m, 0..m.rows(), 0, plan)`. A part's
+/// padding entries follow its last entry (one column further each, so up to 7 columns past the
+/// tile, into the staged tile's zero slack); its column count before its first entry is
+/// unchanged. `None` where the block's offsets would pass 32 bits.
+pub(super) fn aligned_tiles(
+    m: &MackoMatrix,
+    rows: Range<usize>,
+    full: &[u32],
+    plan: TilePlan,
+) -> Option<AlignedTiles> {
+    let tiles = plan.tiles as usize;
+    let total = m.rows();
+    let n = rows.len();
+    let mut table = vec![0u32; 2 * (tiles + 1) * n];
+    let mut at = 0u64;
+    for (k, r) in rows.clone().enumerate() {
+        for t in 0..tiles {
+            let (a, b) = (full[2 * (t * total + r)], full[2 * ((t + 1) * total + r)]);
+            table[2 * (t * n + k)] = u32::try_from(at).ok()?;
+            table[2 * (t * n + k) + 1] = full[2 * (t * total + r) + 1];
+            at += u64::from(b - a).div_ceil(GROUP as u64) * GROUP as u64;
+        }
+        table[2 * (tiles * n + k)] = u32::try_from(at).ok()?;
+    }
+    let stored = usize::try_from(at).ok()? + GROUP;
+    u32::try_from(stored).ok()?;
+    let mut values = vec![half::f16::ZERO; stored];
+    let mut codes = vec![0u8; stored / 2];
+    for (k, r) in rows.enumerate() {
+        for t in 0..tiles {
+            let (a, b) = (
+                full[2 * (t * total + r)] as usize,
+                full[2 * ((t + 1) * total + r)] as usize,
+            );
+            let d = table[2 * (t * n + k)] as usize;
+            values[d..d + (b - a)].copy_from_slice(&m.values()[a..b]);
+            copy_codes(m.codes(), a, b - a, &mut codes[d / 2..]);
+        }
+    }
+    Some(AlignedTiles {
+        table,
+        values,
+        codes,
+        zero_group: (at / GROUP as u64) as u32,
+    })
 }
 
 /// Row `r`'s pairs (see `tile_table`) into `pairs`, 2 · (tiles + 1) words.
@@ -213,6 +304,64 @@ mod tests {
                 let end = 2 * (plan.tiles as usize * n + k);
                 prop_assert_eq!(table[end] as usize + base, m.row_range(r).end);
                 prop_assert_eq!(table[end + 1], 0);
+            }
+        }
+    }
+
+    proptest! {
+        /// The row-aligned tiled layout holds each row's part in each tile as `tile_table`
+        /// finds it, from a multiple of 8 entries, with the same column count before it, then
+        /// zero padding up to the next part; a zero group follows; the row pointers count the
+        /// same aligned entries.
+        #[test]
+        fn aligned_parts_are_the_parts_then_zeros(
+            rows in 1usize..12,
+            cols in 1usize..700,
+            density in 0.02f64..1.0,
+            width_granules in 1usize..4,
+            first in 0usize..12,
+            seed in any::<u64>(),
+        ) {
+            let dense = crate::synthetic::pruned_matrix(rows, cols, density, seed).unwrap();
+            let m = MackoMatrix::from_dense(&dense).unwrap();
+            let Some(plan) = plan_tiles(cols, width_granules * TILE_COLS_GRANULE) else {
+                return Ok(());
+            };
+            let first = first.min(rows - 1);
+            let full = tile_table(&m, 0..rows, 0, plan);
+            let ptr = aligned_tile_row_ptr(&full, rows, plan).unwrap();
+            let a = aligned_tiles(&m, first..rows, &full, plan).unwrap();
+            let (n, tiles) = (rows - first, plan.tiles as usize);
+            let entry = |v: &[half::f16], c: &[u8], i: usize| (v[i].to_bits(), code_at(c, i));
+            for (k, r) in (first..rows).enumerate() {
+                let row_start = a.table[2 * k] as usize;
+                let row_end = a.table[2 * (tiles * n + k)] as usize;
+                prop_assert_eq!(
+                    row_end - row_start,
+                    (ptr[r + 1] - ptr[r]) as usize
+                );
+                for t in 0..tiles {
+                    let (s, e) = (full[2 * (t * rows + r)] as usize, full[2 * ((t + 1) * rows + r)] as usize);
+                    let d = a.table[2 * (t * n + k)] as usize;
+                    let d1 = a.table[2 * ((t + 1) * n + k)] as usize;
+                    prop_assert_eq!(d % 8, 0);
+                    prop_assert_eq!(d1 - d, (e - s).div_ceil(8) * 8);
+                    prop_assert_eq!(a.table[2 * (t * n + k) + 1], full[2 * (t * rows + r) + 1]);
+                    for j in 0..d1 - d {
+                        let want = if j < e - s {
+                            entry(m.values(), m.codes(), s + j)
+                        } else {
+                            (0, 0)
+                        };
+                        prop_assert_eq!(entry(&a.values, &a.codes, d + j), want);
+                    }
+                }
+            }
+            let z = a.zero_group as usize * 8;
+            prop_assert_eq!(z, a.table[2 * (tiles * n + n - 1)] as usize);
+            prop_assert_eq!(a.values.len(), z + 8);
+            for i in z..z + 8 {
+                prop_assert_eq!(entry(&a.values, &a.codes, i), (0, 0));
             }
         }
     }
