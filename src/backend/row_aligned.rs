@@ -60,7 +60,7 @@ pub(crate) fn aligned_row_ptr(m: &MackoMatrix, rows: Range<usize>) -> Option<Vec
 
 /// Where the row after one starting at `at` with `len` entries starts once rows are aligned;
 /// `None` where that, with the zero group after it, passes `u32::MAX`.
-fn next_row_start(at: u32, len: u32) -> Option<u32> {
+pub(crate) fn next_row_start(at: u32, len: u32) -> Option<u32> {
     let next = u64::from(at) + u64::from(len).div_ceil(GROUP as u64) * GROUP as u64;
     if next + GROUP as u64 > u64::from(u32::MAX) {
         return None;

@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use macko_format::{code_at, MackoMatrix, GROUP};
 
-use crate::backend::row_aligned::copy_codes;
+use crate::backend::row_aligned::{copy_codes, next_row_start};
 use rayon::prelude::*;
 
 /// Columns of a tile are a multiple of this: whole 16-byte words of x (8 columns) for the copy,
@@ -119,14 +119,13 @@ fn aligned_row_len(table: &[u32], n: usize, k: usize, tiles: usize) -> u64 {
 /// pointers from 0; `None` where they and a zero group pass 32 bits.
 pub(super) fn aligned_tile_row_ptr(table: &[u32], n: usize, plan: TilePlan) -> Option<Vec<u32>> {
     let mut out = Vec::with_capacity(n + 1);
-    let mut at = 0u64;
+    let mut at = 0u32;
     out.push(0);
     for k in 0..n {
-        at += aligned_row_len(table, n, k, plan.tiles as usize);
-        if at + GROUP as u64 > u64::from(u32::MAX) {
-            return None;
-        }
-        out.push(at as u32);
+        // Whole groups already: the row-aligned layout's own bound (a zero group after it).
+        let len = u32::try_from(aligned_row_len(table, n, k, plan.tiles as usize)).ok()?;
+        at = next_row_start(at, len)?;
+        out.push(at);
     }
     Some(out)
 }
