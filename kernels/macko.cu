@@ -500,6 +500,33 @@ MACKO_SPMV_ENTRY(macko_spmv_xs_f32_big, float, MACKO_XP, MACKO_BIG_BLOCK, 1)
 MACKO_SPMV_ENTRY(macko_spmv_xu_f16_big, unsigned short, MACKO_XU, MACKO_BIG_BLOCK, 1)
 MACKO_SPMV_ENTRY(macko_spmv_xu_f32_big, float, MACKO_XU, MACKO_BIG_BLOCK, 1)
 
+// Blocks per SM asked of the compiler for the lean entries: 3 blocks of 512 threads cap them at 40
+// registers, so 48 warps fit an SM instead of 32.
+#ifndef MACKO_LEAN_MINB
+#define MACKO_LEAN_MINB 3
+#endif
+
+// The lean entries: whole rows, a warp per row, batches of MACKO_CHUNKS_SHORT chunks, not
+// pipelined, x staged in the plain layout; only flags bit 4 (row-aligned) is read, and the split
+// arguments not at all (the parameters are those of the regular entries). The one path
+// alone fits 40 registers (one 4-byte spill, before the row loop; all paths together spill over
+// 100 bytes at 40), so half again as many warps are resident. The host picks them where that many warps spread the rows more evenly
+// (launch.rs, `lean_rows`): 5120 rows take 0.81 of a round of 6336 warps, against 1.21 rounds of
+// 4224 warps with the regular entries.
+#define MACKO_LEAN_ENTRY(NAME, OUT)                                                             \
+    extern "C" __global__ void __launch_bounds__(MACKO_BLOCK, MACKO_LEAN_MINB)                  \
+        NAME(const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,            \
+             const unsigned* __restrict__ codes, const unsigned short* __restrict__ x,          \
+             OUT* __restrict__ y, unsigned rows, unsigned cols, unsigned flags,                 \
+             const uint2* __restrict__, float* __restrict__, unsigned) {                        \
+        const MackoSplit none = {nullptr, nullptr};                                             \
+        macko_spmv_impl<OUT, MACKO_XU, 32u, MACKO_CHUNKS_SHORT, false, false>(                  \
+            row_ptr, values, codes, x, y, cols, rows, (flags & 16u) != 0u, none);               \
+    }
+
+MACKO_LEAN_ENTRY(macko_lean_f16, unsigned short)
+MACKO_LEAN_ENTRY(macko_lean_f32, float)
+
 // y[r] = the sum of row r's partials (items row_item[r] .. row_item[r + 1]) in item order: the
 // second launch of a split matrix's product (see MackoSplit). One thread per row, grid-stride.
 #define MACKO_COMBINE_ENTRY(NAME, OUT)                                                          \

@@ -2,7 +2,7 @@
 # MACKO CUDA variant sweep on the GPU machine (issue 7). Binaries staged by
 # `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko, tests/macko--agreement,
 # tests/macko--cuda_backend; see NOTES.md). Usage, through remote.sh (CUDA libraries on the path):
-#   bash .gpu/remote.sh bash kernels/sweep.sh [tests] [aligned] [tail] [sanitize] -- NAME 'ENV=..' ...
+#   bash .gpu/remote.sh bash kernels/sweep.sh [tests] [aligned] [lean] [tail] [sanitize] -- NAME 'ENV=..' ...
 # Each variant runs `macko bench --backend cuda` with its environment on $SHAPES/$DENSITIES; full
 # output in $OUT/<NAME>.log, and a table of macko % of ceiling and speedup over cuBLAS last.
 set -uo pipefail
@@ -48,7 +48,8 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
         "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=on MACKO_CUDA_SPLIT=8 MACKO_CUDA_BLOCK=1024" \
         "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=off MACKO_CUDA_BLOCK=1024" \
         "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global MACKO_CUDA_SPLIT=2" \
-        "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_DEFINES=MACKO_PIPE=0 MACKO_CUDA_SPLIT=3" ;;
+        "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_DEFINES=MACKO_PIPE=0 MACKO_CUDA_SPLIT=3" \
+        "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" ;;
     aligned)
       # Row-aligned uploads (src/backend/row_aligned.rs, flags bit 4): the default plans, the
       # layout off (the masked row kernel), and paths the default plans do not take for the
@@ -58,6 +59,11 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
         "MACKO_CUDA_ALIGNED_ROWS=on MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global" \
         "MACKO_CUDA_ALIGNED_ROWS=on MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_PIPE=on"
       memcheck_under "MACKO_CUDA_ALIGNED_ROWS=on MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short" ;;
+    lean)
+      # The lean row kernel (macko_lean_*, launch.rs lean_rows) forced onto every matrix it can
+      # run (nearly dense ones too, with x plain): row-aligned and not; memcheck on the edge tests.
+      tests_under lean "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" "MACKO_CUDA_LEAN=on MACKO_CUDA_ALIGNED_ROWS=off"
+      memcheck_under "MACKO_CUDA_LEAN=on" ;;
     tail)
       # Tail splits (rows from a fraction on cut, the others whole) on warps and half-warps,
       # x staged and from global memory, 1024-thread blocks; memcheck on the edge tests.

@@ -171,6 +171,15 @@ fn short_chunks_from_env() -> Result<Option<bool>> {
     })
 }
 
+/// An on/off knob's value (lower case, trimmed): `on`/`1` or `off`/`0`, else `None` (malformed).
+fn parse_on_off(v: &str) -> Option<bool> {
+    match v {
+        "on" | "1" => Some(true),
+        "off" | "0" => Some(false),
+        _ => None,
+    }
+}
+
 /// How evenly `rows` rows spread over `teams` teams taking them round-robin: the mean rows per
 /// team over the most any team gets (1 when every team gets the same number).
 fn balance(rows: u32, teams: u64) -> f64 {
@@ -192,11 +201,7 @@ fn lanes_from_env() -> Result<Option<u32>> {
 
 /// The layout `MACKO_CUDA_XPAD` asks for: `None` for auto.
 fn xpad_from_env() -> Result<Option<bool>> {
-    env_knob(ENV_XPAD, "on or off", |v| match v {
-        "on" | "1" => Some(true),
-        "off" | "0" => Some(false),
-        _ => None,
-    })
+    env_knob(ENV_XPAD, "on or off", parse_on_off)
 }
 
 /// Environment variable that forces the block of the MACKO kernel with x staged: `512` (two
@@ -278,6 +283,52 @@ fn parse_tail(v: &str) -> Option<TailPolicy> {
     Some(TailPolicy::Forced { from, segments })
 }
 
+/// Environment variable that forces the lean row kernel (`macko_lean_*` of kernels/macko.cu):
+/// `on` (wherever it can run: x staged in the plain layout in 512-thread blocks, not forced
+/// onto half-warps, long batches or split rows by another knob), `off`, or `auto` (where it
+/// spreads the rows more evenly, see [`lean_rows`]).
+pub const ENV_LEAN: &str = "MACKO_CUDA_LEAN";
+
+/// The lean kernel as `MACKO_CUDA_LEAN` asks for it: `None` for auto.
+fn lean_from_env() -> Result<Option<bool>> {
+    env_knob(ENV_LEAN, "on or off", parse_on_off)
+}
+
+/// Slack in comparing two balances (see [`balance`]) that should count as equal.
+const BALANCE_EPS: f64 = 1e-9;
+
+/// Balance by which the lean kernel's warps must spread the rows more evenly than the regular
+/// kernel's teams where those take more than [`LEAN_EVEN_MAX_ROUNDS`] rounds (see [`lean_rows`]).
+const LEAN_MIN_GAIN: f64 = 0.05;
+
+/// Rounds of the regular kernel's teams up to which the lean kernel takes rows it spreads as
+/// evenly: measured up to 3 (12288², neutral); in more rounds the regular kernel's pipelining
+/// (long rows) was not measured against it.
+const LEAN_EVEN_MAX_ROUNDS: u64 = 3;
+
+/// Whether whole rows go to the lean kernel, with `lean_warps` resident warps, rather than to the
+/// regular one with `warps` (whose teams are half-warps, twice as many, for `short_rows`): where
+/// the lean kernel's 40 registers give more warps (48 per SM against 32 where x is small enough)
+/// and those spread the rows more evenly than the regular teams (by [`LEAN_MIN_GAIN`]), or as
+/// evenly where the teams take at most [`LEAN_EVEN_MAX_ROUNDS`] rounds. Short rows need more than
+/// one round of lean warps besides. Measured on an H100
+/// (kernels/NOTES.md, step 8; `MACKO_CUDA_LEAN=on` against the default plans, 17 shapes):
+/// - more even: 5120² and 5120×13824 +2 to +10 % at d ≥ 0.3 (0.61 → 0.81: 1.21 rounds of 4224
+///   warps become 0.81 of 6336); short rows on half-warps 18944×3584 +6 / +8 % at d = 0.3 / 0.1
+///   (0.75 → 1.00), 28672×8192 +6 % and 9216² +9 % at d = 0.1;
+/// - as even: 9216² +4 to +6 % at d ≥ 0.3, 20480×3584 +4 / +8 % at d = 0.3 / 0.1 (half-warps),
+///   11008×4096 and 12288² −2 to +4 %;
+/// - less even: 7168² −7 to −11 % (0.85 → 0.57), 14336×4096 and 13824×5120 −4 to +3 %;
+/// - short rows in one round: 4096² and 5120² −2 % at d = 0.1 (4096×11008 +2 %).
+fn lean_rows(rows: u32, warps: u64, lean_warps: u64, short_rows: bool) -> bool {
+    let teams = if short_rows { 2 * warps } else { warps };
+    lean_warps > warps && (!short_rows || u64::from(rows) > lean_warps) && {
+        let (lean, regular) = (balance(rows, lean_warps), balance(rows, teams));
+        lean >= regular + LEAN_MIN_GAIN
+            || (lean + BALANCE_EPS >= regular && u64::from(rows) <= LEAN_EVEN_MAX_ROUNDS * teams)
+    }
+}
+
 /// Environment variable that forces software pipelining of the MACKO kernel's two-chunk warp
 /// batches: `on`, `off`, or `auto` (on for long items in more than one round, or shorter ones in
 /// many rounds, see [`pipelined_by_default`]).
@@ -285,11 +336,7 @@ pub const ENV_PIPE: &str = "MACKO_CUDA_PIPE";
 
 /// The pipelining `MACKO_CUDA_PIPE` asks for: `None` for auto.
 fn pipe_from_env() -> Result<Option<bool>> {
-    env_knob(ENV_PIPE, "on or off", |v| match v {
-        "on" | "1" => Some(true),
-        "off" | "0" => Some(false),
-        _ => None,
-    })
+    env_knob(ENV_PIPE, "on or off", parse_on_off)
 }
 
 /// Environment variable: `off` uploads MACKO matrices in the format's own layout, `on` (the
@@ -302,12 +349,7 @@ pub(crate) const DEFAULT_ALIGNED_ROWS: bool = true;
 
 /// Whether `MACKO_CUDA_ALIGNED_ROWS` (or its default) asks for row-aligned uploads.
 pub(crate) fn aligned_rows_from_env() -> Result<bool> {
-    Ok(env_knob(ENV_ALIGNED_ROWS, "on or off", |v| match v {
-        "on" | "1" => Some(true),
-        "off" | "0" => Some(false),
-        _ => None,
-    })?
-    .unwrap_or(DEFAULT_ALIGNED_ROWS))
+    Ok(env_knob(ENV_ALIGNED_ROWS, "on or off", parse_on_off)?.unwrap_or(DEFAULT_ALIGNED_ROWS))
 }
 
 /// Environment variable that forces the flat MACKO kernel (one range of entries per warp, see
@@ -317,11 +359,7 @@ pub const ENV_FLAT: &str = "MACKO_CUDA_FLAT";
 
 /// The flat kernel `MACKO_CUDA_FLAT` asks for: `None` for auto.
 fn flat_from_env() -> Result<Option<bool>> {
-    env_knob(ENV_FLAT, "on or off", |v| match v {
-        "on" | "1" => Some(true),
-        "off" | "0" => Some(false),
-        _ => None,
-    })
+    env_knob(ENV_FLAT, "on or off", parse_on_off)
 }
 
 /// Environment variable: how far from the even cut (a fraction of the mean range) a flat range
@@ -455,7 +493,7 @@ impl XPolicy {
 }
 
 /// How one matrix is launched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct Plan {
     /// Blocks.
     pub grid: u32,
@@ -481,6 +519,9 @@ pub(crate) struct Plan {
     /// MACKO only: uploaded row-aligned (src/backend/row_aligned.rs), so the row kernel masks
     /// nothing (flags bit 4); set at upload, only for the row kernel on whole rows.
     pub aligned_rows: bool,
+    /// MACKO only: the lean row kernel (`macko_lean_*`, see [`lean_rows`]): whole rows on warps,
+    /// x staged plain, short batches, not pipelined.
+    pub lean: bool,
 }
 
 impl Plan {
@@ -538,6 +579,9 @@ pub(crate) struct Kernels {
     macko_flat_xs: ByOutput,
     macko_flat_xu: ByOutput,
     macko_combine_rows: ByOutput,
+    /// The lean row kernel (`macko_lean_*`: whole rows on warps, x plain, 40 registers, so 48
+    /// warps per SM; see [`lean_rows`]).
+    macko_lean: ByOutput,
     csr_xs: ByOutput,
     csr_xg: ByOutput,
     dense_aligned: ByOutput,
@@ -569,6 +613,8 @@ pub(crate) struct Kernels {
     flat_snap: f64,
     /// `MACKO_CUDA_TAIL`: `None` chooses per matrix.
     tail: Option<TailPolicy>,
+    /// `MACKO_CUDA_LEAN`: `None` chooses per matrix.
+    lean: Option<bool>,
 }
 
 /// Loads one kernel file's CUBIN (compiled once per process) and returns its functions in the
@@ -639,12 +685,12 @@ impl Kernels {
         let arch = props.arch();
         let defines = nvrtc::env_defines()?;
         let macko = load_file(ctx, &nvrtc::MACKO, &arch, &defines)?;
-        // Entries in the order of nvrtc::MACKO: xs, xg, xu, xs_big, xu_big (f16 then f32).
+        // Entries in the order of nvrtc::MACKO (f16 then f32 of each).
         let Ok(
-            [xs16, xs32, xg16, xg32, xu16, xu32, xsb16, xsb32, xub16, xub32, c16, c32, fs16, fs32, fu16, fu32, cr16, cr32],
-        ) = <[CudaFunction; 18]>::try_from(macko)
+            [xs16, xs32, xg16, xg32, xu16, xu32, xsb16, xsb32, xub16, xub32, c16, c32, fs16, fs32, fu16, fu32, cr16, cr32, l16, l32],
+        ) = <[CudaFunction; 20]>::try_from(macko)
         else {
-            return Err(internal("kernels/macko.cu should have 18 entries"));
+            return Err(internal("kernels/macko.cu should have 20 entries"));
         };
         let pair = |f16, f32| ByOutput { f16, f32 };
         let (macko_xs, macko_xg, macko_xu) = (pair(xs16, xs32), pair(xg16, xg32), pair(xu16, xu32));
@@ -652,6 +698,7 @@ impl Kernels {
         let macko_combine = pair(c16, c32);
         let (macko_flat_xs, macko_flat_xu) = (pair(fs16, fs32), pair(fu16, fu32));
         let macko_combine_rows = pair(cr16, cr32);
+        let macko_lean = pair(l16, l32);
         let (csr_xs, csr_xg) = two_pairs(
             load_file(ctx, &nvrtc::CSR, &arch, &defines)?,
             nvrtc::CSR.file,
@@ -677,6 +724,7 @@ impl Kernels {
                 &macko_flat_xu,
                 props.smem_per_block_optin,
             )?)
+            .min(allow_large_smem(&macko_lean, props.smem_per_block_optin)?)
             .min(allow_large_smem(&csr_xs, props.smem_per_block_optin)?);
         Ok(Self {
             macko_xs,
@@ -688,6 +736,7 @@ impl Kernels {
             macko_flat_xs,
             macko_flat_xu,
             macko_combine_rows,
+            macko_lean,
             csr_xs,
             csr_xg,
             dense_aligned,
@@ -708,6 +757,7 @@ impl Kernels {
             flat: flat_from_env()?,
             flat_snap: flat_snap_from_env()?,
             tail: tail_from_env()?,
+            lean: lean_from_env()?,
         })
     }
 
@@ -739,14 +789,8 @@ impl Kernels {
                     grid,
                     smem_bytes: smem,
                     padded_x: true,
-                    half_warp: false,
-                    short_chunks: false,
                     block: BLOCK,
-                    split_entries: None,
-                    split_from_row: 0,
-                    pipelined: false,
-                    flat: false,
-                    aligned_rows: false,
+                    ..Plan::default()
                 });
             }
         }
@@ -763,16 +807,8 @@ impl Kernels {
             .ok_or_else(|| internal("a kernel without shared memory cannot be resident"))?;
         Ok(Plan {
             grid,
-            smem_bytes: 0,
-            padded_x: false,
-            half_warp: false,
-            short_chunks: false,
             block: BLOCK,
-            split_entries: None,
-            split_from_row: 0,
-            pipelined: false,
-            flat: false,
-            aligned_rows: false,
+            ..Plan::default()
         })
     }
 
@@ -871,7 +907,51 @@ impl Kernels {
                             ))
                 }
             };
+        if self.lean_allowed(&plan, nearly_dense, tail.is_some()) {
+            self.choose_lean(&mut plan, rows, short_rows)?;
+        }
         Ok(plan)
+    }
+
+    /// Whether a MACKO plan may go to the lean kernel: x staged plain in 512-thread blocks, rows
+    /// not nearly dense (long batches), no tail split, and no knob forcing what the lean kernel
+    /// does not run (half-warps, long batches, pipelining, splits, the flat kernel).
+    fn lean_allowed(&self, plan: &Plan, nearly_dense: bool, tail: bool) -> bool {
+        let forced_elsewhere = self.lanes == Some(16)
+            || self.short_chunks == Some(false)
+            || self.pipe == Some(true)
+            || matches!(self.split, Some(SplitPolicy::Segments(_)))
+            || self.flat == Some(true)
+            || tail;
+        let runnable = plan.x_in_smem() && !plan.padded_x && plan.block == BLOCK;
+        match self.lean {
+            Some(false) => false,
+            Some(true) => runnable && !forced_elsewhere,
+            None => runnable && !forced_elsewhere && !nearly_dense,
+        }
+    }
+
+    /// Turns a plan into the lean kernel's (whole rows on warps, short batches, not pipelined)
+    /// where `MACKO_CUDA_LEAN=on` says so or [`lean_rows`] picks it; leaves it as it is otherwise.
+    fn choose_lean(&self, plan: &mut Plan, rows: u32, short_rows: bool) -> Result<()> {
+        let Some(grid) = self.grid(&self.macko_lean.f32, BLOCK, plan.smem_bytes, u32::MAX)? else {
+            return Ok(());
+        };
+        let lean_warps = u64::from(grid) * u64::from(BLOCK / 32);
+        let warps = self.grid(&self.macko_xu.f32, BLOCK, plan.smem_bytes, u32::MAX)?;
+        let warps = warps.map_or(0, |g| u64::from(g) * u64::from(BLOCK / 32));
+        if self.lean != Some(true) && !lean_rows(rows, warps, lean_warps, short_rows) {
+            return Ok(());
+        }
+        *plan = Plan {
+            grid: grid.min(rows.div_ceil(BLOCK / 32)).max(1),
+            smem_bytes: plan.smem_bytes,
+            short_chunks: true,
+            block: BLOCK,
+            lean: true,
+            ..Plan::default()
+        };
+        Ok(())
     }
 
     /// Warps of a MACKO plan's kernel resident at once on the whole GPU (the plan's own grid stops
@@ -962,6 +1042,9 @@ impl Kernels {
 
     /// The MACKO product kernel a plan runs: where x is read, its layout, the block.
     fn macko_kernel(&self, plan: &Plan) -> &ByOutput {
+        if plan.lean {
+            return &self.macko_lean;
+        }
         let big = plan.block == BIG_BLOCK;
         match (plan.x_in_smem(), plan.padded_x, big) {
             (false, _, _) => &self.macko_xg,
@@ -989,16 +1072,8 @@ impl Kernels {
             .ok_or_else(|| internal("the dense kernel cannot be resident"))?;
         Ok(Plan {
             grid,
-            smem_bytes: 0,
-            padded_x: false,
-            half_warp: false,
-            short_chunks: false,
             block: BLOCK,
-            split_entries: None,
-            split_from_row: 0,
-            pipelined: false,
-            flat: false,
-            aligned_rows: false,
+            ..Plan::default()
         })
     }
 
@@ -1167,7 +1242,8 @@ fn macko_into<T: DeviceRepr>(
             .arg(&sp.items),
         None => args.arg(m.row_ptr.buf()).arg(m.row_ptr.buf()).arg(&m.rows),
     };
-    // SAFETY: the arguments match `macko_spmv_*` in kernels/macko.cu in order and type (u32
+    // SAFETY: the arguments match `macko_spmv_*` (and `macko_lean_*`, which take the same
+    // parameters and never read the split table) in kernels/macko.cu in order and type (u32
     // row_ptr of rows + 1, P/8 16-byte value words, P/8 32-bit code words, f16 x of cols, y of
     // rows in the kernel's output type, rows, cols and flags as u32, then the split table: items
     // + 1 8-byte descriptors, items f32 partials, items as u32 — read and written only when
@@ -1322,9 +1398,9 @@ fn dense_into<T: DeviceRepr>(
 #[cfg(test)]
 mod tests {
     use super::{
-        balance, flat_for_one_round, half_warps_on_a_tie, parse_tail, pipelined_by_default,
-        segment_entries, short_rows, sparse_last_round, split_segments, TailPolicy, MAX_SPLIT,
-        MIN_SPLIT_ENTRIES, MIN_SPLIT_ENTRIES_POOR,
+        balance, flat_for_one_round, half_warps_on_a_tie, lean_rows, parse_tail,
+        pipelined_by_default, segment_entries, short_rows, sparse_last_round, split_segments,
+        TailPolicy, MAX_SPLIT, MIN_SPLIT_ENTRIES, MIN_SPLIT_ENTRIES_POOR,
     };
 
     #[test]
@@ -1461,6 +1537,54 @@ mod tests {
             let seg = segment_entries(mean, k);
             assert!(seg >= 8 && seg % 8 == 0, "mean {mean}, k {k}: {seg}");
         }
+    }
+
+    #[test]
+    fn the_lean_kernel_takes_rows_its_extra_warps_spread_at_least_as_evenly() {
+        // 132 SMs: 32 warps each on the regular kernel, 48 on the lean one (kernels/NOTES.md,
+        // step 8), and the shapes measured there.
+        let (warps, lean) = (132 * 32, 132 * 48);
+        assert!(
+            lean_rows(5120, warps, lean, false),
+            "1.21 rounds become 0.81"
+        );
+        assert!(
+            lean_rows(18944, warps, lean, false),
+            "4.48 rounds become 2.99"
+        );
+        assert!(lean_rows(9216, warps, lean, false), "as even");
+        assert!(
+            lean_rows(18944, warps, lean, true),
+            "half-warps: 2.24 rounds"
+        );
+        assert!(lean_rows(20480, warps, lean, true), "half-warps: as even");
+        assert!(
+            lean_rows(28672, warps, lean, true),
+            "half-warps: 3.39 rounds, 0.85 to 0.91"
+        );
+        assert!(
+            !lean_rows(49152, warps, lean, false),
+            "as even, but 11.6 rounds"
+        );
+        assert!(!lean_rows(13824, warps, lean, false), "less even");
+        assert!(!lean_rows(7168, warps, lean, false), "less even");
+        assert!(!lean_rows(3584, warps, lean, false), "one round already");
+        assert!(
+            !lean_rows(32000, warps, lean, false),
+            "7.6 rounds: less even"
+        );
+        assert!(
+            !lean_rows(5120, warps, lean, true),
+            "short rows in one lean round"
+        );
+        assert!(
+            !lean_rows(9216, warps, warps, false),
+            "x too wide for more lean blocks"
+        );
+        assert!(
+            !lean_rows(5120, warps, 0, false),
+            "the lean kernel cannot be resident"
+        );
     }
 
     #[test]

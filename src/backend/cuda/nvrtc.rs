@@ -62,6 +62,8 @@ pub const MACKO: KernelSource = KernelSource {
         "macko_flat_xu_f32",
         "macko_combine_rows_f16",
         "macko_combine_rows_f32",
+        "macko_lean_f16",
+        "macko_lean_f32",
     ],
 };
 

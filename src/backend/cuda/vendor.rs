@@ -141,19 +141,7 @@ impl Vendor {
             rows: dim(m.rows(), "rows")?,
             cols: dim(m.cols(), "columns")?,
             values: DeviceArray::upload(&self.stream, values, "the dense matrix (cuBLAS)")?,
-            plan: Plan {
-                grid: 0,
-                smem_bytes: 0,
-                padded_x: false,
-                half_warp: false,
-                short_chunks: false,
-                block: 0,
-                split_entries: None,
-                split_from_row: 0,
-                pipelined: false,
-                flat: false,
-                aligned_rows: false,
-            },
+            plan: Plan::default(),
         }))
     }
 
