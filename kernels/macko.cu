@@ -56,7 +56,8 @@
 #define MACKO_XP 1
 #define MACKO_XU 2
 // Threads per block the host launches; the register cap follows from it and MACKO_MINB, the
-// blocks per SM asked of the compiler (2: 64 registers; 1: 128).
+// blocks per SM asked of the compiler (2: 64 registers; 1: 128; the lean entries below ask for
+// MACKO_LEAN_MINB instead).
 #define MACKO_BLOCK 512
 #ifndef MACKO_MINB
 #define MACKO_MINB 2
@@ -451,7 +452,8 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
 // chunks); bit 4: a row-aligned matrix (src/backend/row_aligned.rs: rows start at whole groups, so
 // no batch masks). The host chooses per matrix
 // (launch.rs). `_big` entries run 1024-thread blocks (one per SM: for x too wide for two
-// 512-thread blocks' shared memory), the others 512-thread blocks; both get 64 registers.
+// 512-thread blocks' shared memory), the others 512-thread blocks; both get 64 registers (the
+// lean entries, defined after these, 40).
 #define MACKO_SPMV_DISPATCH(OUT, XM, SPLIT)                                                     \
     if ((flags & 2u) != 0u) {                                                                   \
         if (half) {                                                                             \
@@ -510,9 +512,10 @@ MACKO_SPMV_ENTRY(macko_spmv_xu_f32_big, float, MACKO_XU, MACKO_BIG_BLOCK, 1)
 // pipelined, x staged in the plain layout; only flags bit 4 (row-aligned) is read, and the split
 // arguments not at all (the parameters are those of the regular entries). The one path
 // alone fits 40 registers (one 4-byte spill, before the row loop; all paths together spill over
-// 100 bytes at 40), so half again as many warps are resident. The host picks them where that many warps spread the rows more evenly
-// (launch.rs, `lean_rows`): 5120 rows take 0.81 of a round of 6336 warps, against 1.21 rounds of
-// 4224 warps with the regular entries.
+// 100 bytes at 40), so half again as many warps are resident. The host picks them where that
+// many warps spread the rows more evenly, or as evenly in few rounds (launch.rs, `lean_rows`):
+// 5120 rows take 0.81 of a round of 6336 warps, against 1.21 rounds of 4224 warps with the
+// regular entries.
 #define MACKO_LEAN_ENTRY(NAME, OUT)                                                             \
     extern "C" __global__ void __launch_bounds__(MACKO_BLOCK, MACKO_LEAN_MINB)                  \
         NAME(const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,            \

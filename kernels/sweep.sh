@@ -62,8 +62,9 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     lean)
       # The lean row kernel (macko_lean_*, launch.rs lean_rows) forced onto every matrix it can
       # run (nearly dense ones too, with x plain): row-aligned and not; memcheck on the edge tests.
-      tests_under lean "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" "MACKO_CUDA_LEAN=on MACKO_CUDA_ALIGNED_ROWS=off"
-      memcheck_under "MACKO_CUDA_LEAN=on" ;;
+      tests_under lean "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" \
+        "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off MACKO_CUDA_ALIGNED_ROWS=off"
+      memcheck_under "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" ;;
     tail)
       # Tail splits (rows from a fraction on cut, the others whole) on warps and half-warps,
       # x staged and from global memory, 1024-thread blocks; memcheck on the edge tests.

@@ -284,14 +284,26 @@ fn parse_tail(v: &str) -> Option<TailPolicy> {
 }
 
 /// Environment variable that forces the lean row kernel (`macko_lean_*` of kernels/macko.cu):
-/// `on` (wherever it can run: x staged in the plain layout in 512-thread blocks, not forced
-/// onto half-warps, long batches or split rows by another knob), `off`, or `auto` (where it
-/// spreads the rows more evenly, see [`lean_rows`]).
+/// `on` (wherever it can run: x staged in the plain layout in 512-thread blocks, and no other
+/// knob forcing half-warps, long batches, pipelining, split rows, a tail split or the flat
+/// kernel; elsewhere the plan stays as it was), `off`, or `auto` (on GPUs measured to gain,
+/// [`lean_measured_for`], for rows not nearly dense that its warps spread more evenly, or as
+/// evenly in few rounds: [`lean_rows`]).
 pub const ENV_LEAN: &str = "MACKO_CUDA_LEAN";
 
 /// The lean kernel as `MACKO_CUDA_LEAN` asks for it: `None` for auto.
 fn lean_from_env() -> Result<Option<bool>> {
     env_knob(ENV_LEAN, "on or off", parse_on_off)
+}
+
+/// DRAM bytes per SM cycle ([`DeviceProps::dram_bytes_per_sm_cycle`]) under which `auto` may pick
+/// the lean kernel: the H100 (12.8), where it was measured (kernels/NOTES.md, step 8), is under
+/// it; the H200 (18.4), SM-bound rather than DRAM-bound and not yet measured with it, is not.
+const LEAN_MAX_BYTES_PER_SM_CYCLE: f64 = 15.0;
+
+/// Whether `auto` may pick the lean kernel on a GPU of `bytes_per_sm_cycle` (unknown: no).
+fn lean_measured_for(bytes_per_sm_cycle: Option<f64>) -> bool {
+    bytes_per_sm_cycle.is_some_and(|b| b < LEAN_MAX_BYTES_PER_SM_CYCLE)
 }
 
 /// Slack in comparing two balances (see [`balance`]) that should count as equal.
@@ -307,11 +319,11 @@ const LEAN_MIN_GAIN: f64 = 0.05;
 const LEAN_EVEN_MAX_ROUNDS: u64 = 3;
 
 /// Whether whole rows go to the lean kernel, with `lean_warps` resident warps, rather than to the
-/// regular one with `warps` (whose teams are half-warps, twice as many, for `short_rows`): where
+/// regular one with `warps` (whose teams are half-warps, twice as many, for `half_warps`): where
 /// the lean kernel's 40 registers give more warps (48 per SM against 32 where x is small enough)
 /// and those spread the rows more evenly than the regular teams (by [`LEAN_MIN_GAIN`]), or as
-/// evenly where the teams take at most [`LEAN_EVEN_MAX_ROUNDS`] rounds. Short rows need more than
-/// one round of lean warps besides. Measured on an H100
+/// evenly where the teams take at most [`LEAN_EVEN_MAX_ROUNDS`] rounds. Rows on half-warps (short
+/// ones) need more than one round of lean warps besides. Measured on an H100
 /// (kernels/NOTES.md, step 8; `MACKO_CUDA_LEAN=on` against the default plans, 17 shapes):
 /// - more even: 5120² and 5120×13824 +2 to +10 % at d ≥ 0.3 (0.61 → 0.81: 1.21 rounds of 4224
 ///   warps become 0.81 of 6336); short rows on half-warps 18944×3584 +6 / +8 % at d = 0.3 / 0.1
@@ -320,9 +332,9 @@ const LEAN_EVEN_MAX_ROUNDS: u64 = 3;
 ///   11008×4096 and 12288² −2 to +4 %;
 /// - less even: 7168² −7 to −11 % (0.85 → 0.57), 14336×4096 and 13824×5120 −4 to +3 %;
 /// - short rows in one round: 4096² and 5120² −2 % at d = 0.1 (4096×11008 +2 %).
-fn lean_rows(rows: u32, warps: u64, lean_warps: u64, short_rows: bool) -> bool {
-    let teams = if short_rows { 2 * warps } else { warps };
-    lean_warps > warps && (!short_rows || u64::from(rows) > lean_warps) && {
+fn lean_rows(rows: u32, warps: u64, lean_warps: u64, half_warps: bool) -> bool {
+    let teams = if half_warps { 2 * warps } else { warps };
+    lean_warps > warps && (!half_warps || u64::from(rows) > lean_warps) && {
         let (lean, regular) = (balance(rows, lean_warps), balance(rows, teams));
         lean >= regular + LEAN_MIN_GAIN
             || (lean + BALANCE_EPS >= regular && u64::from(rows) <= LEAN_EVEN_MAX_ROUNDS * teams)
@@ -815,7 +827,9 @@ impl Kernels {
     /// Launch plan of a MACKO matrix of `entries` stored entries: x padded in shared memory
     /// only when rows are nearly dense (or as `MACKO_CUDA_XPAD` says); 1024-thread blocks where
     /// two 512-thread blocks' x do not fit an SM; a half-warp per row for short rows; long rows
-    /// cut into segments where whole rows would spread unevenly over the warps.
+    /// cut into segments where whole rows would spread unevenly over the warps; last, the lean
+    /// kernel on whole rows in place of any of those where it spreads the rows better
+    /// ([`lean_rows`]).
     pub fn macko_plan(&self, rows: u32, cols: u32, entries: u64) -> Result<Plan> {
         let mut plan = self.sparse_plan(&self.macko_xs, &self.macko_xg, rows, cols)?;
         let fill = if rows == 0 || cols == 0 {
@@ -908,14 +922,15 @@ impl Kernels {
                 }
             };
         if self.lean_allowed(&plan, nearly_dense, tail.is_some()) {
-            self.choose_lean(&mut plan, rows, short_rows)?;
+            self.choose_lean(&mut plan, rows)?;
         }
         Ok(plan)
     }
 
-    /// Whether a MACKO plan may go to the lean kernel: x staged plain in 512-thread blocks, rows
-    /// not nearly dense (long batches), no tail split, and no knob forcing what the lean kernel
-    /// does not run (half-warps, long batches, pipelining, splits, the flat kernel).
+    /// Whether a MACKO plan may go to the lean kernel: x staged plain in 512-thread blocks, no
+    /// tail split, no knob forcing what the lean kernel does not run (half-warps, long batches,
+    /// pipelining, splits, the flat kernel); for `auto` also rows not nearly dense (long
+    /// batches) on a GPU where it was measured to gain ([`lean_measured_for`]).
     fn lean_allowed(&self, plan: &Plan, nearly_dense: bool, tail: bool) -> bool {
         let forced_elsewhere = self.lanes == Some(16)
             || self.short_chunks == Some(false)
@@ -927,20 +942,26 @@ impl Kernels {
         match self.lean {
             Some(false) => false,
             Some(true) => runnable && !forced_elsewhere,
-            None => runnable && !forced_elsewhere && !nearly_dense,
+            None => {
+                runnable
+                    && !forced_elsewhere
+                    && !nearly_dense
+                    && lean_measured_for(self.dram_bytes_per_sm_cycle)
+            }
         }
     }
 
     /// Turns a plan into the lean kernel's (whole rows on warps, short batches, not pipelined)
     /// where `MACKO_CUDA_LEAN=on` says so or [`lean_rows`] picks it; leaves it as it is otherwise.
-    fn choose_lean(&self, plan: &mut Plan, rows: u32, short_rows: bool) -> Result<()> {
+    fn choose_lean(&self, plan: &mut Plan, rows: u32) -> Result<()> {
         let Some(grid) = self.grid(&self.macko_lean.f32, BLOCK, plan.smem_bytes, u32::MAX)? else {
             return Ok(());
         };
         let lean_warps = u64::from(grid) * u64::from(BLOCK / 32);
         let warps = self.grid(&self.macko_xu.f32, BLOCK, plan.smem_bytes, u32::MAX)?;
         let warps = warps.map_or(0, |g| u64::from(g) * u64::from(BLOCK / 32));
-        if self.lean != Some(true) && !lean_rows(rows, warps, lean_warps, short_rows) {
+        // Against the teams the regular plan chose (half-warps or warps), whole rows.
+        if self.lean != Some(true) && !lean_rows(rows, warps, lean_warps, plan.half_warp) {
             return Ok(());
         }
         *plan = Plan {
@@ -1398,7 +1419,7 @@ fn dense_into<T: DeviceRepr>(
 #[cfg(test)]
 mod tests {
     use super::{
-        balance, flat_for_one_round, half_warps_on_a_tie, lean_rows, parse_tail,
+        balance, flat_for_one_round, half_warps_on_a_tie, lean_measured_for, lean_rows, parse_tail,
         pipelined_by_default, segment_entries, short_rows, sparse_last_round, split_segments,
         TailPolicy, MAX_SPLIT, MIN_SPLIT_ENTRIES, MIN_SPLIT_ENTRIES_POOR,
     };
@@ -1568,7 +1589,10 @@ mod tests {
         );
         assert!(!lean_rows(13824, warps, lean, false), "less even");
         assert!(!lean_rows(7168, warps, lean, false), "less even");
-        assert!(!lean_rows(3584, warps, lean, false), "one round already");
+        assert!(
+            !lean_rows(3584, warps, lean, false),
+            "one round already: less even on more warps"
+        );
         assert!(
             !lean_rows(32000, warps, lean, false),
             "7.6 rounds: less even"
@@ -1581,10 +1605,37 @@ mod tests {
             !lean_rows(9216, warps, warps, false),
             "x too wide for more lean blocks"
         );
+        // The edges of each clause: a gain of 0.043 over 10 rounds is not enough, nor equal
+        // balance in 3.67 rounds (12288 rows: 2.9 rounds, taken); half-warps need more rows
+        // than lean warps (6336 rows would fill one lean round exactly: 1.0 against 0.75).
+        assert!(
+            !lean_rows(42241, warps, lean, false),
+            "gain under LEAN_MIN_GAIN"
+        );
+        assert!(
+            !lean_rows(1100, 300, 400, false),
+            "as even, in more than 3 rounds"
+        );
+        assert!(
+            lean_rows(12288, warps, lean, false),
+            "as even, in 2.9 rounds"
+        );
+        assert!(
+            !lean_rows(6336, warps, lean, true),
+            "exactly one lean round"
+        );
+        assert!(lean_rows(12672, warps, lean, true), "two full lean rounds");
         assert!(
             !lean_rows(5120, warps, 0, false),
             "the lean kernel cannot be resident"
         );
+    }
+
+    #[test]
+    fn the_lean_kernel_is_automatic_only_where_measured() {
+        assert!(lean_measured_for(Some(12.8)), "the H100");
+        assert!(!lean_measured_for(Some(18.4)), "the H200: not measured yet");
+        assert!(!lean_measured_for(None), "unknown clocks");
     }
 
     #[test]
