@@ -119,7 +119,13 @@ fn flat_for_one_round(
         && balance(rows, warps) < SPLIT_MIN_BALANCE
         && mean_entries >= FLAT_ONE_ROUND_MIN_ENTRIES
         && !nearly_dense
-        && bytes_per_sm_cycle.is_some_and(|b| b >= FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE)
+        && flat_measured_for(bytes_per_sm_cycle)
+}
+
+/// Whether [`flat_for_one_round`] may pick the flat kernel on a GPU of `bytes_per_sm_cycle`
+/// (unknown: no).
+fn flat_measured_for(bytes_per_sm_cycle: Option<f64>) -> bool {
+    bytes_per_sm_cycle.is_some_and(|b| b >= FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE)
 }
 
 /// Mean 8-entry groups per row beyond which rows that are not nearly dense stay on warps even
@@ -304,6 +310,19 @@ const LEAN_MAX_BYTES_PER_SM_CYCLE: f64 = 15.0;
 /// Whether `auto` may pick the lean kernel on a GPU of `bytes_per_sm_cycle` (unknown: no).
 fn lean_measured_for(bytes_per_sm_cycle: Option<f64>) -> bool {
     bytes_per_sm_cycle.is_some_and(|b| b < LEAN_MAX_BYTES_PER_SM_CYCLE)
+}
+
+/// The plan rules that depend on the GPU's DRAM bytes per SM cycle, in words, for `macko info`:
+/// which of the lean kernel ([`lean_measured_for`]) and the flat kernel for one partial round of
+/// long rows ([`flat_for_one_round`]) `auto` may pick on this GPU.
+pub(crate) fn gpu_dependent_rules(bytes_per_sm_cycle: Option<f64>) -> String {
+    let flat = flat_measured_for(bytes_per_sm_cycle);
+    let yes_no = |b: bool| if b { "yes" } else { "no" };
+    format!(
+        "lean kernel {}, flat kernel for one round of long rows {}",
+        yes_no(lean_measured_for(bytes_per_sm_cycle)),
+        yes_no(flat)
+    )
 }
 
 /// Slack in comparing two balances (see [`balance`]) that should count as equal.
@@ -1419,9 +1438,10 @@ fn dense_into<T: DeviceRepr>(
 #[cfg(test)]
 mod tests {
     use super::{
-        balance, flat_for_one_round, half_warps_on_a_tie, lean_measured_for, lean_rows, parse_tail,
-        pipelined_by_default, segment_entries, short_rows, sparse_last_round, split_segments,
-        TailPolicy, MAX_SPLIT, MIN_SPLIT_ENTRIES, MIN_SPLIT_ENTRIES_POOR,
+        balance, flat_for_one_round, gpu_dependent_rules, half_warps_on_a_tie, lean_measured_for,
+        lean_rows, parse_tail, pipelined_by_default, segment_entries, short_rows,
+        sparse_last_round, split_segments, TailPolicy, MAX_SPLIT, MIN_SPLIT_ENTRIES,
+        MIN_SPLIT_ENTRIES_POOR,
     };
 
     #[test]
@@ -1636,6 +1656,18 @@ mod tests {
         assert!(lean_measured_for(Some(12.8)), "the H100");
         assert!(!lean_measured_for(Some(18.4)), "the H200: not measured yet");
         assert!(!lean_measured_for(None), "unknown clocks");
+        assert_eq!(
+            gpu_dependent_rules(Some(12.8)),
+            "lean kernel yes, flat kernel for one round of long rows no"
+        );
+        assert_eq!(
+            gpu_dependent_rules(Some(18.4)),
+            "lean kernel no, flat kernel for one round of long rows yes"
+        );
+        assert_eq!(
+            gpu_dependent_rules(None),
+            "lean kernel no, flat kernel for one round of long rows no"
+        );
     }
 
     #[test]

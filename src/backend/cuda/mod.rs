@@ -263,6 +263,10 @@ fn describe(gpu: &Gpu) -> DeviceInfo {
             p.dram_bytes_per_sm_cycle
                 .map_or("unknown (no clocks reported)".into(), |b| format!("{b:.1}")),
         ),
+        (
+            "plan rules it decides".into(),
+            launch::gpu_dependent_rules(p.dram_bytes_per_sm_cycle),
+        ),
         ("ordinal".into(), gpu.ctx.ordinal().to_string()),
     ];
     DeviceInfo {
