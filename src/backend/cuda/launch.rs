@@ -316,12 +316,11 @@ fn lean_measured_for(bytes_per_sm_cycle: Option<f64>) -> bool {
 /// which of the lean kernel ([`lean_measured_for`]) and the flat kernel for one partial round of
 /// long rows ([`flat_for_one_round`]) `auto` may pick on this GPU.
 pub(crate) fn gpu_dependent_rules(bytes_per_sm_cycle: Option<f64>) -> String {
-    let flat = flat_measured_for(bytes_per_sm_cycle);
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     format!(
         "lean kernel {}, flat kernel for one round of long rows {}",
         yes_no(lean_measured_for(bytes_per_sm_cycle)),
-        yes_no(flat)
+        yes_no(flat_measured_for(bytes_per_sm_cycle))
     )
 }
 
