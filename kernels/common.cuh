@@ -158,4 +158,49 @@ __device__ __forceinline__ bool macko_stage_x(float* xs, const unsigned short* _
     return nonfinite;
 }
 
+// Dynamic shared memory for x staged as binary16 (macko.cu, MACKO_XH): cols + MACKO_X_SLACK +
+// MACKO_X_TAIL halves, rounded up to 16 bytes (launch.rs, `x_smem_half_bytes`).
+static_assert(MACKO_X_SLACK % 8 == 0, "x staged as binary16 is copied in 16-byte words");
+
+// Copies x (binary16, `cols` elements, 16-byte aligned) into shared memory as it is, binary16 at
+// halfword slot MACKO_X_SLACK + column (the plain layout at half the bytes of macko_stage_x), zeros
+// in the slack slots. Returns, as macko_stage_x does, whether any element this thread staged is
+// ±∞ or NaN. Nothing is converted: each 16-byte load is stored as one 16-byte word (slot
+// MACKO_X_SLACK + 8j is 16-byte aligned), four loads in flight per thread.
+__device__ __forceinline__ bool macko_stage_x_half(unsigned short* xh,
+                                                   const unsigned short* __restrict__ x,
+                                                   unsigned cols) {
+    bool nonfinite = false;
+    const unsigned slots = cols + MACKO_X_SLACK + MACKO_X_TAIL;
+    const unsigned tid = threadIdx.x, nthreads = blockDim.x;
+    for (unsigned i = tid; i < MACKO_X_SLACK; i += nthreads) xh[i] = 0;
+    for (unsigned i = cols + MACKO_X_SLACK + tid; i < slots; i += nthreads) xh[i] = 0;
+    const unsigned nvec = cols >> 3;
+    const uint4* xv = reinterpret_cast<const uint4*>(x);
+    uint4* dst = reinterpret_cast<uint4*>(xh + MACKO_X_SLACK);
+    for (unsigned base = tid; base < nvec; base += 4 * nthreads) {
+        uint4 w[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const unsigned j = base + u * nthreads;
+            w[u] = j < nvec ? __ldg(xv + j) : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const unsigned j = base + u * nthreads;
+            if (j < nvec) {
+                nonfinite |= macko_h2_nonfinite(w[u].x) || macko_h2_nonfinite(w[u].y) ||
+                             macko_h2_nonfinite(w[u].z) || macko_h2_nonfinite(w[u].w);
+                dst[j] = w[u];
+            }
+        }
+    }
+    for (unsigned c = 8 * nvec + tid; c < cols; c += nthreads) {
+        const unsigned short h = __ldg(x + c);
+        nonfinite |= macko_h2_nonfinite(h);
+        xh[MACKO_X_SLACK + c] = h;
+    }
+    return nonfinite;
+}
+
 #endif  // MACKO_COMMON_CUH

@@ -18,10 +18,12 @@
 // (padding) contribute nothing even where x is NaN or ±∞: x is *selected* to 0 for them, never
 // multiplied by 0. Accumulation in f32; y is f32 or rounded once to f16.
 //
-// Three ways to read x: staged once per block in shared memory as f32, in the padded layout (one
+// Four ways to read x: staged once per block in shared memory as f32, in the padded layout (one
 // unused word after every 32: conflict-free gathers for nearly dense rows) or the plain one
-// (fewer instructions per entry; chosen at upload for matrices that are not nearly dense), as
-// long as x fits; or gathered from global memory through the read-only cache. When the staged x
+// (fewer instructions per entry; chosen at upload for matrices that are not nearly dense), or
+// as binary16 in the plain layout (half the shared memory, so more blocks per SM for wide x, at
+// one conversion more per entry), as long as x fits; or gathered from global memory through the
+// read-only cache. When the staged x
 // holds no ±∞ or NaN (checked while staging, OR-ed over the block), a zero-valued entry adds
 // 0·x = ±0 anyway, so the per-entry select that guards padding entries is skipped.
 #ifndef MACKO_COMMON_CUH
@@ -51,10 +53,12 @@
 #ifndef MACKO_INTERIOR
 #define MACKO_INTERIOR 1
 #endif
-// Where x is read: global memory, shared memory padded, shared memory plain.
+// Where x is read: global memory, shared memory padded, shared memory plain, shared memory plain
+// as binary16.
 #define MACKO_XG 0
 #define MACKO_XP 1
 #define MACKO_XU 2
+#define MACKO_XH 3
 // Threads per block the host launches; the register cap follows from it and MACKO_MINB, the
 // blocks per SM asked of the compiler (2: 64 registers; 1: 128; the lean entries below ask for
 // MACKO_LEAN_MINB instead).
@@ -105,11 +109,18 @@ __device__ __forceinline__ void macko_prefix(unsigned c, unsigned& pl, unsigned&
     ph = (__byte_perm(even, odd, 0x7362) + 0x01010101u) * 0x01010101u;  // gaps 4..7
 }
 
+// x at staged slot `slot` of shared memory staged as XM says (f32 padded or plain, binary16).
+template <int XM>
+__device__ __forceinline__ float macko_xs_at(const float* xs, unsigned slot) {
+    if (XM == MACKO_XH) return macko_h2f(reinterpret_cast<const unsigned short*>(xs)[slot]);
+    return xs[macko_x_slot_in<XM == MACKO_XP>(slot)];
+}
+
 // x at staged slot `slot` (column slot - MACKO_X_SLACK).
 template <int XM>
 __device__ __forceinline__ float macko_x_at(const float* xs, const unsigned short* __restrict__ x,
                                             unsigned slot, unsigned cols_m1) {
-    if (XM != MACKO_XG) return xs[macko_x_slot_in<XM == MACKO_XP>(slot)];
+    if (XM != MACKO_XG) return macko_xs_at<XM>(xs, slot);
     // Masked entries may point up to 8 columns before 0 (wrapping to a huge unsigned value) or
     // up to 15 after cols - 1: one min() keeps the gather inside x; their value is 0 anyway.
     return macko_h2f(__ldg(x + min(slot - MACKO_X_SLACK, cols_m1)));
@@ -123,6 +134,17 @@ __device__ __forceinline__ float macko_lds(unsigned addr) {
     float v;
     asm("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"(addr));
     return v;
+}
+// A binary16 loaded from shared memory, as f32.
+__device__ __forceinline__ float macko_lds_h(unsigned addr) {
+    unsigned short h;
+    asm("ld.shared.u16 %0, [%1];" : "=h"(h) : "r"(addr));
+    return macko_h2f(h);
+}
+// x at shared-memory byte address `addr` of a plain layout: f32 (XU) or binary16 (XH).
+template <int XM>
+__device__ __forceinline__ float macko_lds_x(unsigned addr) {
+    return XM == MACKO_XH ? macko_lds_h(addr) : macko_lds(addr);
 }
 
 // acc += a * x, except that (SAFE) a zero-valued entry adds nothing whatever x is. Without SAFE
@@ -144,19 +166,23 @@ __device__ __forceinline__ void macko_chunk(const uint4 v, unsigned pl, unsigned
     macko_unpack2(v.y, a2, a3);
     macko_unpack2(v.z, a4, a5);
     macko_unpack2(v.w, a6, a7);
-    if (XM == MACKO_XU) {
+    if (XM == MACKO_XU || XM == MACKO_XH) {
         // Plain layout: one shared-memory byte address per half-group, then one multiply-add
-        // per entry for its address (byte k of the prefix times 4, plus that address).
-        const unsigned p0 = macko_smem_addr(xs) + 4u * b0;
-        const unsigned p1 = p0 + 4u * (pl >> 24);
-        acc0 = macko_term<SAFE>(acc0, a0, macko_lds(p0 + 4u * __byte_perm(pl, 0u, 0x4440)));
-        acc1 = macko_term<SAFE>(acc1, a1, macko_lds(p0 + 4u * __byte_perm(pl, 0u, 0x4441)));
-        acc0 = macko_term<SAFE>(acc0, a2, macko_lds(p0 + 4u * __byte_perm(pl, 0u, 0x4442)));
-        acc1 = macko_term<SAFE>(acc1, a3, macko_lds(p1));
-        acc0 = macko_term<SAFE>(acc0, a4, macko_lds(p1 + 4u * __byte_perm(ph, 0u, 0x4440)));
-        acc1 = macko_term<SAFE>(acc1, a5, macko_lds(p1 + 4u * __byte_perm(ph, 0u, 0x4441)));
-        acc0 = macko_term<SAFE>(acc0, a6, macko_lds(p1 + 4u * __byte_perm(ph, 0u, 0x4442)));
-        acc1 = macko_term<SAFE>(acc1, a7, macko_lds(p1 + 4u * (ph >> 24)));
+        // per entry for its address (byte k of the prefix times the slot's size, plus that
+        // address).
+        constexpr unsigned S = XM == MACKO_XH ? 2u : 4u;
+        const unsigned p0 = macko_smem_addr(xs) + S * b0;
+        const unsigned p1 = p0 + S * (pl >> 24);
+#define MACKO_LX(A) macko_lds_x<XM>(A)
+        acc0 = macko_term<SAFE>(acc0, a0, MACKO_LX(p0 + S * __byte_perm(pl, 0u, 0x4440)));
+        acc1 = macko_term<SAFE>(acc1, a1, MACKO_LX(p0 + S * __byte_perm(pl, 0u, 0x4441)));
+        acc0 = macko_term<SAFE>(acc0, a2, MACKO_LX(p0 + S * __byte_perm(pl, 0u, 0x4442)));
+        acc1 = macko_term<SAFE>(acc1, a3, MACKO_LX(p1));
+        acc0 = macko_term<SAFE>(acc0, a4, MACKO_LX(p1 + S * __byte_perm(ph, 0u, 0x4440)));
+        acc1 = macko_term<SAFE>(acc1, a5, MACKO_LX(p1 + S * __byte_perm(ph, 0u, 0x4441)));
+        acc0 = macko_term<SAFE>(acc0, a6, MACKO_LX(p1 + S * __byte_perm(ph, 0u, 0x4442)));
+        acc1 = macko_term<SAFE>(acc1, a7, MACKO_LX(p1 + S * (ph >> 24)));
+#undef MACKO_LX
         return;
     }
 #define MACKO_X(S) macko_x_at<XM>(xs, x, (S), cols_m1)
@@ -170,6 +196,16 @@ __device__ __forceinline__ void macko_chunk(const uint4 v, unsigned pl, unsigned
     acc0 = macko_term<SAFE>(acc0, a6, MACKO_X(b1 + __byte_perm(ph, 0u, 0x4442)));
     acc1 = macko_term<SAFE>(acc1, a7, MACKO_X(b1 + (ph >> 24)));
 #undef MACKO_X
+}
+
+// Stages x in shared memory as XM says (see macko_stage_x, macko_stage_x_half in common.cuh).
+template <int XM>
+__device__ __forceinline__ bool macko_stage_x_as(float* xs, const unsigned short* __restrict__ x,
+                                                 unsigned cols) {
+    if (XM == MACKO_XH) {
+        return macko_stage_x_half(reinterpret_cast<unsigned short*>(xs), x, cols);
+    }
+    return macko_stage_x<XM == MACKO_XP>(xs, x, cols);
 }
 
 // Asks L2 for the groups {w + L·k + sub : k < CH} below w_end (values and codes).
@@ -411,7 +447,7 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
         if (!PIPE && it.start < it.end) {
             macko_prefetch_batch<L, CH>(values, codes, it.start >> 3, (it.end + 7u) >> 3, sub);
         }
-        const bool nonfinite = macko_stage_x<XM == MACKO_XP>(macko_xs, x, cols);
+        const bool nonfinite = macko_stage_x_as<XM>(macko_xs, x, cols);
         finite_x = __syncthreads_or(nonfinite ? 1 : 0) == 0;
     }
     // Warp-uniform loop: with L = 16 the two teams of a warp run side by side (items i and i + 1,
@@ -501,6 +537,8 @@ MACKO_SPMV_ENTRY(macko_spmv_xs_f16_big, unsigned short, MACKO_XP, MACKO_BIG_BLOC
 MACKO_SPMV_ENTRY(macko_spmv_xs_f32_big, float, MACKO_XP, MACKO_BIG_BLOCK, 1)
 MACKO_SPMV_ENTRY(macko_spmv_xu_f16_big, unsigned short, MACKO_XU, MACKO_BIG_BLOCK, 1)
 MACKO_SPMV_ENTRY(macko_spmv_xu_f32_big, float, MACKO_XU, MACKO_BIG_BLOCK, 1)
+MACKO_SPMV_ENTRY(macko_spmv_xh_f16, unsigned short, MACKO_XH, MACKO_BLOCK, MACKO_MINB)
+MACKO_SPMV_ENTRY(macko_spmv_xh_f32, float, MACKO_XH, MACKO_BLOCK, MACKO_MINB)
 
 // Blocks per SM asked of the compiler for the lean entries: 3 blocks of 512 threads cap them at 40
 // registers, so 48 warps fit an SM instead of 32.
@@ -509,26 +547,28 @@ MACKO_SPMV_ENTRY(macko_spmv_xu_f32_big, float, MACKO_XU, MACKO_BIG_BLOCK, 1)
 #endif
 
 // The lean entries: whole rows, a warp per row, batches of MACKO_CHUNKS_SHORT chunks, not
-// pipelined, x staged in the plain layout; only flags bit 4 (row-aligned) is read, and the split
-// arguments not at all (the parameters are those of the regular entries). The one path
-// alone fits 40 registers (one 4-byte spill, before the row loop; all paths together spill over
+// pipelined, x staged in the plain layout (f32, or binary16 for `_xh`); only flags bit 4
+// (row-aligned) is read, and the split arguments not at all (the parameters are those of the
+// regular entries). The one path alone fits 40 registers (one 4-byte spill, before the row loop; all paths together spill over
 // 100 bytes at 40), so half again as many warps are resident. The host picks them where that
 // many warps spread the rows more evenly, or as evenly in few rounds (launch.rs, `lean_rows`):
 // 5120 rows take 0.81 of a round of 6336 warps, against 1.21 rounds of 4224 warps with the
 // regular entries.
-#define MACKO_LEAN_ENTRY(NAME, OUT)                                                             \
+#define MACKO_LEAN_ENTRY(NAME, OUT, XM)                                                         \
     extern "C" __global__ void __launch_bounds__(MACKO_BLOCK, MACKO_LEAN_MINB)                  \
         NAME(const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,            \
              const unsigned* __restrict__ codes, const unsigned short* __restrict__ x,          \
              OUT* __restrict__ y, unsigned rows, unsigned cols, unsigned flags,                 \
              const uint2* __restrict__, float* __restrict__, unsigned) {                        \
         const MackoSplit none = {nullptr, nullptr};                                             \
-        macko_spmv_impl<OUT, MACKO_XU, 32u, MACKO_CHUNKS_SHORT, false, false>(                  \
+        macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS_SHORT, false, false>(                        \
             row_ptr, values, codes, x, y, cols, rows, (flags & 16u) != 0u, none);               \
     }
 
-MACKO_LEAN_ENTRY(macko_lean_f16, unsigned short)
-MACKO_LEAN_ENTRY(macko_lean_f32, float)
+MACKO_LEAN_ENTRY(macko_lean_f16, unsigned short, MACKO_XU)
+MACKO_LEAN_ENTRY(macko_lean_f32, float, MACKO_XU)
+MACKO_LEAN_ENTRY(macko_lean_xh_f16, unsigned short, MACKO_XH)
+MACKO_LEAN_ENTRY(macko_lean_xh_f32, float, MACKO_XH)
 
 // y[r] = the sum of row r's partials (items row_item[r] .. row_item[r + 1]) in item order: the
 // second launch of a split matrix's product (see MackoSplit). One thread per row, grid-stride.
@@ -595,7 +635,7 @@ __device__ __forceinline__ void macko_chunk_split(const uint4 v, unsigned pl, un
     for (unsigned k = 0; k < 8u; ++k) {
         const bool head = k < kb;
         const unsigned slot = (head ? b0h : b0t) + macko_prefix_at(pl, ph, k);
-        const float xv = xs[macko_x_slot_in<XM == MACKO_XP>(slot)];
+        const float xv = macko_xs_at<XM>(xs, slot);
         const float t = SAFE ? (a[k] != 0.0f ? xv : 0.0f) : xv;
         if (head) {
             acch = fmaf(a[k], t, acch);
@@ -812,7 +852,7 @@ __device__ __forceinline__ void macko_flat_impl(const unsigned* __restrict__ row
         wl = macko_row_start(row_ptr, rows, d.y + 1u + lane);
         wh = macko_row_start(row_ptr, rows, d.y + 33u + lane);
     }
-    const bool nonfinite = macko_stage_x<XM == MACKO_XP>(macko_xs, x, cols);
+    const bool nonfinite = macko_stage_x_as<XM>(macko_xs, x, cols);
     const bool finite_x = __syncthreads_or(nonfinite ? 1 : 0) == 0;
     if (w >= ranges) return;
     if (MACKO_FAST_FINITE && finite_x) {
@@ -838,6 +878,8 @@ MACKO_FLAT_ENTRY(macko_flat_xs_f16, unsigned short, MACKO_XP)
 MACKO_FLAT_ENTRY(macko_flat_xs_f32, float, MACKO_XP)
 MACKO_FLAT_ENTRY(macko_flat_xu_f16, unsigned short, MACKO_XU)
 MACKO_FLAT_ENTRY(macko_flat_xu_f32, float, MACKO_XU)
+MACKO_FLAT_ENTRY(macko_flat_xh_f16, unsigned short, MACKO_XH)
+MACKO_FLAT_ENTRY(macko_flat_xh_f32, float, MACKO_XH)
 
 // The rows that flat ranges cut: y[row] = partials[first] + ... + partials[end - 1], in order
 // (entry i of `cut`: (row, first, end, 0)). One thread per cut row, grid-stride.

@@ -2,7 +2,7 @@
 # MACKO CUDA variant sweep on the GPU machine (issue 7). Binaries staged by
 # `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko, tests/macko--agreement,
 # tests/macko--cuda_backend; see NOTES.md). Usage, through remote.sh (CUDA libraries on the path):
-#   bash .gpu/remote.sh bash kernels/sweep.sh [tests] [aligned] [lean] [tail] [sanitize] -- NAME 'ENV=..' ...
+#   bash .gpu/remote.sh bash kernels/sweep.sh [tests] [aligned] [lean] [xhalf] [tail] [sanitize] -- NAME 'ENV=..' ...
 # Each variant runs `macko bench --backend cuda` with its environment on $SHAPES/$DENSITIES; full
 # output in $OUT/<NAME>.log, and a table of macko % of ceiling and speedup over cuBLAS last.
 set -uo pipefail
@@ -49,7 +49,7 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
         "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=off MACKO_CUDA_BLOCK=1024" \
         "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global MACKO_CUDA_SPLIT=2" \
         "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_DEFINES=MACKO_PIPE=0 MACKO_CUDA_SPLIT=3" \
-        "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" ;;
+        "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off" ;;
     aligned)
       # Row-aligned uploads (src/backend/row_aligned.rs, flags bit 4): the default plans, the
       # layout off (the masked row kernel), and paths the default plans do not take for the
@@ -65,6 +65,15 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
       tests_under lean "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" \
         "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off MACKO_CUDA_ALIGNED_ROWS=off"
       memcheck_under "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" ;;
+    xhalf)
+      # x staged as binary16 (macko_*_xh_*, MACKO_CUDA_XHALF) under the regular, lean and flat
+      # kernels and split rows, x plain everywhere; memcheck on the edge tests.
+      tests_under xhalf "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off" \
+        "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off MACKO_CUDA_LEAN=on" \
+        "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off MACKO_CUDA_FLAT=on MACKO_CUDA_FLAT_SNAP=0" \
+        "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off MACKO_CUDA_SPLIT=3 MACKO_CUDA_LANES=16"
+      memcheck_under "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off" \
+        "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off MACKO_CUDA_FLAT=on MACKO_CUDA_FLAT_SNAP=0" ;;
     tail)
       # Tail splits (rows from a fraction on cut, the others whole) on warps and half-warps,
       # x staged and from global memory, 1024-thread blocks; memcheck on the edge tests.

@@ -210,6 +210,17 @@ fn xpad_from_env() -> Result<Option<bool>> {
     env_knob(ENV_XPAD, "on or off", parse_on_off)
 }
 
+/// Environment variable that forces x staged for the MACKO kernel as binary16 (`macko_*_xh_*`:
+/// the plain layout at half the shared memory, one conversion more per entry): `on` (wherever x
+/// is staged plain, and for x too wide to stage as f32 where binary16 fits), `off`, or `auto`
+/// (see [`Kernels::macko_plan`]).
+pub const ENV_XHALF: &str = "MACKO_CUDA_XHALF";
+
+/// The staging `MACKO_CUDA_XHALF` asks for: `None` for auto.
+fn xhalf_from_env() -> Result<Option<bool>> {
+    env_knob(ENV_XHALF, "on or off", parse_on_off)
+}
+
 /// Environment variable that forces the block of the MACKO kernel with x staged: `512` (two
 /// blocks per SM where the shared memory allows), `1024` (one block per SM, every warp of the SM
 /// sharing one copy of x), or `auto` (1024 only where two 512-thread blocks' copies of x do not
@@ -531,6 +542,8 @@ pub(crate) struct Plan {
     pub smem_bytes: u32,
     /// MACKO only: x staged in the padded layout (else plain), when staged at all.
     pub padded_x: bool,
+    /// MACKO only: x staged as binary16 in the plain layout (`macko_*_xh_*`), else as f32.
+    pub half_x: bool,
     /// MACKO only: a half-warp per row (else a warp).
     pub half_warp: bool,
     /// MACKO only: batches of `MACKO_CHUNKS_SHORT` chunks (else `MACKO_CHUNKS`).
@@ -579,6 +592,12 @@ pub(crate) fn x_smem_bytes(cols: u32) -> u64 {
     4 * (last + (last >> 5) + 1)
 }
 
+/// Dynamic shared memory that staging `cols` columns of x as binary16 takes (see
+/// `macko_stage_x_half`: the columns and the slack, rounded up to 16 bytes).
+pub(crate) fn x_smem_half_bytes(cols: u32) -> u64 {
+    (2 * (u64::from(cols) + X_EXTRA_SLOTS)).div_ceil(16) * 16
+}
+
 /// A kernel compiled for both output precisions.
 pub(crate) struct ByOutput {
     f16: CudaFunction,
@@ -612,6 +631,10 @@ pub(crate) struct Kernels {
     /// The lean row kernel (`macko_lean_*`: whole rows on warps, x plain, 40 registers, so 48
     /// warps per SM; see [`lean_rows`]).
     macko_lean: ByOutput,
+    /// The regular, flat and lean kernels with x staged as binary16 (512-thread blocks).
+    macko_xh: ByOutput,
+    macko_flat_xh: ByOutput,
+    macko_lean_xh: ByOutput,
     csr_xs: ByOutput,
     csr_xg: ByOutput,
     dense_aligned: ByOutput,
@@ -645,6 +668,8 @@ pub(crate) struct Kernels {
     tail: Option<TailPolicy>,
     /// `MACKO_CUDA_LEAN`: `None` chooses per matrix.
     lean: Option<bool>,
+    /// `MACKO_CUDA_XHALF`: `None` chooses per matrix.
+    xhalf: Option<bool>,
 }
 
 /// Loads one kernel file's CUBIN (compiled once per process) and returns its functions in the
@@ -717,10 +742,10 @@ impl Kernels {
         let macko = load_file(ctx, &nvrtc::MACKO, &arch, &defines)?;
         // Entries in the order of nvrtc::MACKO (f16 then f32 of each).
         let Ok(
-            [xs16, xs32, xg16, xg32, xu16, xu32, xsb16, xsb32, xub16, xub32, c16, c32, fs16, fs32, fu16, fu32, cr16, cr32, l16, l32],
-        ) = <[CudaFunction; 20]>::try_from(macko)
+            [xs16, xs32, xg16, xg32, xu16, xu32, xsb16, xsb32, xub16, xub32, c16, c32, fs16, fs32, fu16, fu32, cr16, cr32, l16, l32, xh16, xh32, fh16, fh32, lh16, lh32],
+        ) = <[CudaFunction; 26]>::try_from(macko)
         else {
-            return Err(internal("kernels/macko.cu should have 20 entries"));
+            return Err(internal("kernels/macko.cu should have 26 entries"));
         };
         let pair = |f16, f32| ByOutput { f16, f32 };
         let (macko_xs, macko_xg, macko_xu) = (pair(xs16, xs32), pair(xg16, xg32), pair(xu16, xu32));
@@ -729,6 +754,8 @@ impl Kernels {
         let (macko_flat_xs, macko_flat_xu) = (pair(fs16, fs32), pair(fu16, fu32));
         let macko_combine_rows = pair(cr16, cr32);
         let macko_lean = pair(l16, l32);
+        let (macko_xh, macko_flat_xh) = (pair(xh16, xh32), pair(fh16, fh32));
+        let macko_lean_xh = pair(lh16, lh32);
         let (csr_xs, csr_xg) = two_pairs(
             load_file(ctx, &nvrtc::CSR, &arch, &defines)?,
             nvrtc::CSR.file,
@@ -755,6 +782,15 @@ impl Kernels {
                 props.smem_per_block_optin,
             )?)
             .min(allow_large_smem(&macko_lean, props.smem_per_block_optin)?)
+            .min(allow_large_smem(&macko_xh, props.smem_per_block_optin)?)
+            .min(allow_large_smem(
+                &macko_flat_xh,
+                props.smem_per_block_optin,
+            )?)
+            .min(allow_large_smem(
+                &macko_lean_xh,
+                props.smem_per_block_optin,
+            )?)
             .min(allow_large_smem(&csr_xs, props.smem_per_block_optin)?);
         Ok(Self {
             macko_xs,
@@ -767,6 +803,9 @@ impl Kernels {
             macko_flat_xu,
             macko_combine_rows,
             macko_lean,
+            macko_xh,
+            macko_flat_xh,
+            macko_lean_xh,
             csr_xs,
             csr_xg,
             dense_aligned,
@@ -788,6 +827,7 @@ impl Kernels {
             flat_snap: flat_snap_from_env()?,
             tail: tail_from_env()?,
             lean: lean_from_env()?,
+            xhalf: xhalf_from_env()?,
         })
     }
 
@@ -857,6 +897,9 @@ impl Kernels {
         };
         let nearly_dense = fill >= PAD_MIN_FILL;
         plan.padded_x = self.xpad.unwrap_or(nearly_dense);
+        if !plan.padded_x && self.half_x_wanted() {
+            self.stage_x_half(&mut plan, rows, cols)?;
+        }
         plan.short_chunks = self.short_chunks.unwrap_or(!nearly_dense);
         let mean_entries = if rows == 0 {
             0.0
@@ -945,6 +988,33 @@ impl Kernels {
         Ok(plan)
     }
 
+    /// Whether x, staged plain, goes to shared memory as binary16: as `MACKO_CUDA_XHALF` says
+    /// (`auto`: not yet; kernels/NOTES.md, step 9, measures it).
+    fn half_x_wanted(&self) -> bool {
+        self.xhalf.unwrap_or(false) && self.x_policy != XPolicy::Global
+    }
+
+    /// Turns a plan with x staged plain as f32 (or in global memory, x too wide to stage as f32)
+    /// into one with x staged as binary16 in 512-thread blocks, where that fits; leaves it as it
+    /// is otherwise.
+    fn stage_x_half(&self, plan: &mut Plan, rows: u32, cols: u32) -> Result<()> {
+        let smem = x_smem_half_bytes(cols);
+        if smem > u64::from(self.smem_limit) {
+            return Ok(());
+        }
+        let smem = u32::try_from(smem).map_err(|_| internal("smem size"))?;
+        if let Some(grid) = self.grid(&self.macko_xh.f32, BLOCK, smem, rows)? {
+            *plan = Plan {
+                grid,
+                smem_bytes: smem,
+                half_x: true,
+                block: BLOCK,
+                ..Plan::default()
+            };
+        }
+        Ok(())
+    }
+
     /// Whether a MACKO plan may go to the lean kernel: x staged plain in 512-thread blocks, no
     /// tail split, no knob forcing what the lean kernel does not run (half-warps, long batches,
     /// pipelining, splits, the flat kernel); for `auto` also rows not nearly dense (long
@@ -972,11 +1042,16 @@ impl Kernels {
     /// Turns a plan into the lean kernel's (whole rows on warps, short batches, not pipelined)
     /// where `MACKO_CUDA_LEAN=on` says so or [`lean_rows`] picks it; leaves it as it is otherwise.
     fn choose_lean(&self, plan: &mut Plan, rows: u32) -> Result<()> {
-        let Some(grid) = self.grid(&self.macko_lean.f32, BLOCK, plan.smem_bytes, u32::MAX)? else {
+        let (lean, regular) = if plan.half_x {
+            (&self.macko_lean_xh, &self.macko_xh)
+        } else {
+            (&self.macko_lean, &self.macko_xu)
+        };
+        let Some(grid) = self.grid(&lean.f32, BLOCK, plan.smem_bytes, u32::MAX)? else {
             return Ok(());
         };
         let lean_warps = u64::from(grid) * u64::from(BLOCK / 32);
-        let warps = self.grid(&self.macko_xu.f32, BLOCK, plan.smem_bytes, u32::MAX)?;
+        let warps = self.grid(&regular.f32, BLOCK, plan.smem_bytes, u32::MAX)?;
         let warps = warps.map_or(0, |g| u64::from(g) * u64::from(BLOCK / 32));
         // Against the teams the regular plan chose (half-warps or warps), whole rows.
         if self.lean != Some(true) && !lean_rows(rows, warps, lean_warps, plan.half_warp) {
@@ -985,6 +1060,7 @@ impl Kernels {
         *plan = Plan {
             grid: grid.min(rows.div_ceil(BLOCK / 32)).max(1),
             smem_bytes: plan.smem_bytes,
+            half_x: plan.half_x,
             short_chunks: true,
             block: BLOCK,
             lean: true,
@@ -1004,11 +1080,7 @@ impl Kernels {
     /// Turns a MACKO plan into the flat kernel's (same x layout, 512-thread blocks) and returns
     /// the number of ranges to cut: one per resident warp, at most one per chunk (256 entries).
     pub fn flat_plan(&self, plan: &mut Plan, entries: u64) -> Result<usize> {
-        let f = if plan.padded_x {
-            &self.macko_flat_xs.f32
-        } else {
-            &self.macko_flat_xu.f32
-        };
+        let f = &self.flat_kernel(plan).f32;
         let blocks = self
             .grid(f, BLOCK, plan.smem_bytes, u32::MAX)?
             .ok_or_else(|| internal("the flat MACKO kernel cannot be resident"))?;
@@ -1021,6 +1093,17 @@ impl Kernels {
         plan.split_from_row = 0;
         plan.flat = true;
         usize::try_from(ranges).map_err(|_| internal("flat ranges"))
+    }
+
+    /// The flat kernel for a plan's x staging.
+    fn flat_kernel(&self, plan: &Plan) -> &ByOutput {
+        if plan.half_x {
+            &self.macko_flat_xh
+        } else if plan.padded_x {
+            &self.macko_flat_xs
+        } else {
+            &self.macko_flat_xu
+        }
     }
 
     /// `MACKO_CUDA_FLAT_SNAP` (or its default).
@@ -1041,13 +1124,20 @@ impl Kernels {
         rows: u32,
         split_for: &dyn Fn(u64) -> Option<(u32, u32)>,
     ) -> Result<()> {
-        let (small, big) = if plan.padded_x {
-            (&self.macko_xs, &self.macko_xs_big)
+        // x staged as binary16 runs 512-thread blocks only (it fits two of them wherever the
+        // 1024-thread blocks' f32 copy fits one).
+        let (small, big) = if plan.half_x {
+            (&self.macko_xh, None)
+        } else if plan.padded_x {
+            (&self.macko_xs, Some(&self.macko_xs_big))
         } else {
-            (&self.macko_xu, &self.macko_xu_big)
+            (&self.macko_xu, Some(&self.macko_xu_big))
         };
         let small_grid = self.grid(&small.f32, BLOCK, plan.smem_bytes, rows)?;
-        let big_grid = self.grid(&big.f32, BIG_BLOCK, plan.smem_bytes, rows)?;
+        let big_grid = match big {
+            Some(big) => self.grid(&big.f32, BIG_BLOCK, plan.smem_bytes, rows)?,
+            None => None,
+        };
         let warps = |g: Option<u32>, b: u32| g.map_or(0, |g| u64::from(g) * u64::from(b / 32));
         let spread = |w: u64| {
             let k = split_for(w).map_or(1, |(k, _)| k);
@@ -1081,8 +1171,11 @@ impl Kernels {
 
     /// The MACKO product kernel a plan runs: where x is read, its layout, the block.
     fn macko_kernel(&self, plan: &Plan) -> &ByOutput {
-        if plan.lean {
-            return &self.macko_lean;
+        match (plan.lean, plan.half_x) {
+            (true, true) => return &self.macko_lean_xh,
+            (true, false) => return &self.macko_lean,
+            (false, true) => return &self.macko_xh,
+            (false, false) => {}
         }
         let big = plan.block == BIG_BLOCK;
         match (plan.x_in_smem(), plan.padded_x, big) {
@@ -1128,11 +1221,7 @@ impl Kernels {
             return Ok(());
         }
         if let Some(fl) = &m.flat {
-            let f = if m.plan.padded_x {
-                &self.macko_flat_xs
-            } else {
-                &self.macko_flat_xu
-            };
+            let f = self.flat_kernel(&m.plan);
             let (cr, c) = (&self.macko_combine_rows, self.sms);
             return match y {
                 VectorData::F16(y) => {

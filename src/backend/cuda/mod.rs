@@ -436,6 +436,21 @@ mod tests {
     }
 
     #[test]
+    fn x_staged_as_binary16_covers_the_slack_in_whole_16_byte_words() {
+        // cols + 24 halves (slots 0 .. cols + 23), rounded up to 16 bytes: the kernel stores
+        // x's 16-byte words from slot 8 on, so cols rounded up to 8 must fit as well.
+        for cols in [0u32, 1, 7, 8, 9, 31, 4096, 28672, 36864, 49152] {
+            let bytes = launch::x_smem_half_bytes(cols);
+            assert_eq!(bytes % 16, 0);
+            assert!(bytes >= 2 * (u64::from(cols) + 24));
+            assert!(bytes >= 2 * (8 + u64::from(cols.div_ceil(8)) * 8));
+            assert!(bytes < 2 * (u64::from(cols) + 24) + 16);
+        }
+        // Three lean blocks' copies of x fit an H100's 228 KiB up to 36 864 columns.
+        assert!(3 * (launch::x_smem_half_bytes(36864) + 1024) <= 228 << 10);
+    }
+
+    #[test]
     fn the_stream_is_held_long_enough_to_queue_but_bounded() {
         assert_eq!(timing::hold_ns(0), 100_000);
         assert!(timing::hold_ns(100) >= 100 * 10_000);

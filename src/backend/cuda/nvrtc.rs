@@ -64,6 +64,12 @@ pub const MACKO: KernelSource = KernelSource {
         "macko_combine_rows_f32",
         "macko_lean_f16",
         "macko_lean_f32",
+        "macko_spmv_xh_f16",
+        "macko_spmv_xh_f32",
+        "macko_flat_xh_f16",
+        "macko_flat_xh_f32",
+        "macko_lean_xh_f16",
+        "macko_lean_xh_f32",
     ],
 };
 
