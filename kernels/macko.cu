@@ -75,6 +75,12 @@
 #ifndef MACKO_PIPE
 #define MACKO_PIPE 1
 #endif
+// 1: warps are numbered across the blocks first (warp k of block b is warp k·gridDim.x + b), so
+// that the warps holding a partial last round of items are spread over every SM instead of
+// filling the first SMs' blocks while the others idle; 0: block by block.
+#ifndef MACKO_INTERLEAVE
+#define MACKO_INTERLEAVE 0
+#endif
 
 // Masks the entries of group `w` that lie outside the row's [start, end): their codes and values
 // become 0. Returns in lo/hi the range [lo, hi) of the group's 8 entries that belong to the row.
@@ -427,7 +433,10 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
     extern __shared__ float macko_xs[];
     const unsigned sub = threadIdx.x & (L - 1u);
     const unsigned teams_per_block = blockDim.x / L;
-    const unsigned first_item = blockIdx.x * teams_per_block + threadIdx.x / L;
+    // This team's first item (the two half-warps of a warp, L = 16, take neighbouring ones).
+    const unsigned warp = MACKO_INTERLEAVE ? (threadIdx.x / 32u) * gridDim.x + blockIdx.x
+                                           : blockIdx.x * (blockDim.x / 32u) + threadIdx.x / 32u;
+    const unsigned first_item = warp * (32u / L) + (threadIdx.x & 31u) / L;
     const unsigned stride = gridDim.x * teams_per_block;
     // Used only for items with entries, which exist only when cols >= 1 (the host runs L = 16,
     // where empty items go through macko_row too, only when cols >= 1).
