@@ -32,6 +32,15 @@ const X_EXTRA_SLOTS: u64 = 8 + 16;
 /// shared memory; an error where it does not fit), `global` (read-only cache), or `auto`.
 pub const ENV_X: &str = "MACKO_CUDA_X";
 
+/// Environment variable: `1` prints each MACKO matrix's launch plan to stderr at upload (for
+/// experiments: which kernel, block, grid, teams and cuts the rules chose).
+pub const ENV_LOG_PLAN: &str = "MACKO_CUDA_LOG_PLAN";
+
+/// Whether `MACKO_CUDA_LOG_PLAN` asks for the plans.
+pub(crate) fn log_plans() -> bool {
+    std::env::var(ENV_LOG_PLAN).is_ok_and(|v| v.trim() == "1")
+}
+
 /// Environment variable that forces the layout of x staged for the MACKO kernel: `on` (one unused
 /// word after every 32), `off` (plain), or `auto` (padded only for nearly dense matrices, see
 /// [`PAD_MIN_FILL`]).
@@ -335,6 +344,21 @@ pub(crate) fn gpu_dependent_rules(bytes_per_sm_cycle: Option<f64>) -> String {
     )
 }
 
+/// Whether x staged plain goes to shared memory as binary16 by default: where the regular
+/// kernel's 512-thread blocks fit the GPU more times with it (`half_blocks` resident) than with
+/// the f32 copy (`f32_blocks`; `None`: x too wide to stage as f32) — that is, from about 28 K
+/// columns on, where the f32 copy leaves one 512-thread block per SM (or one 1024-thread
+/// block). One conversion more per entry buys the second block, and three lean blocks up to
+/// about 37 K columns. Measured on an H100 (kernels/NOTES.md, step 9), `MACKO_CUDA_XHALF=on`
+/// against the f32 plans at d = 0.5 / 0.3 / 0.1: 7168×28672 +9 / +9 / −2 points of the
+/// ceiling (the f32 plan ran the flat kernel at 16 warps per SM at d ≥ 0.3), 12288×49152
+/// +4 to +5, 9216×36864 +3 at d = 0.3 and 0.1; 3584×20480, where f32 already fits two
+/// blocks, +1 to +2 (not taken: the lean kernel, the one that would gain warps, rarely suits
+/// 3584 rows).
+fn half_x_by_default(f32_blocks: Option<u32>, half_blocks: u32) -> bool {
+    half_blocks > f32_blocks.unwrap_or(0)
+}
+
 /// Slack in comparing two balances (see [`balance`]) that should count as equal.
 const BALANCE_EPS: f64 = 1e-9;
 
@@ -361,12 +385,20 @@ const LEAN_EVEN_MAX_ROUNDS: u64 = 3;
 ///   11008×4096 and 12288² −2 to +4 %;
 /// - less even: 7168² −7 to −11 % (0.85 → 0.57), 14336×4096 and 13824×5120 −4 to +3 %;
 /// - short rows in one round: 4096² and 5120² −2 % at d = 0.1 (4096×11008 +2 %).
-fn lean_rows(rows: u32, warps: u64, lean_warps: u64, half_warps: bool) -> bool {
+///
+/// Where the regular plan cuts rows (`regular_cuts`: into segments, or flat ranges), "as
+/// evenly" is not enough: the lean kernel, which cannot cut them, would lose the better balance
+/// of the cut rows. Measured on an H100 (step 9), x as binary16: 9216×36864 at d = 0.5 / 0.3
+/// (whole rows 0.73 either way, cut rows 0.93) lean 82.7 / 82.1 % of the ceiling against the
+/// flat kernel's 87.9 / 85.4 %.
+fn lean_rows(rows: u32, warps: u64, lean_warps: u64, half_warps: bool, regular_cuts: bool) -> bool {
     let teams = if half_warps { 2 * warps } else { warps };
     lean_warps > warps && (!half_warps || u64::from(rows) > lean_warps) && {
         let (lean, regular) = (balance(rows, lean_warps), balance(rows, teams));
         lean >= regular + LEAN_MIN_GAIN
-            || (lean + BALANCE_EPS >= regular && u64::from(rows) <= LEAN_EVEN_MAX_ROUNDS * teams)
+            || (!regular_cuts
+                && lean + BALANCE_EPS >= regular
+                && u64::from(rows) <= LEAN_EVEN_MAX_ROUNDS * teams)
     }
 }
 
@@ -897,7 +929,7 @@ impl Kernels {
         };
         let nearly_dense = fill >= PAD_MIN_FILL;
         plan.padded_x = self.xpad.unwrap_or(nearly_dense);
-        if !plan.padded_x && self.half_x_wanted() {
+        if !plan.padded_x && self.x_policy != XPolicy::Global && self.xhalf != Some(false) {
             self.stage_x_half(&mut plan, rows, cols)?;
         }
         plan.short_chunks = self.short_chunks.unwrap_or(!nearly_dense);
@@ -988,21 +1020,27 @@ impl Kernels {
         Ok(plan)
     }
 
-    /// Whether x, staged plain, goes to shared memory as binary16: as `MACKO_CUDA_XHALF` says
-    /// (`auto`: not yet; kernels/NOTES.md, step 9, measures it).
-    fn half_x_wanted(&self) -> bool {
-        self.xhalf.unwrap_or(false) && self.x_policy != XPolicy::Global
-    }
-
     /// Turns a plan with x staged plain as f32 (or in global memory, x too wide to stage as f32)
-    /// into one with x staged as binary16 in 512-thread blocks, where that fits; leaves it as it
-    /// is otherwise.
+    /// into one with x staged as binary16 in 512-thread blocks, where that fits and
+    /// `MACKO_CUDA_XHALF` asks for it — by default ([`half_x_by_default`]) where the regular
+    /// kernel's 512-thread blocks then fit an SM more times; leaves it as it is otherwise.
     fn stage_x_half(&self, plan: &mut Plan, rows: u32, cols: u32) -> Result<()> {
         let smem = x_smem_half_bytes(cols);
         if smem > u64::from(self.smem_limit) {
             return Ok(());
         }
         let smem = u32::try_from(smem).map_err(|_| internal("smem size"))?;
+        let Some(half_blocks) = self.grid(&self.macko_xh.f32, BLOCK, smem, u32::MAX)? else {
+            return Ok(());
+        };
+        let f32_blocks = if plan.x_in_smem() {
+            self.grid(&self.macko_xu.f32, BLOCK, plan.smem_bytes, u32::MAX)?
+        } else {
+            None
+        };
+        if self.xhalf != Some(true) && !half_x_by_default(f32_blocks, half_blocks) {
+            return Ok(());
+        }
         if let Some(grid) = self.grid(&self.macko_xh.f32, BLOCK, smem, rows)? {
             *plan = Plan {
                 grid,
@@ -1054,7 +1092,8 @@ impl Kernels {
         let warps = self.grid(&regular.f32, BLOCK, plan.smem_bytes, u32::MAX)?;
         let warps = warps.map_or(0, |g| u64::from(g) * u64::from(BLOCK / 32));
         // Against the teams the regular plan chose (half-warps or warps), whole rows.
-        if self.lean != Some(true) && !lean_rows(rows, warps, lean_warps, plan.half_warp) {
+        let cuts = plan.split_entries.is_some() || plan.flat;
+        if self.lean != Some(true) && !lean_rows(rows, warps, lean_warps, plan.half_warp, cuts) {
             return Ok(());
         }
         *plan = Plan {
@@ -1526,9 +1565,9 @@ fn dense_into<T: DeviceRepr>(
 #[cfg(test)]
 mod tests {
     use super::{
-        balance, flat_for_one_round, gpu_dependent_rules, half_warps_on_a_tie, lean_measured_for,
-        lean_rows, parse_tail, pipelined_by_default, segment_entries, short_rows,
-        sparse_last_round, split_segments, TailPolicy, MAX_SPLIT, MIN_SPLIT_ENTRIES,
+        balance, flat_for_one_round, gpu_dependent_rules, half_warps_on_a_tie, half_x_by_default,
+        lean_measured_for, lean_rows, parse_tail, pipelined_by_default, segment_entries,
+        short_rows, sparse_last_round, split_segments, TailPolicy, MAX_SPLIT, MIN_SPLIT_ENTRIES,
         MIN_SPLIT_ENTRIES_POOR,
     };
 
@@ -1674,67 +1713,81 @@ mod tests {
         // step 8), and the shapes measured there.
         let (warps, lean) = (132 * 32, 132 * 48);
         assert!(
-            lean_rows(5120, warps, lean, false),
+            lean_rows(5120, warps, lean, false, false),
             "1.21 rounds become 0.81"
         );
         assert!(
-            lean_rows(18944, warps, lean, false),
+            lean_rows(18944, warps, lean, false, false),
             "4.48 rounds become 2.99"
         );
-        assert!(lean_rows(9216, warps, lean, false), "as even");
+        assert!(lean_rows(9216, warps, lean, false, false), "as even");
         assert!(
-            lean_rows(18944, warps, lean, true),
+            !lean_rows(9216, warps, lean, false, true),
+            "as even, but the regular plan cuts the rows"
+        );
+        assert!(
+            lean_rows(5120, warps, lean, false, true),
+            "more even than whole rows, even where the regular plan cuts them"
+        );
+        assert!(
+            lean_rows(18944, warps, lean, true, false),
             "half-warps: 2.24 rounds"
         );
-        assert!(lean_rows(20480, warps, lean, true), "half-warps: as even");
         assert!(
-            lean_rows(28672, warps, lean, true),
+            lean_rows(20480, warps, lean, true, false),
+            "half-warps: as even"
+        );
+        assert!(
+            lean_rows(28672, warps, lean, true, false),
             "half-warps: 3.39 rounds, 0.85 to 0.91"
         );
         assert!(
-            !lean_rows(49152, warps, lean, false),
+            !lean_rows(49152, warps, lean, false, false),
             "as even, but 11.6 rounds"
         );
-        assert!(!lean_rows(13824, warps, lean, false), "less even");
-        assert!(!lean_rows(7168, warps, lean, false), "less even");
+        assert!(!lean_rows(13824, warps, lean, false, false), "less even");
+        assert!(!lean_rows(7168, warps, lean, false, false), "less even");
         assert!(
-            !lean_rows(3584, warps, lean, false),
+            !lean_rows(3584, warps, lean, false, false),
             "one round already: less even on more warps"
         );
         assert!(
-            !lean_rows(32000, warps, lean, false),
+            !lean_rows(32000, warps, lean, false, false),
             "7.6 rounds: less even"
         );
         assert!(
-            !lean_rows(5120, warps, lean, true),
+            !lean_rows(5120, warps, lean, true, false),
             "short rows in one lean round"
         );
         assert!(
-            !lean_rows(9216, warps, warps, false),
+            !lean_rows(9216, warps, warps, false, false),
             "x too wide for more lean blocks"
         );
         // The edges of each clause: a gain of 0.043 over 10 rounds is not enough, nor equal
         // balance in 3.67 rounds (12288 rows: 2.9 rounds, taken); half-warps need more rows
         // than lean warps (6336 rows would fill one lean round exactly: 1.0 against 0.75).
         assert!(
-            !lean_rows(42241, warps, lean, false),
+            !lean_rows(42241, warps, lean, false, false),
             "gain under LEAN_MIN_GAIN"
         );
         assert!(
-            !lean_rows(1100, 300, 400, false),
+            !lean_rows(1100, 300, 400, false, false),
             "as even, in more than 3 rounds"
         );
         assert!(
-            lean_rows(12288, warps, lean, false),
+            lean_rows(12288, warps, lean, false, false),
             "as even, in 2.9 rounds"
         );
         assert!(
-            !lean_rows(6336, warps, lean, true),
+            !lean_rows(6336, warps, lean, true, false),
             "exactly one lean round"
         );
-        assert!(lean_rows(12672, warps, lean, true), "two full lean rounds");
         assert!(
-            !lean_rows(5120, warps, 0, false),
+            lean_rows(12672, warps, lean, true, false),
+            "two full lean rounds"
+        );
+        assert!(
+            !lean_rows(5120, warps, 0, false, false),
             "the lean kernel cannot be resident"
         );
     }
@@ -1756,6 +1809,17 @@ mod tests {
             gpu_dependent_rules(None),
             "lean kernel no, flat kernel for one round of long rows no"
         );
+    }
+
+    #[test]
+    fn x_goes_binary16_by_default_only_where_more_regular_blocks_fit() {
+        assert!(
+            half_x_by_default(Some(1), 2),
+            "one f32 block per SM, two binary16"
+        );
+        assert!(half_x_by_default(None, 2), "x too wide to stage as f32");
+        assert!(!half_x_by_default(Some(2), 2), "two blocks either way");
+        assert!(!half_x_by_default(Some(264), 264), "the same grid");
     }
 
     #[test]

@@ -113,6 +113,9 @@ impl CudaBackend {
             None
         };
         plan.aligned_rows = aligned.is_some();
+        if launch::log_plans() {
+            eprintln!("macko cuda plan {rows}x{cols} ({entries} entries): {plan:?}");
+        }
         let (row_ptr, values, codes) = match &aligned {
             Some(a) => (
                 &a.row_ptr[..],
