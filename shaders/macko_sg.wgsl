@@ -69,6 +69,12 @@ override LATE_DECODE: bool = false;
 override ROW_AHEAD: u32 = 2u;
 override LANE_BUILTINS: bool = false;
 override STATIC_ROWS: bool = false;
+// - INTERLEAVED_ROWS: with STATIC_ROWS, subgroups numbered across the workgroups first
+//   (subgroup k of workgroup w is subgroup k · workgroups + w), so that the subgroups holding a
+//   partial last round of rows are spread over every workgroup, and so over the GPU's
+//   multiprocessors, instead of filling the first workgroups while the others idle (the CUDA
+//   kernel's MACKO_INTERLEAVE, kernels/NOTES.md step 9).
+override INTERLEAVED_ROWS: bool = false;
 // SHUFFLE_SCAN (on by default): subgroups that are exact (as for LANE_BUILTINS) scan a step's
 // column totals by shuffles up (`exact_scan`) instead of subgroupExclusiveAdd and subgroupAdd;
 // see exact_scan for why.
@@ -1033,8 +1039,10 @@ fn main(
     var row: u32;
     if STATIC_ROWS {
         // The dispatch is 1-D (products.rs) and holds far fewer than 2^31 subgroups.
-        row_stride = nwg.x * nwg.y * nwg.z * nsg;
-        row = ((wid.z * nwg.y + wid.y) * nwg.x + wid.x) * nsg + sg;
+        let workgroups = nwg.x * nwg.y * nwg.z;
+        let w = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;
+        row_stride = workgroups * nsg;
+        row = select(w * nsg + sg, sg * workgroups + w, INTERLEAVED_ROWS);
         if HALF_ROWS {
             // Rows in pairs: subgroup k takes rows 2k, 2k + 1, then 2k + 2n, 2k + 2n + 1, ..
             row_stride *= 2u;

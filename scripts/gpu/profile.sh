@@ -4,14 +4,15 @@
 #   bash .gpu/remote.sh bash scripts/gpu/profile.sh [KERNEL_REGEX] -- ROWSxCOLS:D ['ENV=V ...'] ...
 # Each case runs `macko bench --backend cuda` on one shape and density under ncu (clocks left
 # alone: --clock-control none) and profiles the third launch of the kernels matching
-# KERNEL_REGEX (default: the MACKO product). A case's environment (a quoted word of ENV=V pairs
+# KERNEL_REGEX (default: the MACKO product, whichever of the row, lean and flat kernels the plan
+# runs). A case's environment (a quoted word of ENV=V pairs
 # after it, optional) selects kernel knobs. Full reports go to $OUT/ncu.tar.gz; the condensed
 # table (time, DRAM throughput, issue slots, shared-memory pipe, stalls per issued instruction)
 # is printed and written to $OUT/profile.txt.
 set -uo pipefail
 out=${OUT:-/tmp/out}; mkdir -p "$out" /tmp/ncu
 ncu=$(command -v ncu || echo /usr/local/cuda/bin/ncu)
-regex='^macko_spmv'
+regex='^macko_(spmv|lean|flat)_'
 if [ $# -gt 0 ] && [ "$1" != "--" ]; then regex=$1; shift; fi
 [ "${1:-}" = "--" ] && shift
 summary=$out/profile.txt; : > "$summary"
@@ -41,7 +42,7 @@ while [ $# -gt 0 ]; do
   rc=$?
   {
     echo "== $shape d=$d [$envs] rc=$rc"
-    grep -E '^  [a-z]' "$rep" | grep -vE 'stalled_.*_per_issue_active' | awk '{print "  " $1, $(NF)}'
+    grep -E '^ +[a-z]+__' "$rep" | grep -vE 'stalled_.*_per_issue_active' | awk '{print "  " $1, $(NF)}'
     # The stall reasons above 0.05 cycles per issued instruction, largest first.
     grep -E 'stalled_.*_per_issue_active' "$rep" \
       | awk '{v=$NF; gsub(",","",v); if (v+0 > 0.05) printf "  %-28s %s\n", gensub(/.*stalled_(.*)_per_issue.*/, "\\1", 1, $1), v}' \

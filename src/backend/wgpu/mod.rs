@@ -113,6 +113,10 @@ pub const ENV_LANE_BUILTINS: &str = "MACKO_WGPU_LANE_BUILTINS";
 /// (`STATIC_ROWS` in macko_sg.wgsl; on by default since the H200 sweep of shaders/NOTES.md,
 /// "Session 6").
 pub const ENV_STATIC_ROWS: &str = "MACKO_WGPU_STATIC_ROWS";
+/// Environment variable: `1` numbers the MACKO subgroup kernel's subgroups across workgroups
+/// first when rows are dealt by stride, `0` workgroup by workgroup (`INTERLEAVED_ROWS` in
+/// macko_sg.wgsl; see `MackoTuning::DEFAULT_INTERLEAVED_ROWS`).
+pub const ENV_INTERLEAVED_ROWS: &str = "MACKO_WGPU_INTERLEAVED_ROWS";
 /// Environment variable that, set to `0`, makes exact subgroups of the MACKO subgroup kernel scan
 /// with subgroupExclusiveAdd and subgroupAdd instead of shuffles up (`SHUFFLE_SCAN` in
 /// macko_sg.wgsl; on by default, only with builtin lane ids).
@@ -231,6 +235,8 @@ pub(crate) struct MackoTuning {
     pub lane_builtins: bool,
     /// Rows dealt out by a fixed stride, not the counter (`STATIC_ROWS`).
     pub static_rows: bool,
+    /// With `static_rows`, subgroups numbered across workgroups first (`INTERLEAVED_ROWS`).
+    pub interleaved_rows: bool,
     /// Exact subgroups scan by shuffles up (`SHUFFLE_SCAN`; only with `lane_builtins`).
     pub shuffle_scan: bool,
     /// Pipelined steps of 2 groups in exact subgroups (`PIPELINE`).
@@ -346,6 +352,9 @@ impl MackoTuning {
     /// of shaders/NOTES.md ("Session 8"): each alone 0.99–1.05×, the three together 1.02–1.11×
     /// faster on 9 shapes × d = 1 / 0.5 / 0.3 / 0.1 (most at d = 0.1), slower nowhere.
     pub const DEFAULT_HELD_SUMS: bool = true;
+    /// Subgroups numbered across workgroups first (`INTERLEAVED_ROWS`): a partial last round of
+    /// rows spread over every multiprocessor (shaders/NOTES.md, "Session 11").
+    pub const DEFAULT_INTERLEAVED_ROWS: bool = true;
     pub const DEFAULT_BUTTERFLY_SUM: bool = true;
     pub const DEFAULT_BOUNDED_GATHERS: bool = true;
     /// Value masks from a table (`MASK_TABLE`), for matrices that are not nearly dense (the
@@ -433,6 +442,7 @@ impl MackoTuning {
             }
         };
         let held_sums = switch(ENV_HELD_SUMS, Self::DEFAULT_HELD_SUMS);
+        let interleaved_rows = switch(ENV_INTERLEAVED_ROWS, Self::DEFAULT_INTERLEAVED_ROWS);
         let butterfly_sum = switch(ENV_BUTTERFLY_SUM, Self::DEFAULT_BUTTERFLY_SUM);
         let bounded_gathers = switch(ENV_BOUNDED_GATHERS, Self::DEFAULT_BOUNDED_GATHERS);
         let x_words_granule = var(ENV_X_WORDS_GRANULE)
@@ -498,6 +508,7 @@ impl MackoTuning {
             row_ahead,
             lane_builtins,
             static_rows,
+            interleaved_rows,
             shuffle_scan,
             pipeline,
             late_mask,
@@ -745,10 +756,10 @@ impl WgpuBackend {
                 } else {
                     ""
                 },
-                if t.static_rows {
-                    ", rows by stride"
-                } else {
-                    ""
+                match (t.static_rows, t.interleaved_rows) {
+                    (true, true) => ", rows by stride (subgroups across workgroups)",
+                    (true, false) => ", rows by stride",
+                    (false, _) => "",
                 },
                 if t.shuffle_scan && t.lane_builtins {
                     ", scans by shuffles"

@@ -250,6 +250,9 @@ pub(super) struct PipelineKey {
     /// MACKO subgroup kernel: rows dealt out by a fixed stride instead of the atomic counter
     /// (`STATIC_ROWS`).
     pub static_rows: bool,
+    /// MACKO subgroup kernel, with `static_rows`: subgroups numbered across workgroups first
+    /// (`INTERLEAVED_ROWS`).
+    pub interleaved_rows: bool,
     /// MACKO subgroup kernel: exact subgroups scan by shuffles (`SHUFFLE_SCAN`).
     pub shuffle_scan: bool,
     /// MACKO subgroup kernel: pipelined steps of 2 groups (`PIPELINE`).
@@ -394,6 +397,9 @@ impl Pipelines {
             },
             lane_builtins: key.kernel == Kernel::MackoSubgroup && key.lane_builtins,
             static_rows: key.kernel == Kernel::MackoSubgroup && key.static_rows,
+            interleaved_rows: key.kernel == Kernel::MackoSubgroup
+                && key.static_rows
+                && key.interleaved_rows,
             shuffle_scan: key.kernel == Kernel::MackoSubgroup
                 && key.lane_builtins
                 && key.shuffle_scan,
@@ -499,10 +505,10 @@ impl Pipelines {
                     } else {
                         ""
                     },
-                    if key.static_rows {
-                        ", rows by stride"
-                    } else {
-                        ""
+                    match (key.static_rows, key.interleaved_rows) {
+                        (true, true) => ", rows by stride (subgroups across workgroups)",
+                        (true, false) => ", rows by stride",
+                        (false, _) => "",
                     },
                     if key.shuffle_scan {
                         ", scans by shuffles"
@@ -577,6 +583,10 @@ impl Pipelines {
             }
             constants.push(("LANE_BUILTINS", if key.lane_builtins { 1.0 } else { 0.0 }));
             constants.push(("STATIC_ROWS", if key.static_rows { 1.0 } else { 0.0 }));
+            constants.push((
+                "INTERLEAVED_ROWS",
+                if key.interleaved_rows { 1.0 } else { 0.0 },
+            ));
             constants.push(("SHUFFLE_SCAN", if key.shuffle_scan { 1.0 } else { 0.0 }));
             constants.push(("PIPELINE", if key.pipeline { 1.0 } else { 0.0 }));
             constants.push(("LATE_MASK", if key.late_mask { 1.0 } else { 0.0 }));

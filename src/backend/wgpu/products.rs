@@ -840,6 +840,7 @@ impl WgpuBackend {
                 row_ahead: self.tuning.row_ahead,
                 lane_builtins: self.tuning.lane_builtins,
                 static_rows: self.tuning.static_rows,
+                interleaved_rows: self.tuning.interleaved_rows,
                 shuffle_scan: self.tuning.shuffle_scan,
                 pipeline: self.tuning.pipeline,
                 late_mask: self.tuning.late_mask,

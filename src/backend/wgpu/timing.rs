@@ -228,6 +228,7 @@ impl WgpuBackend {
                 row_ahead: 0,
                 lane_builtins: false,
                 static_rows: false,
+                interleaved_rows: false,
                 shuffle_scan: false,
                 pipeline: false,
                 late_mask: false,
