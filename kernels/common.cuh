@@ -86,6 +86,23 @@ __device__ __forceinline__ bool macko_h2_nonfinite(unsigned w) {
     return (w & 0x7c00u) == 0x7c00u || (w & 0x7c000000u) == 0x7c000000u;
 }
 
+// Whether any of the 8 binary16 in a 16-byte word of x is ±∞ or NaN.
+__device__ __forceinline__ bool macko_h8_nonfinite(uint4 w) {
+    return macko_h2_nonfinite(w.x) || macko_h2_nonfinite(w.y) || macko_h2_nonfinite(w.z) ||
+           macko_h2_nonfinite(w.w);
+}
+
+// x's 16-byte words base + u·step (u < 4) into w, zeros from word nvec on: the four loads of a
+// staging thread in flight before the first is used.
+__device__ __forceinline__ void macko_load_x_words(const uint4* __restrict__ xv, unsigned base,
+                                                   unsigned step, unsigned nvec, uint4 (&w)[4]) {
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+        const unsigned j = base + u * step;
+        w[u] = j < nvec ? __ldg(xv + j) : make_uint4(0u, 0u, 0u, 0u);
+    }
+}
+
 // Dynamic shared memory for staged x: macko_x_slot(cols + MACKO_X_SLACK + MACKO_X_TAIL) floats,
 // computed on the host (src/backend/cuda/launch.rs, `x_smem_bytes`).
 
@@ -110,17 +127,12 @@ __device__ __forceinline__ bool macko_stage_x(float* xs, const unsigned short* _
     const uint4* xv = reinterpret_cast<const uint4*>(x);
     for (unsigned base = tid; base < nvec; base += 4 * nthreads) {
         uint4 w[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const unsigned j = base + u * nthreads;
-            w[u] = j < nvec ? __ldg(xv + j) : make_uint4(0u, 0u, 0u, 0u);
-        }
+        macko_load_x_words(xv, base, nthreads, nvec, w);
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             const unsigned j = base + u * nthreads;
             if (j < nvec) {
-                nonfinite |= macko_h2_nonfinite(w[u].x) || macko_h2_nonfinite(w[u].y) ||
-                             macko_h2_nonfinite(w[u].z) || macko_h2_nonfinite(w[u].w);
+                nonfinite |= macko_h8_nonfinite(w[u]);
                 const unsigned s = MACKO_X_SLACK + 8 * j;
                 float a, b;
                 if (!PAD) {
@@ -180,17 +192,12 @@ __device__ __forceinline__ bool macko_stage_x_half(unsigned short* xh,
     uint4* dst = reinterpret_cast<uint4*>(xh + MACKO_X_SLACK);
     for (unsigned base = tid; base < nvec; base += 4 * nthreads) {
         uint4 w[4];
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const unsigned j = base + u * nthreads;
-            w[u] = j < nvec ? __ldg(xv + j) : make_uint4(0u, 0u, 0u, 0u);
-        }
+        macko_load_x_words(xv, base, nthreads, nvec, w);
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
             const unsigned j = base + u * nthreads;
             if (j < nvec) {
-                nonfinite |= macko_h2_nonfinite(w[u].x) || macko_h2_nonfinite(w[u].y) ||
-                             macko_h2_nonfinite(w[u].z) || macko_h2_nonfinite(w[u].w);
+                nonfinite |= macko_h8_nonfinite(w[u]);
                 dst[j] = w[u];
             }
         }

@@ -78,8 +78,9 @@
 // 1: warps are numbered across the blocks first (warp k of block b is warp k·gridDim.x + b), so
 // that the warps holding a partial last round of items are spread over every SM instead of
 // filling the first SMs' blocks while the others idle; 0: block by block. Measured on an H100
-// (NOTES.md, step 9): 5120² at d = 0.1 74 → 83 % of the ceiling, 7168² +2 to +3 points,
-// 7168×28672 at d = 0.1 +2.6; no loss beyond 0.5 points on 6 shapes at d = 0.1 / 0.3 / 0.5.
+// (NOTES.md, step 9): 5120² at d = 0.1 74 → 83 % of the ceiling, 13824×5120 at d = 0.1 +5.6
+// points, 7168² and 9216² +2 to +3; the losses 20480×3584 −1.0 / −1.6 at d = 0.1 / 0.3 and
+// 4096² −0.8 at d = 0.1.
 #ifndef MACKO_INTERLEAVE
 #define MACKO_INTERLEAVE 1
 #endif
@@ -560,9 +561,10 @@ MACKO_SPMV_ENTRY(macko_spmv_xh_f32, float, MACKO_XH, MACKO_BLOCK, MACKO_MINB)
 // The lean entries: whole rows, a warp per row, batches of MACKO_CHUNKS_SHORT chunks, not
 // pipelined, x staged in the plain layout (f32, or binary16 for `_xh`); only flags bit 4
 // (row-aligned) is read, and the split arguments not at all (the parameters are those of the
-// regular entries). The one path alone fits 40 registers (one 4-byte spill, before the row loop; all paths together spill over
-// 100 bytes at 40), so half again as many warps are resident. The host picks them where that
-// many warps spread the rows more evenly, or as evenly in few rounds (launch.rs, `lean_rows`):
+// regular entries). The one path alone fits 40 registers (one 4-byte spill, before the row
+// loop; all paths together spill over 100 bytes at 40), so half again as many warps are
+// resident. The host picks them where that many warps spread the rows more evenly, or as
+// evenly in few rounds where the regular plan cuts no rows (launch.rs, `lean_rows`):
 // 5120 rows take 0.81 of a round of 6336 warps, against 1.21 rounds of 4224 warps with the
 // regular entries.
 #define MACKO_LEAN_ENTRY(NAME, OUT, XM)                                                         \

@@ -75,12 +75,12 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
       memcheck_under "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off" \
         "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off MACKO_CUDA_FLAT=on MACKO_CUDA_FLAT_SNAP=0" ;;
     interleave)
-      # Warps numbered across blocks first (MACKO_INTERLEAVE=1): warps, half-warps and split rows,
-      # the lean kernel; memcheck on the edge tests with half-warps.
-      tests_under interleave "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=1" \
-        "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=1 MACKO_CUDA_LANES=16 MACKO_CUDA_SPLIT=3 MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off" \
-        "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=1 MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off"
-      memcheck_under "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=1 MACKO_CUDA_LANES=16" ;;
+      # Warps numbered block by block (MACKO_INTERLEAVE=0; the default, 1, runs in every other
+      # mode): warps, half-warps and split rows, the lean kernel; memcheck with half-warps.
+      tests_under interleave "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=0" \
+        "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=0 MACKO_CUDA_LANES=16 MACKO_CUDA_SPLIT=3 MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off" \
+        "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=0 MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off"
+      memcheck_under "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=0 MACKO_CUDA_LANES=16" ;;
     tail)
       # Tail splits (rows from a fraction on cut, the others whole) on warps and half-warps,
       # x staged and from global memory, 1024-thread blocks; memcheck on the edge tests.

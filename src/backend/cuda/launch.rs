@@ -29,7 +29,8 @@ pub(crate) const BIG_BLOCK: u32 = 1024;
 const X_EXTRA_SLOTS: u64 = 8 + 16;
 
 /// Environment variable that forces where the sparse kernels read x from: `smem` (staged in
-/// shared memory; an error where it does not fit), `global` (read-only cache), or `auto`.
+/// shared memory; an error where the f32 copy does not fit), `global` (read-only cache), or
+/// `auto`.
 pub const ENV_X: &str = "MACKO_CUDA_X";
 
 /// Environment variable: `1` prints each MACKO matrix's launch plan to stderr at upload (for
@@ -221,8 +222,9 @@ fn xpad_from_env() -> Result<Option<bool>> {
 
 /// Environment variable that forces x staged for the MACKO kernel as binary16 (`macko_*_xh_*`:
 /// the plain layout at half the shared memory, one conversion more per entry): `on` (wherever x
-/// is staged plain, and for x too wide to stage as f32 where binary16 fits), `off`, or `auto`
-/// (see [`Kernels::macko_plan`]).
+/// is staged plain, and for x too wide to stage as f32 where binary16 fits — but
+/// `MACKO_CUDA_X=smem` asks for the f32 copy and fails first where that does not fit), `off`,
+/// or `auto` (see [`half_x_by_default`]).
 pub const ENV_XHALF: &str = "MACKO_CUDA_XHALF";
 
 /// The staging `MACKO_CUDA_XHALF` asks for: `None` for auto.
@@ -314,7 +316,7 @@ fn parse_tail(v: &str) -> Option<TailPolicy> {
 /// knob forcing half-warps, long batches, pipelining, split rows, a tail split or the flat
 /// kernel; elsewhere the plan stays as it was), `off`, or `auto` (on GPUs measured to gain,
 /// [`lean_measured_for`], for rows not nearly dense that its warps spread more evenly, or as
-/// evenly in few rounds: [`lean_rows`]).
+/// evenly in few rounds where the regular plan cuts no rows: [`lean_rows`]).
 pub const ENV_LEAN: &str = "MACKO_CUDA_LEAN";
 
 /// The lean kernel as `MACKO_CUDA_LEAN` asks for it: `None` for auto.
@@ -345,18 +347,20 @@ pub(crate) fn gpu_dependent_rules(bytes_per_sm_cycle: Option<f64>) -> String {
 }
 
 /// Whether x staged plain goes to shared memory as binary16 by default: where the regular
-/// kernel's 512-thread blocks fit the GPU more times with it (`half_blocks` resident) than with
-/// the f32 copy (`f32_blocks`; `None`: x too wide to stage as f32) — that is, from about 28 K
-/// columns on, where the f32 copy leaves one 512-thread block per SM (or one 1024-thread
-/// block). One conversion more per entry buys the second block, and three lean blocks up to
+/// kernel's 512-thread blocks fit the GPU more times with it (`half_blocks` resident) than they
+/// do now (`now_blocks`: with the f32 copy, or with x read from global memory where the f32 copy
+/// does not fit; `None`: not at all) — that is, from about 28 K columns on, where the f32 copy
+/// leaves one 512-thread block per SM (or one 1024-thread block), up to where binary16 too fits
+/// only one (about 56 K columns on an H100: wider, x stays in global memory, two blocks per SM,
+/// as before; binary16 at one block per SM there is not measured). One conversion more per entry buys the second block, and three lean blocks up to
 /// about 37 K columns. Measured on an H100 (kernels/NOTES.md, step 9), `MACKO_CUDA_XHALF=on`
 /// against the f32 plans at d = 0.5 / 0.3 / 0.1: 7168×28672 +9 / +9 / −2 points of the
 /// ceiling (the f32 plan ran the flat kernel at 16 warps per SM at d ≥ 0.3), 12288×49152
 /// +4 to +5, 9216×36864 +3 at d = 0.3 and 0.1; 3584×20480, where f32 already fits two
 /// blocks, +1 to +2 (not taken: the lean kernel, the one that would gain warps, rarely suits
 /// 3584 rows).
-fn half_x_by_default(f32_blocks: Option<u32>, half_blocks: u32) -> bool {
-    half_blocks > f32_blocks.unwrap_or(0)
+fn half_x_by_default(now_blocks: Option<u32>, half_blocks: u32) -> bool {
+    half_blocks > now_blocks.unwrap_or(0)
 }
 
 /// Slack in comparing two balances (see [`balance`]) that should count as equal.
@@ -390,7 +394,10 @@ const LEAN_EVEN_MAX_ROUNDS: u64 = 3;
 /// evenly" is not enough: the lean kernel, which cannot cut them, would lose the better balance
 /// of the cut rows. Measured on an H100 (step 9), x as binary16: 9216×36864 at d = 0.5 / 0.3
 /// (whole rows 0.73 either way, cut rows 0.93) lean 82.7 / 82.1 % of the ceiling against the
-/// flat kernel's 87.9 / 85.4 %.
+/// flat kernel's 87.9 / 85.4 %. "More evenly" still compares with whole rows, cut or not: the
+/// measured case is 5120×13824 (step 8), where the lean kernel's 0.81 beat the flat kernel that
+/// the regular plan would run. (`regular_cuts` counts the flat kernel as the plan chose it; the
+/// upload may still fall back to whole rows where a row holds under 9 entries.)
 fn lean_rows(rows: u32, warps: u64, lean_warps: u64, half_warps: bool, regular_cuts: bool) -> bool {
     let teams = if half_warps { 2 * warps } else { warps };
     lean_warps > warps && (!half_warps || u64::from(rows) > lean_warps) && {
@@ -915,11 +922,12 @@ impl Kernels {
     }
 
     /// Launch plan of a MACKO matrix of `entries` stored entries: x padded in shared memory
-    /// only when rows are nearly dense (or as `MACKO_CUDA_XPAD` says); 1024-thread blocks where
-    /// two 512-thread blocks' x do not fit an SM; a half-warp per row for short rows; long rows
-    /// cut into segments where whole rows would spread unevenly over the warps; last, the lean
-    /// kernel on whole rows in place of any of those where it spreads the rows better
-    /// ([`lean_rows`]).
+    /// only when rows are nearly dense (or as `MACKO_CUDA_XPAD` says); x plain staged as
+    /// binary16 where that fits more 512-thread blocks ([`half_x_by_default`]), else 1024-thread
+    /// blocks where two 512-thread blocks' f32 x do not fit an SM; a half-warp per row for short
+    /// rows; long rows cut into segments where whole rows would spread unevenly over the warps;
+    /// last, the lean kernel on whole rows in place of any of those where it spreads the rows
+    /// better ([`lean_rows`]).
     pub fn macko_plan(&self, rows: u32, cols: u32, entries: u64) -> Result<Plan> {
         let mut plan = self.sparse_plan(&self.macko_xs, &self.macko_xg, rows, cols)?;
         let fill = if rows == 0 || cols == 0 {
@@ -1023,7 +1031,8 @@ impl Kernels {
     /// Turns a plan with x staged plain as f32 (or in global memory, x too wide to stage as f32)
     /// into one with x staged as binary16 in 512-thread blocks, where that fits and
     /// `MACKO_CUDA_XHALF` asks for it — by default ([`half_x_by_default`]) where the regular
-    /// kernel's 512-thread blocks then fit an SM more times; leaves it as it is otherwise.
+    /// kernel's 512-thread blocks then fit the GPU more times than they do now, and
+    /// `MACKO_CUDA_BLOCK` does not ask for 1024-thread blocks; leaves it as it is otherwise.
     fn stage_x_half(&self, plan: &mut Plan, rows: u32, cols: u32) -> Result<()> {
         let smem = x_smem_half_bytes(cols);
         if smem > u64::from(self.smem_limit) {
@@ -1033,12 +1042,17 @@ impl Kernels {
         let Some(half_blocks) = self.grid(&self.macko_xh.f32, BLOCK, smem, u32::MAX)? else {
             return Ok(());
         };
-        let f32_blocks = if plan.x_in_smem() {
-            self.grid(&self.macko_xu.f32, BLOCK, plan.smem_bytes, u32::MAX)?
+        // The regular kernel's 512-thread blocks resident now: x staged as f32, or (too wide for
+        // that) read from global memory.
+        let (now, now_smem) = if plan.x_in_smem() {
+            (&self.macko_xu, plan.smem_bytes)
         } else {
-            None
+            (&self.macko_xg, 0)
         };
-        if self.xhalf != Some(true) && !half_x_by_default(f32_blocks, half_blocks) {
+        let now_blocks = self.grid(&now.f32, BLOCK, now_smem, u32::MAX)?;
+        // MACKO_CUDA_BLOCK=1024 asks for the f32 copy's 1024-thread blocks (binary16 has none).
+        let auto = self.block != Some(BIG_BLOCK) && half_x_by_default(now_blocks, half_blocks);
+        if self.xhalf != Some(true) && !auto {
             return Ok(());
         }
         if let Some(grid) = self.grid(&self.macko_xh.f32, BLOCK, smem, rows)? {
@@ -1814,12 +1828,15 @@ mod tests {
     #[test]
     fn x_goes_binary16_by_default_only_where_more_regular_blocks_fit() {
         assert!(
-            half_x_by_default(Some(1), 2),
+            half_x_by_default(Some(132), 264),
             "one f32 block per SM, two binary16"
         );
-        assert!(half_x_by_default(None, 2), "x too wide to stage as f32");
-        assert!(!half_x_by_default(Some(2), 2), "two blocks either way");
-        assert!(!half_x_by_default(Some(264), 264), "the same grid");
+        assert!(!half_x_by_default(Some(264), 264), "two blocks either way");
+        assert!(
+            !half_x_by_default(Some(264), 132),
+            "x too wide for f32: global x's two blocks against one binary16 block"
+        );
+        assert!(half_x_by_default(None, 132), "nothing else resident");
     }
 
     #[test]
