@@ -1,4 +1,4 @@
-//! MACKO matrices uploaded row-aligned for the subgroup kernel (src/backend/row_aligned.rs,
+//! MACKO matrices uploaded row-aligned for the subgroup kernel (format/src/aligned.rs,
 //! `ALIGNED_ROWS` in shaders/macko_sg.wgsl, `MACKO_WGPU_ALIGNED_ROWS`): every row starts at a
 //! whole group and ends in zero padding, a group of zeros follows each block's last row, and the
 //! pipelined loop masks nothing, reading the zero group for a step's groups past a row's end.

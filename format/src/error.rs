@@ -234,6 +234,42 @@ pub enum FormatError {
         #[source]
         source: Box<FormatError>,
     },
+    /// A range of rows asked of a matrix (a row-aligned copy of some of its rows) is not within
+    /// its rows.
+    #[error("rows {start}..{end} are not within the matrix's {rows} rows")]
+    RowRange {
+        /// First row asked for.
+        start: usize,
+        /// One past the last row asked for.
+        end: usize,
+        /// Rows of the matrix.
+        rows: usize,
+    },
+    /// A row-aligned copy (rows padded to whole groups, and one group of zeros after them)
+    /// would hold more than `u32::MAX` entries, past what 32-bit row offsets address.
+    #[error("rows {start}..{end} aligned to groups of 8 would hold more than u32::MAX entries")]
+    AlignedTooLarge {
+        /// First row of the copy.
+        start: usize,
+        /// One past its last row.
+        end: usize,
+    },
+    /// Copying gap codes: entries `start..start + count` are not all within the source codes,
+    /// or the destination has room for fewer than `count`.
+    #[error(
+        "gap codes of entries {start}..{start}+{count}: the source holds {source_entries} \
+         entries, the destination room for {room}"
+    )]
+    CodeRange {
+        /// First entry copied.
+        start: usize,
+        /// Entries copied.
+        count: usize,
+        /// Entries the source codes hold (two per byte).
+        source_entries: usize,
+        /// Entries the destination holds (two per byte).
+        room: usize,
+    },
     /// A safetensors file could not be read or written, or holds something unexpected.
     #[error("{context}: {message}")]
     Container {

@@ -30,6 +30,7 @@
 
 #![deny(missing_docs)]
 
+pub mod aligned;
 pub mod container;
 mod csr;
 mod dense;

@@ -16,7 +16,6 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
-pub(crate) mod row_aligned;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 

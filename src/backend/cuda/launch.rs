@@ -421,7 +421,7 @@ fn pipe_from_env() -> Result<Option<bool>> {
 
 /// Environment variable: `off` uploads MACKO matrices in the format's own layout, `on` (the
 /// default, [`DEFAULT_ALIGNED_ROWS`]) row-aligned where the row kernel runs on whole rows
-/// (src/backend/row_aligned.rs: no row starts inside a group, so no batch masks entries).
+/// (macko_format::aligned: no row starts inside a group, so no batch masks entries).
 pub const ENV_ALIGNED_ROWS: &str = "MACKO_CUDA_ALIGNED_ROWS";
 
 /// Default of [`ENV_ALIGNED_ROWS`]: kernels/NOTES.md, step 7.
@@ -598,7 +598,7 @@ pub(crate) struct Plan {
     pub pipelined: bool,
     /// MACKO only: the flat kernel (one range of entries per warp), when the matrix allows it.
     pub flat: bool,
-    /// MACKO only: uploaded row-aligned (src/backend/row_aligned.rs), so the row kernel masks
+    /// MACKO only: uploaded row-aligned (macko_format::aligned), so the row kernel masks
     /// nothing (flags bit 4); set at upload, only for the row kernel on whole rows.
     pub aligned_rows: bool,
     /// MACKO only: the lean row kernel (`macko_lean_*`, see [`lean_rows`]): whole rows on warps,
@@ -1431,7 +1431,7 @@ fn macko_into<T: DeviceRepr>(
     // flags bit 2 is set, which it is exactly when `m.split` is); every buffer lives on this
     // stream and outlives the launch in stream order; the kernel reads only inside the arrays
     // of a valid matrix, which macko-format guarantees (or of its row-aligned copy, whose row
-    // pointers, values and codes row_aligned.rs keeps consistent; kernels/NOTES.md, step 7,
+    // pointers, values and codes macko_format::aligned keeps consistent; kernels/NOTES.md, step 7,
     // for its columns past x), and the split table's entries lie
     // inside them (split.rs; argued in kernels/NOTES.md).
     unsafe { args.launch(m.plan.config()) }

@@ -35,7 +35,7 @@ use self::memory::{
 };
 use self::probe::{human_bytes, Gpu};
 use self::vendor::Vendor;
-use crate::backend::row_aligned::align_rows;
+use macko_format::aligned::align_rows;
 
 use super::{
     downcast, downcast_mut, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision,
@@ -108,7 +108,12 @@ impl CudaBackend {
         // Row-aligned where the row kernel runs on whole rows (split items and flat ranges
         // start inside rows, so they keep the format's layout): no batch then masks.
         let aligned = if flat.is_none() && split.is_none() && launch::aligned_rows_from_env()? {
-            align_rows(m, 0..m.rows())
+            // The whole matrix: only offsets past 32 bits keep the format's own layout.
+            match align_rows(m, 0..m.rows()) {
+                Ok(a) => Some(a),
+                Err(macko_format::FormatError::AlignedTooLarge { .. }) => None,
+                Err(e) => return Err(e.into()),
+            }
         } else {
             None
         };

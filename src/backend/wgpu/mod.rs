@@ -276,7 +276,7 @@ pub(crate) struct MackoTuning {
     pub gather_probe: bool,
     /// Value masks of the steps at a row's ends read from a table (`MASK_TABLE`).
     pub mask_table: bool,
-    /// MACKO matrices uploaded row-aligned (src/backend/row_aligned.rs; with x in column tiles,
+    /// MACKO matrices uploaded row-aligned (macko_format::aligned; with x in column tiles,
     /// each row's part in each tile: tiles.rs), so that pipelined steps mask nothing
     /// (`ALIGNED_ROWS`).
     pub aligned_rows: bool,

@@ -22,7 +22,7 @@ use crate::backend::{BackendKind, HostVector, MatrixKind, MatrixRef, Precision};
 use crate::error::{Error, Result};
 
 use super::gpu::{backend_error, buffer_size, lock, round_up};
-use crate::backend::row_aligned::{align_rows, aligned_row_ptr};
+use macko_format::aligned::{align_rows, aligned_row_ptr};
 
 use super::pipelines::{Kernel, KernelPath, PipelineKey, XForm, DENSE_ROWS_PER_WORKGROUP};
 use super::tiles::{
@@ -369,7 +369,7 @@ impl WgpuBackend {
         let tiles = self.x_tiles(m.cols(), fill >= X_PAD_MIN_FILL);
         // A tile table takes 8 bytes per row and plane (tiles + 1 planes).
         let row_bytes = tiles.map_or(4, |t| 8 * (u64::from(t.tiles) + 1));
-        // Row-aligned (src/backend/row_aligned.rs; with tiles, each row's part in each tile:
+        // Row-aligned (macko_format::aligned; with tiles, each row's part in each tile:
         // tiles.rs) where the subgroup kernel's pipelined loop reads it (the pipeline key's
         // conditions for ALIGNED_ROWS), so its steps mask nothing; blocks are then planned on the
         // aligned rows, each with room for its group of zeros. A row that fits a binding only
@@ -388,7 +388,8 @@ impl WgpuBackend {
         };
         let aligned_ptr = match (tiles, &full_table) {
             (Some(plan), Some(full)) => aligned_tile_row_ptr(full, m.rows(), plan),
-            (None, _) if aligned => aligned_row_ptr(m, 0..m.rows()),
+            // All rows, so the one possible error is offsets past 32 bits: the format's layout.
+            (None, _) if aligned => aligned_row_ptr(m, 0..m.rows()).ok(),
             _ => None,
         };
         let aligned_plan = aligned_ptr.and_then(|p| {
@@ -451,7 +452,7 @@ impl WgpuBackend {
                     continue;
                 }
                 (true, None, _) => {
-                    let a = align_rows(m, rows.clone()).ok_or_else(past)?;
+                    let a = align_rows(m, rows.clone()).map_err(|_| past())?;
                     params.zero_group = a.zero_group();
                     let values = bytemuck::cast_slice(&a.values);
                     blocks.push(

@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use macko_format::{code_at, MackoMatrix, GROUP};
 
-use crate::backend::row_aligned::{copy_codes, next_row_start};
+use macko_format::aligned::{copy_codes, next_row_start};
 use rayon::prelude::*;
 
 /// Columns of a tile are a multiple of this: whole 16-byte words of x (8 columns) for the copy,
@@ -168,7 +168,7 @@ pub(super) fn aligned_tiles(
             );
             let d = table[2 * (t * n + k)] as usize;
             values[d..d + (b - a)].copy_from_slice(&m.values()[a..b]);
-            copy_codes(m.codes(), a, b - a, &mut codes[d / 2..]);
+            copy_codes(m.codes(), a, b - a, &mut codes[d / 2..]).ok()?;
         }
     }
     Some(AlignedTiles {

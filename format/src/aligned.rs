@@ -1,12 +1,12 @@
-//! Row-aligned copies of a MACKO matrix's arrays, the device layout the wgpu backend uploads by
-//! default (`MACKO_WGPU_ALIGNED_ROWS`; shaders/NOTES.md, "Session 9").
+//! The row-aligned layout of a MACKO matrix: the device layout GPU backends upload by default
+//! (macko's CUDA and wgpu backends; shaders/NOTES.md "Session 9", kernels/NOTES.md "Step 7").
 //!
 //! In the interchange format (FORMAT.md) a row may start anywhere inside a group of 8 entries,
 //! so a GPU kernel that reads whole groups must mask the entries of the neighbouring rows in a
 //! row's first and last group: at low density, where a row is one or two steps of a subgroup,
 //! that masking is a large part of the row's instructions. Here every row starts at a multiple
-//! of 8 and its last group is completed with padding entries (value +0.0, gap code 0): a kernel
-//! then never meets another row's entries inside a group.
+//! of [`GROUP`] and its last group is completed with padding entries (value +0.0, gap code 0):
+//! a kernel then never meets another row's entries inside a group.
 //!
 //! What the padding changes, and why it is harmless:
 //! - a padding entry follows the row's last entry, one column further each (gap 0), so it may
@@ -15,19 +15,44 @@
 //!   is finite and is selected away where it is not (the kernels' guard for explicit zeros);
 //! - a row grows by at most 7 entries (2.5 bytes each), so the matrix by at most 17.5 bytes per
 //!   row: 0.1–0.7 % of the bytes of the benchmark's shapes at d = 0.1, less above;
-//! - one more group of zeros follows the last row (`RowAligned::zero_group`), for the kernels
+//! - one more group of zeros follows the last row ([`RowAligned::zero_group`]), for the kernels
 //!   to read in place of groups past a row's end (a load of it needs no mask either).
+//!
+//! This layout is not a valid [`MackoMatrix`] of the same shape (its padding may name columns
+//! past the last one); it exists only to be uploaded.
+//!
+//! ```
+//! use half::f16;
+//! use macko_format::{aligned, MackoMatrix};
+//!
+//! // Rows of 3 and 9 entries: aligned, they start at entries 0 and 8 and end at 24.
+//! let mut dense = vec![f16::ZERO; 2 * 16];
+//! for c in [0, 5, 9] {
+//!     dense[c] = f16::ONE;
+//! }
+//! for c in 0..9 {
+//!     dense[16 + c] = f16::ONE;
+//! }
+//! let m = MackoMatrix::from_dense_f16(2, 16, &dense)?;
+//! let a = aligned::align_rows(&m, 0..2)?;
+//! assert_eq!(a.row_ptr, vec![0, 8, 24]);
+//! assert_eq!(a.zero_group(), 3);
+//! assert_eq!(a.values.len(), 32); // 24 entries and the group of zeros
+//! # Ok::<(), macko_format::FormatError>(())
+//! ```
 
 use std::ops::Range;
 
 use half::f16;
-use macko_format::{MackoMatrix, GROUP};
 
-/// Rows `rows` of a MACKO matrix with each row starting at a multiple of [`GROUP`] entries and
-/// padded to whole groups, rebased so that the first row starts at 0, and one group of zeros
-/// after the last row.
+use crate::error::{FormatError, Result};
+use crate::macko::{MackoMatrix, GROUP};
+
+/// Rows of a MACKO matrix with each row starting at a multiple of [`GROUP`] entries and padded to
+/// whole groups, rebased so that the first row starts at 0, and one group of zeros after the
+/// last row.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct RowAligned {
+pub struct RowAligned {
     /// `rows.len() + 1` entry offsets, each a multiple of [`GROUP`], starting at 0.
     pub row_ptr: Vec<u32>,
     /// `row_ptr[last] + GROUP` values: the rows' entries, +0.0 where padded.
@@ -43,24 +68,42 @@ impl RowAligned {
     }
 }
 
-/// The row pointers of `m` aligned (each row's entries rounded up to whole groups), from 0;
-/// `None` where they, plus the zero group, would not fit 32 bits (the caller then keeps the
-/// matrix's own layout).
-pub(crate) fn aligned_row_ptr(m: &MackoMatrix, rows: Range<usize>) -> Option<Vec<u32>> {
+/// Checks that `rows` lies within the `m`'s rows.
+fn check_rows(m: &MackoMatrix, rows: &Range<usize>) -> Result<()> {
+    if rows.start > rows.end || rows.end > m.rows() {
+        return Err(FormatError::RowRange {
+            start: rows.start,
+            end: rows.end,
+            rows: m.rows(),
+        });
+    }
+    Ok(())
+}
+
+/// The row pointers of rows `rows` of `m` aligned (each row's entries rounded up to whole
+/// groups), from 0. Errors: [`FormatError::RowRange`] where `rows` is not within the matrix,
+/// [`FormatError::AlignedTooLarge`] where the rows, with the zero group after them, would not fit
+/// 32-bit offsets (a caller may then keep the matrix's own layout).
+pub fn aligned_row_ptr(m: &MackoMatrix, rows: Range<usize>) -> Result<Vec<u32>> {
+    check_rows(m, &rows)?;
+    let too_large = FormatError::AlignedTooLarge {
+        start: rows.start,
+        end: rows.end,
+    };
     let row_ptr = m.row_ptr();
     let mut out = Vec::with_capacity(rows.len() + 1);
     let mut at = 0u32;
     out.push(0);
     for r in rows {
-        at = next_row_start(at, row_ptr[r + 1] - row_ptr[r])?;
+        at = next_row_start(at, row_ptr[r + 1] - row_ptr[r]).ok_or_else(|| too_large.clone())?;
         out.push(at);
     }
-    Some(out)
+    Ok(out)
 }
 
 /// Where the row after one starting at `at` with `len` entries starts once rows are aligned;
 /// `None` where that, with the zero group after it, passes `u32::MAX`.
-pub(crate) fn next_row_start(at: u32, len: u32) -> Option<u32> {
+pub fn next_row_start(at: u32, len: u32) -> Option<u32> {
     let next = u64::from(at) + u64::from(len).div_ceil(GROUP as u64) * GROUP as u64;
     if next + GROUP as u64 > u64::from(u32::MAX) {
         return None;
@@ -68,11 +111,10 @@ pub(crate) fn next_row_start(at: u32, len: u32) -> Option<u32> {
     Some(next as u32)
 }
 
-/// Rows `rows` of `m` in the row-aligned layout; `None` where it would not fit 32-bit offsets
-/// (see [`aligned_row_ptr`]). `rows` must lie within `m`'s rows.
-pub(crate) fn align_rows(m: &MackoMatrix, rows: Range<usize>) -> Option<RowAligned> {
+/// Rows `rows` of `m` in the row-aligned layout. Errors as [`aligned_row_ptr`].
+pub fn align_rows(m: &MackoMatrix, rows: Range<usize>) -> Result<RowAligned> {
     let row_ptr = aligned_row_ptr(m, rows.clone())?;
-    let stored = *row_ptr.last()? as usize + GROUP;
+    let stored = row_ptr.last().copied().unwrap_or(0) as usize + GROUP;
     let mut values = vec![f16::ZERO; stored];
     let mut codes = vec![0u8; stored / 2];
     let (src_values, src_codes, src_ptr) = (m.values(), m.codes(), m.row_ptr());
@@ -80,9 +122,9 @@ pub(crate) fn align_rows(m: &MackoMatrix, rows: Range<usize>) -> Option<RowAlign
         let (s, e) = (src_ptr[r] as usize, src_ptr[r + 1] as usize);
         let d = row_ptr[k] as usize;
         values[d..d + (e - s)].copy_from_slice(&src_values[s..e]);
-        copy_codes(src_codes, s, e - s, &mut codes[d / 2..]);
+        copy_codes(src_codes, s, e - s, &mut codes[d / 2..])?;
     }
-    Some(RowAligned {
+    Ok(RowAligned {
         row_ptr,
         values,
         codes,
@@ -91,12 +133,25 @@ pub(crate) fn align_rows(m: &MackoMatrix, rows: Range<usize>) -> Option<RowAlign
 
 /// Writes the `n` gap codes of entries `s..s + n` of `src` (two per byte, low nibble first) to
 /// the start of `dst`, whose first entry is even (byte-aligned); the high nibble of the last
-/// byte stays as it is (0) where `n` is odd.
-pub(crate) fn copy_codes(src: &[u8], s: usize, n: usize, dst: &mut [u8]) {
+/// byte stays as it is where `n` is odd. [`FormatError::CodeRange`] where `src` does not hold
+/// those entries or `dst` has no room for them.
+pub fn copy_codes(src: &[u8], s: usize, n: usize, dst: &mut [u8]) -> Result<()> {
+    let fits = s
+        .checked_add(n)
+        .is_some_and(|end| end <= 2 * src.len() && n <= 2 * dst.len());
+    if !fits {
+        return Err(FormatError::CodeRange {
+            start: s,
+            count: n,
+            source_entries: 2 * src.len(),
+            room: 2 * dst.len(),
+        });
+    }
     if s % 2 == 0 {
         dst[..n / 2].copy_from_slice(&src[s / 2..s / 2 + n / 2]);
     } else {
-        // Entry s is the high nibble of byte s / 2: each output byte joins two source bytes.
+        // Entry s is the high nibble of byte s / 2: each output byte joins two source bytes
+        // (byte s / 2 + j + 1 holds entry s + 2j + 1 < s + n, so it lies inside `src`).
         for (j, out) in dst[..n / 2].iter_mut().enumerate() {
             let b = s / 2 + j;
             *out = (src[b] >> 4) | (src[b + 1] << 4);
@@ -106,23 +161,35 @@ pub(crate) fn copy_codes(src: &[u8], s: usize, n: usize, dst: &mut [u8]) {
         let i = s + n - 1;
         dst[n / 2] = (src[i / 2] >> ((i & 1) * 4)) & 0x0f;
     }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use macko_format::code_at;
+    use crate::macko::code_at;
+    use crate::DenseMatrix;
     use proptest::prelude::*;
+    use rand::{Rng, SeedableRng};
 
-    /// A random valid matrix (rows of random lengths, some empty at low density), through the
-    /// format's own encoder.
+    /// A random matrix of about `density` nonzeros (rows of random lengths, some empty at low
+    /// density), through the format's own encoder.
     fn matrix(rows: usize, cols: usize, density: f64, seed: u64) -> MackoMatrix {
-        let dense = crate::synthetic::pruned_matrix(rows, cols, density, seed)
-            .expect("a synthetic matrix of a valid shape");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        let values = (0..rows * cols)
+            .map(|_| {
+                if rng.random_bool(density) {
+                    f16::from_f32(rng.random_range(0.5f32..2.0))
+                } else {
+                    f16::ZERO
+                }
+            })
+            .collect();
+        let dense = DenseMatrix::new(rows, cols, values).expect("a valid shape");
         MackoMatrix::from_dense(&dense).expect("encodes")
     }
 
-    /// The (value bits, code) of row r's entries in the original and in the aligned layout.
+    /// The (value bits, code) of row r's entries in the original layout.
     fn original(m: &MackoMatrix, r: usize) -> Vec<(u16, u8)> {
         m.row_range(r)
             .map(|i| (m.values()[i].to_bits(), code_at(m.codes(), i)))
@@ -162,6 +229,22 @@ mod tests {
                 prop_assert_eq!((a.values[i].to_bits(), code_at(&a.codes, i)), (0, 0));
             }
         }
+
+        #[test]
+        fn copied_codes_are_the_source_entries(
+            src in proptest::collection::vec(any::<u8>(), 0..40),
+            s in 0usize..90,
+            n in 0usize..90,
+        ) {
+            let mut dst = vec![0u8; 45];
+            let fits = s + n <= 2 * src.len() && n <= 2 * dst.len();
+            prop_assert_eq!(copy_codes(&src, s, n, &mut dst).is_ok(), fits);
+            if fits {
+                for k in 0..n {
+                    prop_assert_eq!(code_at(&dst, k), code_at(&src, s + k));
+                }
+            }
+        }
     }
 
     #[test]
@@ -185,6 +268,22 @@ mod tests {
             want.resize(got.len(), (0, 0));
             assert_eq!(got, want, "row {r}");
         }
+    }
+
+    #[test]
+    fn rows_outside_the_matrix_are_an_error() {
+        let m = matrix(4, 16, 0.5, 7);
+        for rows in [0..5, 5..5, 3..2] {
+            assert_eq!(
+                align_rows(&m, rows.clone()),
+                Err(FormatError::RowRange {
+                    start: rows.start,
+                    end: rows.end,
+                    rows: 4
+                })
+            );
+        }
+        assert!(align_rows(&m, 4..4).is_ok(), "no rows, at the end");
     }
 
     #[test]
