@@ -353,8 +353,9 @@ pub(crate) fn gpu_dependent_rules(bytes_per_sm_cycle: Option<f64>) -> String {
 /// leaves one 512-thread block per SM (or one 1024-thread block), up to where binary16 too fits
 /// only one (about 56 K columns on an H100: wider, x stays in global memory, two blocks per SM,
 /// as before; binary16 at one block per SM there is not measured). One conversion more per
-/// entry buys the second block, and three lean blocks up to about 37 K columns. Measured on an H100 (kernels/NOTES.md, step 9), `MACKO_CUDA_XHALF=on`
-/// against the f32 plans at d = 0.5 / 0.3 / 0.1: 7168×28672 +9 / +9 / −2 points of the
+/// entry buys the second block, and three lean blocks up to about 37 K columns. Measured on an
+/// H100 (kernels/NOTES.md, step 9), `MACKO_CUDA_XHALF=on` against the f32 plans at
+/// d = 0.5 / 0.3 / 0.1: 7168×28672 +9 / +9 / −2 points of the
 /// ceiling (the f32 plan ran the flat kernel at 16 warps per SM at d ≥ 0.3), 12288×49152
 /// +4 to +5, 9216×36864 +3 at d = 0.3 and 0.1; 3584×20480, where f32 already fits two
 /// blocks, +1 to +2 (not taken: the lean kernel, the one that would gain warps, rarely suits
