@@ -25,6 +25,8 @@ metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared.sum
 metrics+=,smsp__inst_executed_pipe_lsu.avg.pct_of_peak_sustained_active
 metrics+=,l1tex__throughput.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed
 metrics+=,launch__registers_per_thread,launch__grid_size,launch__block_size
+# The shared memory the driver carved out of each SM's L1 for the launch (the rest is L1 cache).
+metrics+=,launch__shared_mem_config_size,launch__shared_mem_per_block_dynamic
 # How evenly the SMs are kept busy: a partial last round on few SMs shows as min << max.
 metrics+=,sm__cycles_active.min,sm__cycles_active.avg,sm__cycles_active.max
 stalls='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'

@@ -335,14 +335,17 @@ fn lean_measured_for(bytes_per_sm_cycle: Option<f64>) -> bool {
 }
 
 /// The plan rules that depend on the GPU's DRAM bytes per SM cycle, in words, for `macko info`:
-/// which of the lean kernel ([`lean_measured_for`]) and the flat kernel for one partial round of
-/// long rows ([`flat_for_one_round`]) `auto` may pick on this GPU.
+/// which of the lean kernel ([`lean_measured_for`]), the flat kernel for one partial round of
+/// long rows ([`flat_for_one_round`]) and binary16 x wherever x is wide
+/// ([`wide_half_x_measured_for`]) `auto` may pick on this GPU.
 pub(crate) fn gpu_dependent_rules(bytes_per_sm_cycle: Option<f64>) -> String {
     let yes_no = |b: bool| if b { "yes" } else { "no" };
     format!(
-        "lean kernel {}, flat kernel for one round of long rows {}",
+        "lean kernel {}, flat kernel for one round of long rows {}, binary16 x from {} columns {}",
         yes_no(lean_measured_for(bytes_per_sm_cycle)),
-        yes_no(flat_measured_for(bytes_per_sm_cycle))
+        yes_no(flat_measured_for(bytes_per_sm_cycle)),
+        HALF_X_WIDE_MIN_COLS,
+        yes_no(wide_half_x_measured_for(bytes_per_sm_cycle))
     )
 }
 
@@ -358,10 +361,40 @@ pub(crate) fn gpu_dependent_rules(bytes_per_sm_cycle: Option<f64>) -> String {
 /// d = 0.5 / 0.3 / 0.1: 7168×28672 +9 / +9 / −2 points of the
 /// ceiling (the f32 plan ran the flat kernel at 16 warps per SM at d ≥ 0.3), 12288×49152
 /// +4 to +5, 9216×36864 +3 at d = 0.3 and 0.1; 3584×20480, where f32 already fits two
-/// blocks, +1 to +2 (not taken: the lean kernel, the one that would gain warps, rarely suits
-/// 3584 rows).
-fn half_x_by_default(now_blocks: Option<u32>, half_blocks: u32) -> bool {
-    half_blocks > now_blocks.unwrap_or(0)
+/// blocks, +1 to +2. Also, on GPUs where it was measured (`wide_measured`:
+/// [`wide_half_x_measured_for`]), wherever x has at least [`HALF_X_WIDE_MIN_COLS`] columns and
+/// binary16 fits as many blocks as now: each block then copies half the bytes before its rows
+/// start (step 10).
+fn half_x_by_default(
+    now_blocks: Option<u32>,
+    half_blocks: u32,
+    cols: u32,
+    wide_measured: bool,
+) -> bool {
+    let now = now_blocks.unwrap_or(0);
+    half_blocks > now || (wide_measured && cols >= HALF_X_WIDE_MIN_COLS && half_blocks >= now)
+}
+
+/// Narrowest x (columns) that [`half_x_by_default`] stages as binary16 on a GPU where that was
+/// measured ([`wide_half_x_measured_for`]) even where it fits no more blocks than the f32 copy.
+/// Measured on an H100 (kernels/NOTES.md, step 10), `MACKO_CUDA_XHALF=on` against the plans of
+/// step 9 at d = 0.7 / 0.5 / 0.3 / 0.1, in time: 5120×13824 1.04 / 1.04 / 1.04 / 1.03×,
+/// 3584×20480 1.01 / 1.01 / 1.02 / 1.03×, 4096×14336 1.01 / 1.02 / 1.01 / 1.03×, 12288²
+/// 1.00 / 1.01 / 1.01 / 1.03×; from 11 008 columns down (4096×11008, 9216², 5120 columns and
+/// narrower) within ±2 %, the spread of two runs of the same plan.
+const HALF_X_WIDE_MIN_COLS: u32 = 12_288;
+
+/// DRAM bytes per SM cycle under which [`half_x_by_default`] stages a wide x
+/// (≥ [`HALF_X_WIDE_MIN_COLS`] columns) as binary16 for its own sake: the H100 (12.8), where
+/// copying half the bytes before the rows start gained up to 4 % and the conversion per entry
+/// cost nothing measurable (DRAM sets the pace there); not the H200 (18.4), where the SMs' issue
+/// and shared-memory pipes co-limit (step 4) and the extra conversion is not measured.
+const HALF_X_WIDE_MAX_BYTES_PER_SM_CYCLE: f64 = 15.0;
+
+/// Whether [`half_x_by_default`] may stage a wide x as binary16 for its own sake on a GPU of
+/// `bytes_per_sm_cycle` (unknown: no).
+fn wide_half_x_measured_for(bytes_per_sm_cycle: Option<f64>) -> bool {
+    bytes_per_sm_cycle.is_some_and(|b| b < HALF_X_WIDE_MAX_BYTES_PER_SM_CYCLE)
 }
 
 /// Slack in comparing two balances (see [`balance`]) that should count as equal.
@@ -924,7 +957,8 @@ impl Kernels {
 
     /// Launch plan of a MACKO matrix of `entries` stored entries: x padded in shared memory
     /// only when rows are nearly dense (or as `MACKO_CUDA_XPAD` says); x plain staged as
-    /// binary16 where that fits more 512-thread blocks ([`half_x_by_default`]), else 1024-thread
+    /// binary16 where that fits more 512-thread blocks, or x is wide on a DRAM-bound GPU
+    /// ([`half_x_by_default`]), else 1024-thread
     /// blocks where two 512-thread blocks' f32 x do not fit an SM; a half-warp per row for short
     /// rows; long rows cut into segments where whole rows would spread unevenly over the warps;
     /// last, the lean kernel on whole rows in place of any of those where it spreads the rows
@@ -1032,8 +1066,9 @@ impl Kernels {
     /// Turns a plan with x staged plain as f32 (or in global memory, x too wide to stage as f32)
     /// into one with x staged as binary16 in 512-thread blocks, where that fits and
     /// `MACKO_CUDA_XHALF` asks for it — by default ([`half_x_by_default`]) where the regular
-    /// kernel's 512-thread blocks then fit the GPU more times than they do now, and
-    /// `MACKO_CUDA_BLOCK` does not ask for 1024-thread blocks; leaves it as it is otherwise.
+    /// kernel's 512-thread blocks then fit the GPU more times than they do now, or as many times
+    /// with a wide x on a GPU where that was measured to gain, and `MACKO_CUDA_BLOCK` does not ask
+    /// for 1024-thread blocks; leaves it as it is otherwise.
     fn stage_x_half(&self, plan: &mut Plan, rows: u32, cols: u32) -> Result<()> {
         let smem = x_smem_half_bytes(cols);
         if smem > u64::from(self.smem_limit) {
@@ -1052,7 +1087,13 @@ impl Kernels {
         };
         let now_blocks = self.grid(&now.f32, BLOCK, now_smem, u32::MAX)?;
         // MACKO_CUDA_BLOCK=1024 asks for the f32 copy's 1024-thread blocks (binary16 has none).
-        let auto = self.block != Some(BIG_BLOCK) && half_x_by_default(now_blocks, half_blocks);
+        let auto = self.block != Some(BIG_BLOCK)
+            && half_x_by_default(
+                now_blocks,
+                half_blocks,
+                cols,
+                wide_half_x_measured_for(self.dram_bytes_per_sm_cycle),
+            );
         if self.xhalf != Some(true) && !auto {
             return Ok(());
         }
@@ -1582,8 +1623,8 @@ mod tests {
     use super::{
         balance, flat_for_one_round, gpu_dependent_rules, half_warps_on_a_tie, half_x_by_default,
         lean_measured_for, lean_rows, parse_tail, pipelined_by_default, segment_entries,
-        short_rows, sparse_last_round, split_segments, TailPolicy, MAX_SPLIT, MIN_SPLIT_ENTRIES,
-        MIN_SPLIT_ENTRIES_POOR,
+        short_rows, sparse_last_round, split_segments, wide_half_x_measured_for, TailPolicy,
+        HALF_X_WIDE_MIN_COLS, MAX_SPLIT, MIN_SPLIT_ENTRIES, MIN_SPLIT_ENTRIES_POOR,
     };
 
     #[test]
@@ -1814,30 +1855,60 @@ mod tests {
         assert!(!lean_measured_for(None), "unknown clocks");
         assert_eq!(
             gpu_dependent_rules(Some(12.8)),
-            "lean kernel yes, flat kernel for one round of long rows no"
+            "lean kernel yes, flat kernel for one round of long rows no, binary16 x from 12288 columns yes"
         );
         assert_eq!(
             gpu_dependent_rules(Some(18.4)),
-            "lean kernel no, flat kernel for one round of long rows yes"
+            "lean kernel no, flat kernel for one round of long rows yes, binary16 x from 12288 columns no"
         );
         assert_eq!(
             gpu_dependent_rules(None),
-            "lean kernel no, flat kernel for one round of long rows no"
+            "lean kernel no, flat kernel for one round of long rows no, binary16 x from 12288 columns no"
         );
     }
 
     #[test]
-    fn x_goes_binary16_by_default_only_where_more_regular_blocks_fit() {
+    fn x_goes_binary16_by_default_where_more_regular_blocks_fit_or_wide_x_was_measured() {
+        for wide_measured in [false, true] {
+            assert!(
+                half_x_by_default(Some(132), 264, 28_672, wide_measured),
+                "one f32 block per SM, two binary16"
+            );
+            assert!(
+                !half_x_by_default(Some(264), 132, 60_000, wide_measured),
+                "x too wide for f32: global x's two blocks against one binary16 block"
+            );
+            assert!(
+                half_x_by_default(None, 132, 28_672, wide_measured),
+                "nothing else resident"
+            );
+            assert!(
+                !half_x_by_default(Some(264), 264, HALF_X_WIDE_MIN_COLS - 1, wide_measured),
+                "two blocks either way, x narrower than measured"
+            );
+        }
         assert!(
-            half_x_by_default(Some(132), 264),
-            "one f32 block per SM, two binary16"
+            !half_x_by_default(Some(264), 264, HALF_X_WIDE_MIN_COLS, false),
+            "two blocks either way, on a GPU where a wide x was not measured"
         );
-        assert!(!half_x_by_default(Some(264), 264), "two blocks either way");
         assert!(
-            !half_x_by_default(Some(264), 132),
-            "x too wide for f32: global x's two blocks against one binary16 block"
+            half_x_by_default(Some(264), 264, HALF_X_WIDE_MIN_COLS, true),
+            "two blocks either way, a wide x on a GPU where it was measured"
         );
-        assert!(half_x_by_default(None, 132), "nothing else resident");
+        assert!(
+            half_x_by_default(Some(396), 396, 20_480, true),
+            "three lean-sized blocks either way"
+        );
+    }
+
+    #[test]
+    fn binary16_for_a_wide_x_only_where_it_was_measured() {
+        assert!(wide_half_x_measured_for(Some(12.8)), "the H100");
+        assert!(
+            !wide_half_x_measured_for(Some(18.4)),
+            "the H200: not measured"
+        );
+        assert!(!wide_half_x_measured_for(None), "unknown clocks");
     }
 
     #[test]
