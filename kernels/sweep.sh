@@ -2,7 +2,7 @@
 # MACKO CUDA variant sweep on the GPU machine (issue 7). Binaries staged by
 # `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko, tests/macko--agreement,
 # tests/macko--cuda_backend; see NOTES.md). Usage, through remote.sh (CUDA libraries on the path):
-#   bash .gpu/remote.sh bash kernels/sweep.sh [tests] [aligned] [lean] [xhalf] [interleave] [tail] [sanitize] -- NAME 'ENV=..' ...
+#   bash .gpu/remote.sh bash kernels/sweep.sh [tests] [aligned] [lean] [xhalf] [interleave] [spread] [tail] [sanitize] -- NAME 'ENV=..' ...
 # Each variant runs `macko bench --backend cuda` with its environment on $SHAPES/$DENSITIES; full
 # output in $OUT/<NAME>.log, and a table of macko % of ceiling and speedup over cuBLAS last.
 set -uo pipefail
@@ -81,6 +81,14 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
         "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=0 MACKO_CUDA_LANES=16 MACKO_CUDA_SPLIT=3 MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off" \
         "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=0 MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off"
       memcheck_under "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=0 MACKO_CUDA_LANES=16" ;;
+    spread)
+      # Every resident block launched where the items are fewer (MACKO_CUDA_SPREAD=on, forced
+      # on every matrix): warps, half-warps, the lean kernel, split rows; memcheck on the edge
+      # tests (blocks whose warps find no item).
+      tests_under spread "MACKO_CUDA_SPREAD=on" "MACKO_CUDA_SPREAD=on MACKO_CUDA_LANES=16" \
+        "MACKO_CUDA_SPREAD=on MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" \
+        "MACKO_CUDA_SPREAD=on MACKO_CUDA_SPLIT=3"
+      memcheck_under "MACKO_CUDA_SPREAD=on" "MACKO_CUDA_SPREAD=on MACKO_CUDA_LANES=16" ;;
     tail)
       # Tail splits (rows from a fraction on cut, the others whole) on warps and half-warps,
       # x staged and from global memory, 1024-thread blocks; memcheck on the edge tests.

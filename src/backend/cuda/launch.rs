@@ -232,6 +232,28 @@ fn xhalf_from_env() -> Result<Option<bool>> {
     env_knob(ENV_XHALF, "on or off", parse_on_off)
 }
 
+/// Environment variable that says whether a MACKO row kernel's grid holds every block that can be
+/// resident where its rows (work items) are fewer than the warps those blocks hold: `on`, `off`
+/// (at most one warp per item, the grid of steps 1–9), or `auto` (see [`spread_grid`]).
+pub const ENV_SPREAD: &str = "MACKO_CUDA_SPREAD";
+
+/// The grid `MACKO_CUDA_SPREAD` asks for: `None` for auto.
+fn spread_from_env() -> Result<Option<bool>> {
+    env_knob(ENV_SPREAD, "on or off", parse_on_off)
+}
+
+/// Whether a row kernel's grid of `grid` blocks (at most one warp per item) grows to the
+/// `resident` blocks the GPU holds at once, on `sms` multiprocessors. By default where the grid
+/// already fills every SM at least once but not all their slots: the hardware then hands the
+/// blocks out in rounds over the SMs, so some SMs hold one block (16 warps of rows) more than
+/// the others, and the most loaded SM sets the time. With every resident block launched, warps
+/// numbered across blocks (`MACKO_INTERLEAVE`, kernels/macko.cu) take the items, so every SM
+/// gets the same number of them, give or take one per block; the extra warps find no item after
+/// their block has staged x. Measured on an H100 (kernels/NOTES.md, step 10).
+fn spread_grid(grid: u32, resident: u32, sms: u32) -> bool {
+    grid >= sms && grid < resident
+}
+
 /// Environment variable that forces the block of the MACKO kernel with x staged: `512` (two
 /// blocks per SM where the shared memory allows), `1024` (one block per SM, every warp of the SM
 /// sharing one copy of x), or `auto` (1024 only where two 512-thread blocks' copies of x do not
@@ -743,6 +765,8 @@ pub(crate) struct Kernels {
     lean: Option<bool>,
     /// `MACKO_CUDA_XHALF`: `None` chooses per matrix.
     xhalf: Option<bool>,
+    /// `MACKO_CUDA_SPREAD`: `None` chooses per matrix.
+    spread: Option<bool>,
 }
 
 /// Loads one kernel file's CUBIN (compiled once per process) and returns its functions in the
@@ -901,6 +925,7 @@ impl Kernels {
             tail: tail_from_env()?,
             lean: lean_from_env()?,
             xhalf: xhalf_from_env()?,
+            spread: spread_from_env()?,
         })
     }
 
@@ -1060,7 +1085,26 @@ impl Kernels {
         if self.lean_allowed(&plan, nearly_dense, tail.is_some()) {
             self.choose_lean(&mut plan, rows)?;
         }
+        // The flat kernel's grid is its ranges, cut at upload (flat_plan).
+        if !plan.flat {
+            plan.grid = self.spread(&plan, plan.grid)?;
+        }
         Ok(plan)
+    }
+
+    /// The grid of a row-kernel plan's `grid` blocks (at most one warp per item), grown to every
+    /// resident block where `MACKO_CUDA_SPREAD` or [`spread_grid`] says so. Only the launch
+    /// changes: the plan's rules above count the warps of the grid before this.
+    fn spread(&self, plan: &Plan, grid: u32) -> Result<u32> {
+        let f = &self.macko_kernel(plan).f32;
+        let Some(resident) = self.grid(f, plan.block, plan.smem_bytes, u32::MAX)? else {
+            return Ok(grid);
+        };
+        let spread = match self.spread {
+            Some(on) => on && grid < resident,
+            None => spread_grid(grid, resident, self.sms),
+        };
+        Ok(if spread { resident } else { grid })
     }
 
     /// Turns a plan with x staged plain as f32 (or in global memory, x too wide to stage as f32)
@@ -1260,8 +1304,10 @@ impl Kernels {
     /// may grow up to every resident warp).
     pub fn macko_split_grid(&self, plan: &Plan, items: u32) -> Result<u32> {
         let f = &self.macko_kernel(plan).f32;
-        self.grid(f, plan.block, plan.smem_bytes, items)?
-            .ok_or_else(|| internal("the MACKO kernel cannot be resident"))
+        let grid = self
+            .grid(f, plan.block, plan.smem_bytes, items)?
+            .ok_or_else(|| internal("the MACKO kernel cannot be resident"))?;
+        self.spread(plan, grid)
     }
 
     /// The MACKO product kernel a plan runs: where x is read, its layout, the block.
@@ -1623,8 +1669,8 @@ mod tests {
     use super::{
         balance, flat_for_one_round, gpu_dependent_rules, half_warps_on_a_tie, half_x_by_default,
         lean_measured_for, lean_rows, parse_tail, pipelined_by_default, segment_entries,
-        short_rows, sparse_last_round, split_segments, wide_half_x_measured_for, TailPolicy,
-        HALF_X_WIDE_MIN_COLS, MAX_SPLIT, MIN_SPLIT_ENTRIES, MIN_SPLIT_ENTRIES_POOR,
+        short_rows, sparse_last_round, split_segments, spread_grid, wide_half_x_measured_for,
+        TailPolicy, HALF_X_WIDE_MIN_COLS, MAX_SPLIT, MIN_SPLIT_ENTRIES, MIN_SPLIT_ENTRIES_POOR,
     };
 
     #[test]
@@ -1898,6 +1944,28 @@ mod tests {
         assert!(
             half_x_by_default(Some(396), 396, 20_480, true),
             "three lean-sized blocks either way"
+        );
+    }
+
+    #[test]
+    fn the_grid_spreads_only_where_some_sms_would_hold_a_block_more() {
+        let sms = 132;
+        assert!(
+            spread_grid(224, 264, sms),
+            "3584 rows: 92 SMs of two blocks, 40 of one"
+        );
+        assert!(
+            spread_grid(320, 396, sms),
+            "5120 rows, lean: 56 SMs of three blocks"
+        );
+        assert!(!spread_grid(264, 264, sms), "every resident block already");
+        assert!(
+            !spread_grid(400, 264, sms),
+            "more items than warps: the grid is resident"
+        );
+        assert!(
+            !spread_grid(100, 264, sms),
+            "fewer blocks than SMs: one block at most each"
         );
     }
 
