@@ -47,7 +47,8 @@ while [ $# -gt 0 ]; do
     grep -E '^ +[a-z]+__' "$rep" | grep -vE 'stalled_.*_per_issue_active' | awk '{print "  " $1, $(NF)}'
     # The stall reasons above 0.05 cycles per issued instruction, largest first.
     grep -E 'stalled_.*_per_issue_active' "$rep" \
-      | awk '{v=$NF; gsub(",","",v); if (v+0 > 0.05) printf "  %-28s %s\n", gensub(/.*stalled_(.*)_per_issue.*/, "\\1", 1, $1), v}' \
+      | awk '{v=$NF; gsub(",","",v); n=$1; sub(/.*stalled_/,"",n); sub(/_per_issue.*/,"",n);
+             if (v+0 > 0.05) printf "  %-28s %s\n", n, v}' \
       | sort -k2 -gr
     grep -E '==ERR|error' "$rep" | head -3
   } | tee -a "$summary"
