@@ -249,7 +249,10 @@ fn spread_from_env() -> Result<Option<bool>> {
 /// the others, and the most loaded SM sets the time. With every resident block launched, warps
 /// numbered across blocks (`MACKO_INTERLEAVE`, kernels/macko.cu) take the items, so every SM
 /// gets the same number of them, give or take one per block; the extra warps find no item after
-/// their block has staged x. Measured on an H100 (kernels/NOTES.md, step 10).
+/// their block has staged x. Measured on an H100 (kernels/NOTES.md, step 10), on against off
+/// in time at d = 0.7 / 0.5 / 0.3 / 0.1: 5120×13824 (lean, 320 of 396 blocks) 1.01 / 1.03 /
+/// 1.06 / 1.10×, 5120² 1.06 / 1.05 / 1.09 / 1.02×, 3584×20480 (224 of 264) 1.00 / 1.01 / 1.01 /
+/// 1.03×, 3584×18944 1.00 / 1.00 / 1.01 / 1.02×; 4096 rows (256 of 264) 1.00–1.02×.
 fn spread_grid(grid: u32, resident: u32, sms: u32) -> bool {
     grid >= sms && grid < resident
 }
@@ -408,9 +411,11 @@ const HALF_X_WIDE_MIN_COLS: u32 = 12_288;
 
 /// DRAM bytes per SM cycle under which [`half_x_by_default`] stages a wide x
 /// (≥ [`HALF_X_WIDE_MIN_COLS`] columns) as binary16 for its own sake: the H100 (12.8), where
-/// copying half the bytes before the rows start gained up to 4 % and the conversion per entry
-/// cost nothing measurable (DRAM sets the pace there); not the H200 (18.4), where the SMs' issue
-/// and shared-memory pipes co-limit (step 4) and the extra conversion is not measured.
+/// binary16 gained up to 4 % (ncu on 5120×13824: 9 % fewer shared-memory wavefronts, half the
+/// short-scoreboard stalls, for 7 % more instructions) while DRAM set the pace; not the H200
+/// (18.4), where the SMs' issue and shared-memory pipes co-limit (step 4), so the trade is not
+/// known until measured there. The same bound as the lean rule's today, but its own constant:
+/// each moves when its rule is measured on an H200.
 const HALF_X_WIDE_MAX_BYTES_PER_SM_CYCLE: f64 = 15.0;
 
 /// Whether [`half_x_by_default`] may stage a wide x as binary16 for its own sake on a GPU of
