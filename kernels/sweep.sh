@@ -88,7 +88,9 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
       tests_under spread "MACKO_CUDA_SPREAD=on" "MACKO_CUDA_SPREAD=on MACKO_CUDA_LANES=16" \
         "MACKO_CUDA_SPREAD=on MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" \
         "MACKO_CUDA_SPREAD=on MACKO_CUDA_SPLIT=3"
-      memcheck_under "MACKO_CUDA_SPREAD=on" "MACKO_CUDA_SPREAD=on MACKO_CUDA_LANES=16" ;;
+      memcheck_under "MACKO_CUDA_SPREAD=on" "MACKO_CUDA_SPREAD=on MACKO_CUDA_LANES=16" \
+        "MACKO_CUDA_SPREAD=on MACKO_CUDA_SPLIT=3" "MACKO_CUDA_SPREAD=on MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" \
+        "MACKO_CUDA_SPREAD=on MACKO_CUDA_X=global MACKO_CUDA_LANES=16" ;;
     tail)
       # Tail splits (rows from a fraction on cut, the others whole) on warps and half-warps,
       # x staged and from global memory, 1024-thread blocks; memcheck on the edge tests.

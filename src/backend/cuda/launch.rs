@@ -386,10 +386,11 @@ pub(crate) fn gpu_dependent_rules(bytes_per_sm_cycle: Option<f64>) -> String {
 /// d = 0.5 / 0.3 / 0.1: 7168×28672 +9 / +9 / −2 points of the
 /// ceiling (the f32 plan ran the flat kernel at 16 warps per SM at d ≥ 0.3), 12288×49152
 /// +4 to +5, 9216×36864 +3 at d = 0.3 and 0.1; 3584×20480, where f32 already fits two
-/// blocks, +1 to +2. Also, on GPUs where it was measured (`wide_measured`:
-/// [`wide_half_x_measured_for`]), wherever x has at least [`HALF_X_WIDE_MIN_COLS`] columns and
-/// binary16 fits as many blocks as now: each block then copies half the bytes before its rows
-/// start (step 10).
+/// blocks, +1 to +2. Also, where the f32 copy is staged now on a GPU where this was measured
+/// (`wide_measured`: [`wide_half_x_measured_for`]), wherever x has at least
+/// [`HALF_X_WIDE_MIN_COLS`] columns and binary16 fits as many blocks as the f32 copy: each
+/// block then copies half the bytes and its gathers take fewer shared-memory wavefronts
+/// (step 10).
 fn half_x_by_default(
     now_blocks: Option<u32>,
     half_blocks: u32,
@@ -668,7 +669,8 @@ pub(crate) struct Plan {
 }
 
 impl Plan {
-    /// Warps resident at once.
+    /// Warps of the grid. Within `macko_plan`'s rules, at most one per item; the plan it returns
+    /// may launch more (every resident block, [`spread_grid`]), the extra warps finding no item.
     pub fn warps(&self) -> u64 {
         u64::from(self.grid) * u64::from(self.block / 32)
     }
@@ -991,8 +993,9 @@ impl Kernels {
     /// ([`half_x_by_default`]), else 1024-thread
     /// blocks where two 512-thread blocks' f32 x do not fit an SM; a half-warp per row for short
     /// rows; long rows cut into segments where whole rows would spread unevenly over the warps;
-    /// last, the lean kernel on whole rows in place of any of those where it spreads the rows
-    /// better ([`lean_rows`]).
+    /// then the lean kernel on whole rows in place of any of those where it spreads the rows
+    /// better ([`lean_rows`]); last, for the launch only, the grid grown to every resident block
+    /// where the rows are fewer ([`spread_grid`]).
     pub fn macko_plan(&self, rows: u32, cols: u32, entries: u64) -> Result<Plan> {
         let mut plan = self.sparse_plan(&self.macko_xs, &self.macko_xg, rows, cols)?;
         let fill = if rows == 0 || cols == 0 {
@@ -1090,10 +1093,9 @@ impl Kernels {
         if self.lean_allowed(&plan, nearly_dense, tail.is_some()) {
             self.choose_lean(&mut plan, rows)?;
         }
-        // The flat kernel's grid is its ranges, cut at upload (flat_plan).
-        if !plan.flat {
-            plan.grid = self.spread(&plan, plan.grid)?;
-        }
+        // Last, and for the launch only. A flat plan's grid is replaced at upload by its ranges
+        // (flat_plan), or stays this one where the upload falls back to rows.
+        plan.grid = self.spread(&plan, plan.grid)?;
         Ok(plan)
     }
 
@@ -1101,8 +1103,7 @@ impl Kernels {
     /// resident block where `MACKO_CUDA_SPREAD` or [`spread_grid`] says so. Only the launch
     /// changes: the plan's rules above count the warps of the grid before this.
     fn spread(&self, plan: &Plan, grid: u32) -> Result<u32> {
-        let f = &self.macko_kernel(plan).f32;
-        let Some(resident) = self.grid(f, plan.block, plan.smem_bytes, u32::MAX)? else {
+        let Some(resident) = self.resident_blocks(plan)? else {
             return Ok(grid);
         };
         let spread = match self.spread {
@@ -1136,13 +1137,11 @@ impl Kernels {
         };
         let now_blocks = self.grid(&now.f32, BLOCK, now_smem, u32::MAX)?;
         // MACKO_CUDA_BLOCK=1024 asks for the f32 copy's 1024-thread blocks (binary16 has none).
+        // The wide rule was measured against f32 x staged, not against x in global memory.
+        let wide_measured =
+            plan.x_in_smem() && wide_half_x_measured_for(self.dram_bytes_per_sm_cycle);
         let auto = self.block != Some(BIG_BLOCK)
-            && half_x_by_default(
-                now_blocks,
-                half_blocks,
-                cols,
-                wide_half_x_measured_for(self.dram_bytes_per_sm_cycle),
-            );
+            && half_x_by_default(now_blocks, half_blocks, cols, wide_measured);
         if self.xhalf != Some(true) && !auto {
             return Ok(());
         }
@@ -1213,12 +1212,18 @@ impl Kernels {
         Ok(())
     }
 
-    /// Warps of a MACKO plan's kernel resident at once on the whole GPU (the plan's own grid stops
-    /// at one warp per row).
-    fn resident_warps(&self, plan: &Plan) -> Result<u64> {
+    /// Blocks of a MACKO plan's kernel resident at once on the whole GPU (`None`: it cannot run
+    /// with the plan's shared memory).
+    fn resident_blocks(&self, plan: &Plan) -> Result<Option<u32>> {
         let f = &self.macko_kernel(plan).f32;
-        let grid = self.grid(f, plan.block, plan.smem_bytes, u32::MAX)?;
-        Ok(grid.map_or(0, |g| u64::from(g) * u64::from(plan.block / 32)))
+        self.grid(f, plan.block, plan.smem_bytes, u32::MAX)
+    }
+
+    /// Warps of a MACKO plan's kernel resident at once on the whole GPU (the grid of the plan
+    /// rules stops at one warp per row; the launch may be spread to these, see [`spread_grid`]).
+    fn resident_warps(&self, plan: &Plan) -> Result<u64> {
+        let blocks = self.resident_blocks(plan)?;
+        Ok(blocks.map_or(0, |g| u64::from(g) * u64::from(plan.block / 32)))
     }
 
     /// Turns a MACKO plan into the flat kernel's (same x layout, 512-thread blocks) and returns
@@ -1306,7 +1311,8 @@ impl Kernels {
     }
 
     /// The grid of a split MACKO matrix of `items` work items (more items than rows: the grid
-    /// may grow up to every resident warp).
+    /// may grow up to every resident warp, and to every resident block where [`spread_grid`]
+    /// says so).
     pub fn macko_split_grid(&self, plan: &Plan, items: u32) -> Result<u32> {
         let f = &self.macko_kernel(plan).f32;
         let grid = self
@@ -1945,10 +1951,6 @@ mod tests {
         assert!(
             half_x_by_default(Some(264), 264, HALF_X_WIDE_MIN_COLS, true),
             "two blocks either way, a wide x on a GPU where it was measured"
-        );
-        assert!(
-            half_x_by_default(Some(396), 396, 20_480, true),
-            "three lean-sized blocks either way"
         );
     }
 

@@ -170,7 +170,7 @@ impl CudaBackend {
     }
 
     /// Cuts the rows of `m` from `from_row` on into segments of `seg` entries and uploads the
-    /// kernels' table of them (and grows the plan's grid to the items).
+    /// kernels' table of them (and sets the plan's grid for the items: `macko_split_grid`).
     fn upload_split(
         &self,
         m: &macko_format::MackoMatrix,
