@@ -18,6 +18,7 @@ mod adapter;
 mod gpu;
 mod pipelines;
 mod products;
+mod specialize;
 mod tiles;
 mod timing;
 
@@ -162,6 +163,11 @@ pub const ENV_ALIGNED_ROWS: &str = "MACKO_WGPU_ALIGNED_ROWS";
 /// a time (one per half) wherever the matrix allows it, `0` never, unset or `auto` for sparse
 /// matrices only (`HALF_ROWS` in macko_sg.wgsl; see `MackoTuning::HALF_ROWS_MAX_FILL`).
 pub const ENV_HALF_ROWS: &str = "MACKO_WGPU_HALF_ROWS";
+/// Environment variable: `0` hands every kernel to wgpu as WGSL with its override constants,
+/// for wgpu and the driver to specialize; unset or anything else specializes it here first
+/// (constants set, the branches they rule out removed: specialize.rs), which builds the same
+/// code in a fraction of the driver's time.
+pub const ENV_SPECIALIZE: &str = "MACKO_WGPU_SPECIALIZE";
 
 /// Tuning of the MACKO subgroup kernel, from the environment (for benchmark sweeps); values
 /// that do not parse or are out of range keep the defaults.
@@ -578,7 +584,11 @@ fn bytes_text(n: u64) -> String {
 impl WgpuBackend {
     fn open(opts: &DeviceOptions) -> Result<Self> {
         let gpu = Gpu::new(adapter::open_device(opts)?);
-        let pipelines = Pipelines::new(&gpu)?;
+        let specialize = !matches!(
+            std::env::var(ENV_SPECIALIZE).as_deref().map(str::trim),
+            Ok("0" | "false" | "off" | "no")
+        );
+        let pipelines = Pipelines::new(&gpu, specialize)?;
         let has_subgroups = gpu.features.contains(wgpu::Features::SUBGROUP);
         let (path, path_reason) = if !opts.wgpu_subgroups {
             (
@@ -824,6 +834,9 @@ impl WgpuBackend {
                     format!(", x staged in granules of {} words", t.x_words_granule)
                 }
             );
+        }
+        if !self.pipelines.specialized() {
+            kernels.push_str(", WGSL specialized by the driver");
         }
         p.push(("kernels".to_string(), kernels));
 

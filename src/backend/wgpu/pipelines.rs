@@ -13,7 +13,8 @@ use std::sync::Mutex;
 use crate::backend::MatrixKind;
 use crate::error::Result;
 
-use super::gpu::{lock, Gpu};
+use super::gpu::{backend_error, lock, Gpu};
+use super::specialize::{specialize, SpecializeError};
 
 /// A kernel's full source: common.wgsl, then the given preludes and the kernel file; with
 /// `enable: "..."` that directive line first (WGSL wants it before every declaration).
@@ -308,10 +309,13 @@ pub(super) struct Pipelines {
     dense_layout: wgpu::PipelineLayout,
     stream_layout: wgpu::PipelineLayout,
     built: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
+    /// Whether kernels are specialized here before wgpu sees them (specialize.rs), as by
+    /// default, or handed over as WGSL with their constants (`MACKO_WGPU_SPECIALIZE=0`).
+    specialize: bool,
 }
 
 impl Pipelines {
-    pub fn new(gpu: &Gpu) -> Result<Self> {
+    pub fn new(gpu: &Gpu, specialize: bool) -> Result<Self> {
         gpu.scoped("bind group layouts", 0, || {
             let d = &gpu.device;
             let bgl = |label: &str, entries: &[wgpu::BindGroupLayoutEntry]| {
@@ -355,8 +359,14 @@ impl Pipelines {
                 dense_layout,
                 stream_layout,
                 built: Mutex::new(HashMap::new()),
+                specialize,
             }
         })
+    }
+
+    /// Whether kernels are specialized here before wgpu sees them (`MACKO_WGPU_SPECIALIZE`).
+    pub fn specialized(&self) -> bool {
+        self.specialize
     }
 
     /// The pipeline of `key`, compiled on first use.
@@ -603,10 +613,21 @@ impl Pipelines {
             constants.push(("ALIGNED_ROWS", if key.aligned_rows { 1.0 } else { 0.0 }));
             constants.push(("HALF_ROWS", if key.half_rows { 1.0 } else { 0.0 }));
         }
+        let source = kernel.source(key.x_form.is_f16());
+        // The module as wgpu gets it: specialized here (the constants set, the branches they
+        // rule out gone: specialize.rs), or with MACKO_WGPU_SPECIALIZE=0 the WGSL and its
+        // constants for wgpu to set.
+        let (source, constants) = if self.specialize {
+            let module = specialize(kernel.name(), source, &constants)
+                .map_err(|SpecializeError(e)| backend_error(e))?;
+            (wgpu::ShaderSource::Naga(Cow::Owned(module)), Vec::new())
+        } else {
+            (wgpu::ShaderSource::Wgsl(Cow::Borrowed(source)), constants)
+        };
         let pipeline = gpu.scoped(&what, 0, || {
             let desc = wgpu::ShaderModuleDescriptor {
                 label: Some(kernel.name()),
-                source: wgpu::ShaderSource::Wgsl(Cow::Borrowed(kernel.source(key.x_form.is_f16()))),
+                source,
             };
             let module = if key.loop_bounds {
                 gpu.device.create_shader_module(desc)
