@@ -82,7 +82,7 @@ fn prune_function(f: &mut naga::Function, module: &Module) {
         locals: &f.local_variables,
         module,
     };
-    pruner.block(&mut f.body);
+    pruner.block(&mut f.body, true);
     let mut evaluated = vec![false; f.expressions.len()];
     mark_evaluated(&f.body, &mut evaluated);
     f.named_expressions
@@ -148,8 +148,14 @@ impl Pruner<'_> {
     /// Replaces each `if` in `block` (and the blocks inside it) whose condition is constant by
     /// the branch it takes, as a nested block. Statements after a spliced branch that always
     /// leaves the block (ends in `return`, `break`, `continue` or `discard`) can never run and
-    /// are dropped.
-    fn block(&self, block: &mut Block) {
+    /// are dropped where `may_cut`: not in the body of a loop with a `continuing` block or a
+    /// `break if`, which may use expressions the body emits after such a branch (WGSL lets a
+    /// `break` skip a declaration the continuing block uses).
+    ///
+    /// A local's known value is read at the `if` that loads it, not where the load is emitted:
+    /// sound because naga stores each short-circuit local only inside its own lowering `if`,
+    /// which comes before the load.
+    fn block(&self, block: &mut Block, may_cut: bool) {
         let mut known: HashMap<Handle<naga::LocalVariable>, bool> = HashMap::new();
         let old = std::mem::take(block);
         for (stmt, span) in old.span_into_iter() {
@@ -161,14 +167,14 @@ impl Pruner<'_> {
                 } => match self.constant_bool(condition, &known) {
                     Some(taken) => {
                         let mut branch = if taken { accept } else { reject };
-                        self.block(&mut branch);
+                        self.block(&mut branch, true);
                         self.learn(&branch, &mut known);
                         let leaves = branch.last().is_some_and(is_terminator);
                         (Statement::Block(branch), leaves)
                     }
                     None => {
-                        self.block(&mut accept);
-                        self.block(&mut reject);
+                        self.block(&mut accept, true);
+                        self.block(&mut reject, true);
                         let stmt = Statement::If {
                             condition,
                             accept,
@@ -179,7 +185,7 @@ impl Pruner<'_> {
                     }
                 },
                 Statement::Block(mut inner) => {
-                    self.block(&mut inner);
+                    self.block(&mut inner, true);
                     let leaves = inner.last().is_some_and(is_terminator);
                     let stmt = Statement::Block(inner);
                     forget_stored(&stmt, self.exprs, &mut known);
@@ -190,8 +196,9 @@ impl Pruner<'_> {
                     mut continuing,
                     break_if,
                 } => {
-                    self.block(&mut body);
-                    self.block(&mut continuing);
+                    let bare = continuing.is_empty() && break_if.is_none();
+                    self.block(&mut body, bare);
+                    self.block(&mut continuing, true);
                     let stmt = Statement::Loop {
                         body,
                         continuing,
@@ -205,7 +212,7 @@ impl Pruner<'_> {
                     mut cases,
                 } => {
                     for case in cases.iter_mut() {
-                        self.block(&mut case.body);
+                        self.block(&mut case.body, true);
                     }
                     let stmt = Statement::Switch { selector, cases };
                     forget_stored(&stmt, self.exprs, &mut known);
@@ -217,7 +224,7 @@ impl Pruner<'_> {
                 }
             };
             block.push(stmt, span);
-            if leaves {
+            if leaves && may_cut {
                 break;
             }
         }
@@ -241,6 +248,8 @@ impl Pruner<'_> {
                         }
                     }
                 }
+                // A block always runs: what it stores is known after it.
+                Statement::Block(ref b) => self.learn(b, known),
                 ref other => forget_stored(other, self.exprs, known),
             }
         }
@@ -311,6 +320,14 @@ fn forget_stored(
         Statement::Store { pointer, .. } => {
             if let Expression::LocalVariable(v) = exprs[*pointer] {
                 known.remove(&v);
+            }
+        }
+        // A pointer to a local passed to a function may be stored through.
+        Statement::Call { arguments, .. } => {
+            for &a in arguments {
+                if let Expression::LocalVariable(v) = exprs[a] {
+                    known.remove(&v);
+                }
             }
         }
         Statement::Block(b) => forget_in(b, known),
@@ -410,6 +427,40 @@ fn main(@builtin(local_invocation_index) t: u32) {
             functions(false, true),
             ["after_return", "otherwise", "when_b"]
         );
+    }
+
+    /// A `break` on a constant in a loop whose continuing block uses a value the body declares
+    /// after it: the declaration must stay (the module must validate).
+    #[test]
+    fn a_break_before_what_the_continuing_block_uses_keeps_it() {
+        let kernel = "
+override A: bool = true;
+@group(0) @binding(0) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(1)
+fn main(@builtin(local_invocation_index) t: u32) {
+    var i = t;
+    loop {
+        if A {
+            break;
+        }
+        let y = i + 1u;
+        continuing {
+            out[y] = 1u;
+            i = y;
+            break if y > 3u;
+        }
+    }
+}
+";
+        for a in [0.0, 1.0] {
+            let module = specialize("loop", kernel, &[("A", a)]).expect("specializes");
+            naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::all(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("A = {a}: {e:?}"));
+        }
     }
 
     #[test]
