@@ -16,7 +16,11 @@ ITERS=${ITERS:-100}
 export LD_LIBRARY_PATH=/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}
 export MACKO_REQUIRE_BACKENDS=cuda
 # The summary goes straight to the returned folder: a run cut short still brings it back.
-summary=$final/summary.txt; : > "$summary"
+# Appended to, under a header line per sweep: two sweeps in one command keep both tables. Their
+# packed logs and CSVs are told apart by $SWEEP_TAG (csv-TAG.tar.gz, logs-TAG.tar.gz).
+summary=$final/summary.txt
+tag=${SWEEP_TAG:+-$SWEEP_TAG}
+echo "== $(basename "$0") $* ($(date -u +%FT%TZ))" >> "$summary"
 # The agreement and cuda_backend tests under each environment given ('ENV=V ENV=V' strings);
 # logs named after $1.
 tests_under() {
@@ -123,5 +127,5 @@ while [ $# -ge 2 ]; do
 done
 # At most 8 files come back: the summary, and the logs and CSVs packed.
 
-tar -C /tmp -czf "$final/csv.tar.gz" $(cd /tmp && ls -d b-* 2>/dev/null) 2>/dev/null
-tar -C "$out" -czf "$final/logs.tar.gz" . 2>/dev/null
+tar -C /tmp -czf "$final/csv$tag.tar.gz" $(cd /tmp && ls -d b-* 2>/dev/null) 2>/dev/null
+tar -C "$out" -czf "$final/logs$tag.tar.gz" . 2>/dev/null

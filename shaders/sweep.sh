@@ -22,7 +22,11 @@ BUDGET=${SWEEP_BUDGET:-480}
 START=$(date +%s)
 export MACKO_REQUIRE_BACKENDS=cpu,wgpu
 # The summary goes straight to the returned folder: a run cut short still brings it back.
-summary=$final/summary.txt; : > "$summary"
+# Appended to, under a header line per sweep: two sweeps in one command keep both tables. Their
+# packed logs and CSVs are told apart by $SWEEP_TAG (csv-TAG.tar.gz, logs-TAG.tar.gz).
+summary=$final/summary.txt
+tag=${SWEEP_TAG:+-$SWEEP_TAG}
+echo "== $(basename "$0") $* ($(date -u +%FT%TZ))" >> "$summary"
 nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader 2>&1 \
   | sed 's/^/gpu apps: /' | tee -a "$summary"
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
@@ -70,5 +74,5 @@ while [ $# -ge 2 ]; do
 done
 echo "total $(( $(date +%s) - START ))s" | tee -a "$summary"
 # At most 8 files come back: the summary, and the logs and CSVs packed.
-tar -C /tmp -czf "$final/csv.tar.gz" $(cd /tmp && ls -d b-* 2>/dev/null) 2>/dev/null
-tar -C "$out" -czf "$final/logs.tar.gz" . 2>/dev/null
+tar -C /tmp -czf "$final/csv$tag.tar.gz" $(cd /tmp && ls -d b-* 2>/dev/null) 2>/dev/null
+tar -C "$out" -czf "$final/logs$tag.tar.gz" . 2>/dev/null
