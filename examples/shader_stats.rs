@@ -5,8 +5,10 @@
 //!
 //! wgpu cannot ask for these statistics, so this example compiles the kernels itself the way
 //! wgpu 30 does on Vulkan: the WGSL of shaders/ composed like src/backend/wgpu/pipelines.rs
-//! (common.wgsl, the family prelude, the kernel), pipeline constants resolved by naga, SPIR-V
-//! written by naga with wgpu's options (index clamping, no buffer checks under
+//! (common.wgsl, the family prelude, the kernel), pipeline constants resolved by naga and, as
+//! the backend does unless `MACKO_WGPU_SPECIALIZE=0`, the branches they rule out removed
+//! (src/backend/wgpu/specialize.rs, compiled in here), SPIR-V written by naga with wgpu's
+//! options (index clamping, no buffer checks under
 //! `robustBufferAccess2`, loops bounded and integer divisions checked unless told otherwise),
 //! then a compute pipeline created with `CAPTURE_STATISTICS` on the first Vulkan device that has
 //! the extension. The shaders are read from disk at run time, so edited copies can be compared
@@ -159,6 +161,22 @@ fn source(dir: &Path, kernel: &str, x_f16: bool) -> Result<String, Error> {
     Ok(format!("{s}\n{}", read(&format!("{kernel}.wgsl"))?))
 }
 
+/// The backend's specialization of a kernel to its constants, compiled into this example from
+/// the library's own file (it is not public API).
+#[path = "../src/backend/wgpu/specialize.rs"]
+mod specialize;
+
+/// Whether kernels are specialized before SPIR-V is written, as the backend does unless
+/// `MACKO_WGPU_SPECIALIZE=0`.
+fn specialized() -> bool {
+    !matches!(
+        std::env::var("MACKO_WGPU_SPECIALIZE")
+            .as_deref()
+            .map(str::trim),
+        Ok("0" | "false" | "off" | "no")
+    )
+}
+
 /// SPIR-V of a setting, with the options wgpu-hal 30 uses on Vulkan 1.3 (see its adapter.rs).
 fn spirv(dir: &Path, setting: &Setting, checks: Checks) -> Result<(Vec<u32>, Layout), Error> {
     use naga::back::spv;
@@ -184,13 +202,34 @@ fn spirv(dir: &Path, setting: &Setting, checks: Checks) -> Result<(Vec<u32>, Lay
         .iter()
         .map(|(k, v)| (k.clone(), *v))
         .collect();
-    let (module, info) = naga::back::pipeline_constants::process_overrides(
-        &module,
-        &info,
-        Some((naga::ShaderStage::Compute, "main")),
-        &constants,
-    )
-    .map_err(|e| format!("{}: {e}", setting.label()))?;
+    let (module, info) = if specialized() {
+        // As the backend: constants set and the branches they rule out removed before the
+        // driver sees the module (src/backend/wgpu/specialize.rs, the same file).
+        let values: Vec<(&str, f64)> = setting
+            .constants
+            .iter()
+            .map(|(k, v)| (k.as_str(), *v))
+            .collect();
+        let module = specialize::specialize(&setting.label(), &src, &values)
+            .map_err(|specialize::SpecializeError(e)| e)?;
+        let info = Validator::new(ValidationFlags::all(), caps)
+            .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+            .subgroup_operations(naga::valid::SubgroupOperationSet::all())
+            .validate(&module)
+            .map_err(|e| format!("{}: specialized: {e}", setting.label()))?;
+        (
+            std::borrow::Cow::Owned(module),
+            std::borrow::Cow::Owned(info),
+        )
+    } else {
+        naga::back::pipeline_constants::process_overrides(
+            &module,
+            &info,
+            Some((naga::ShaderStage::Compute, "main")),
+            &constants,
+        )
+        .map_err(|e| format!("{}: {e}", setting.label()))?
+    };
     let layout = Layout::of(&module);
     let mut options = spv::Options {
         lang_version: (1, 6),
