@@ -11,7 +11,6 @@
 //! runs is the same code: an `if` is replaced by the branch its constant condition takes.
 
 use std::borrow::Cow;
-
 use std::collections::HashMap;
 
 use naga::{BinaryOperator, Block, Expression, Handle, Literal, Module, Statement, UnaryOperator};
@@ -110,24 +109,26 @@ fn mark_evaluated(block: &Block, evaluated: &mut [bool]) {
             | Statement::SubgroupBallot { result, .. }
             | Statement::SubgroupGather { result, .. }
             | Statement::SubgroupCollectiveOperation { result, .. } => mark(evaluated, *result),
-            Statement::Block(b) => mark_evaluated(b, evaluated),
-            Statement::If { accept, reject, .. } => {
-                mark_evaluated(accept, evaluated);
-                mark_evaluated(reject, evaluated);
-            }
-            Statement::Loop {
-                body, continuing, ..
-            } => {
-                mark_evaluated(body, evaluated);
-                mark_evaluated(continuing, evaluated);
-            }
-            Statement::Switch { cases, .. } => {
-                for case in cases {
-                    mark_evaluated(&case.body, evaluated);
+            other => {
+                for b in nested_blocks(other) {
+                    mark_evaluated(b, evaluated);
                 }
             }
-            _ => {}
         }
+    }
+}
+
+/// The blocks directly inside `stmt`: a block's, an `if`'s branches, a loop's body and
+/// continuing block, a switch's cases.
+fn nested_blocks(stmt: &Statement) -> Vec<&Block> {
+    match stmt {
+        Statement::Block(b) => vec![b],
+        Statement::If { accept, reject, .. } => vec![accept, reject],
+        Statement::Loop {
+            body, continuing, ..
+        } => vec![body, continuing],
+        Statement::Switch { cases, .. } => cases.iter().map(|c| &c.body).collect(),
+        _ => Vec::new(),
     }
 }
 
@@ -311,11 +312,6 @@ fn forget_stored(
     if known.is_empty() {
         return;
     }
-    let forget_in = |block: &Block, known: &mut HashMap<_, _>| {
-        for s in block.iter() {
-            forget_stored(s, exprs, known);
-        }
-    };
     match stmt {
         Statement::Store { pointer, .. } => {
             if let Expression::LocalVariable(v) = exprs[*pointer] {
@@ -330,23 +326,13 @@ fn forget_stored(
                 }
             }
         }
-        Statement::Block(b) => forget_in(b, known),
-        Statement::If { accept, reject, .. } => {
-            forget_in(accept, known);
-            forget_in(reject, known);
-        }
-        Statement::Loop {
-            body, continuing, ..
-        } => {
-            forget_in(body, known);
-            forget_in(continuing, known);
-        }
-        Statement::Switch { cases, .. } => {
-            for case in cases {
-                forget_in(&case.body, known);
+        other => {
+            for b in nested_blocks(other) {
+                for s in b.iter() {
+                    forget_stored(s, exprs, known);
+                }
             }
         }
-        _ => {}
     }
 }
 
