@@ -581,13 +581,19 @@ fn bytes_text(n: u64) -> String {
     }
 }
 
+/// Whether the environment variable `name` turns a default-on setting off (`0`, `false`,
+/// `off`, `no`).
+fn turned_off(name: &str) -> bool {
+    matches!(
+        std::env::var(name).as_deref().map(str::trim),
+        Ok("0" | "false" | "off" | "no")
+    )
+}
+
 impl WgpuBackend {
     fn open(opts: &DeviceOptions) -> Result<Self> {
         let gpu = Gpu::new(adapter::open_device(opts)?);
-        let specialize = !matches!(
-            std::env::var(ENV_SPECIALIZE).as_deref().map(str::trim),
-            Ok("0" | "false" | "off" | "no")
-        );
+        let specialize = !turned_off(ENV_SPECIALIZE);
         let pipelines = Pipelines::new(&gpu, specialize)?;
         let has_subgroups = gpu.features.contains(wgpu::Features::SUBGROUP);
         let (path, path_reason) = if !opts.wgpu_subgroups {
@@ -615,10 +621,7 @@ impl WgpuBackend {
             wgpu::BufferUsages::STORAGE,
             "placeholder for the f32 copy of an f32 y",
         )?;
-        let x_in_workgroup = !matches!(
-            std::env::var(ENV_X_IN_WORKGROUP).as_deref().map(str::trim),
-            Ok("0" | "false" | "off" | "no")
-        );
+        let x_in_workgroup = !turned_off(ENV_X_IN_WORKGROUP);
         let tuning = MackoTuning::from_env(&gpu.limits);
         Ok(Self {
             x_in_workgroup,
