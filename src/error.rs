@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use crate::backend::BackendKind;
+use crate::backend::kind::BackendKind;
 
 /// Everything that can go wrong when choosing a device or running a product on it.
 #[derive(Debug, Error)]

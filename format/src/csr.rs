@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use crate::dense::{element_count, is_zero, DenseMatrix};
 use crate::error::{FormatError, Result};
-use crate::macko::check_row_ptr;
+use crate::row_ptr::check_row_ptr;
 
 /// A validated CSR matrix: `row_ptr` (rows + 1, from 0, non-decreasing), column indices strictly
 /// increasing within each row and below `cols`, one binary16 value per index.

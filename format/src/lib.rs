@@ -39,6 +39,7 @@ mod error;
 mod macko;
 mod matrix;
 pub mod reference;
+mod row_ptr;
 pub mod storage;
 
 pub use container::MatrixFile;

@@ -7,6 +7,7 @@ use half::f16;
 use crate::csr::{effective, CsrMatrix};
 use crate::dense::{element_count, is_zero, DenseMatrix};
 use crate::error::{FormatError, Result};
+use crate::row_ptr::check_row_ptr;
 
 /// Entries per aligned group: one 16-byte load of values, one 32-bit load of codes.
 pub const GROUP: usize = 8;
@@ -37,33 +38,6 @@ pub fn padded_len(entries: u64) -> Result<usize> {
         return Err(FormatError::TooManyEntries { entries, padded });
     }
     Ok(padded as usize)
-}
-
-/// Rule 1 for MACKO and CSR alike; returns N = row_ptr[rows].
-pub(crate) fn check_row_ptr(rows: usize, row_ptr: &[u32]) -> Result<usize> {
-    let expected = rows.checked_add(1).ok_or(FormatError::ShapeTooLarge {
-        rows,
-        cols: 0,
-        what: "rows + 1 overflows usize",
-    })?;
-    if row_ptr.len() != expected {
-        return Err(FormatError::RowPtrLength {
-            rows,
-            expected,
-            found: row_ptr.len(),
-        });
-    }
-    if row_ptr[0] != 0 {
-        return Err(FormatError::RowPtrStart { found: row_ptr[0] });
-    }
-    if let Some(row) = row_ptr.windows(2).position(|w| w[1] < w[0]) {
-        return Err(FormatError::RowPtrDecreasing {
-            row,
-            start: row_ptr[row],
-            end: row_ptr[row + 1],
-        });
-    }
-    Ok(row_ptr[rows] as usize)
 }
 
 /// Code of entry `i` (low nibble for even i).
