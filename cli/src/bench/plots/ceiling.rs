@@ -1,0 +1,126 @@
+//! `ceiling_<backend>.svg`: the fraction of the streaming-read ceiling that MACKO and the dense
+//! kernels reach.
+
+use std::collections::BTreeSet;
+
+use plotters::prelude::*;
+
+use super::chart::{chart_on, draw_line, draw_summary, layout, x_range, Area, DrawResult};
+use super::data::{by_density, series_max, valid_density, Summary};
+use super::labels::title_suffix;
+use super::legend::{draw_legend, Entry, Sample};
+use super::style::{Marker, Stroke, GREY, LIGHT_GREY, PALETTE};
+use crate::bench::record::Record;
+
+/// The fraction of the streaming-read ceiling that the kernels aim for.
+const CEILING_GOAL: f64 = 0.85;
+
+/// The kernels of the ceiling plot: (kernel, legend name).
+const CEILING_KERNELS: [(&str, &str); 3] = [
+    ("macko", "MACKO"),
+    ("dense", "dense (ours)"),
+    ("cublas", "cuBLAS"),
+];
+
+/// Whether one of the ceiling plot's kernels has a finite fraction of the ceiling.
+pub(super) fn has_ceiling(recs: &[&Record]) -> bool {
+    recs.iter().any(|r| {
+        CEILING_KERNELS.iter().any(|(k, _)| r.kernel == *k)
+            && valid_density(r.density)
+            && r.fraction_of_ceiling.is_some_and(f64::is_finite)
+    })
+}
+
+/// Draws `ceiling_<backend>.svg`.
+pub(super) fn draw_ceiling(root: &Area<'_>, backend: &str, recs: &[&Record]) -> DrawResult {
+    let series: Vec<(&str, usize, Vec<Summary>)> = CEILING_KERNELS
+        .iter()
+        .map(|&(k, name)| {
+            let mine: Vec<&Record> = recs.iter().copied().filter(|r| r.kernel == k).collect();
+            let s = by_density(mine.iter().copied(), |r| r.fraction_of_ceiling);
+            let shapes: BTreeSet<(usize, usize)> = mine.iter().map(|r| (r.rows, r.cols)).collect();
+            (name, shapes.len(), s)
+        })
+        .filter(|(_, _, s)| !s.is_empty())
+        .collect();
+    let Some(x) = x_range(series.iter().flat_map(|(_, _, s)| s.iter().map(|s| s.d))) else {
+        return Ok(());
+    };
+    let title = format!(
+        "Fraction of the streaming-read ceiling — {}",
+        title_suffix(backend, recs)
+    );
+    let (chart_area, legend_area) = layout(root, &title)?;
+    let y_max = series_max(series.iter().flat_map(|(_, _, s)| s.iter()))
+        .unwrap_or(1.0)
+        .max(1.0)
+        * 1.08;
+    let chart = chart_on(
+        &chart_area,
+        x.clone(),
+        0.0..y_max,
+        "fraction of ceiling  (GB/s ÷ streaming-read GB/s)",
+    )?;
+    let plot = chart.plotting_area();
+
+    let green = PALETTE[2];
+    draw_line(
+        plot,
+        vec![(x.start, 1.0), (x.end, 1.0)],
+        BLACK,
+        1,
+        Stroke::Solid,
+    )?;
+    draw_line(
+        plot,
+        vec![(x.start, CEILING_GOAL), (x.end, CEILING_GOAL)],
+        green,
+        2,
+        Stroke::Dashed,
+    )?;
+    let mut legend = vec![
+        Entry {
+            sample: Sample::Line {
+                color: BLACK,
+                width: 1,
+                stroke: Stroke::Solid,
+                marker: None,
+            },
+            label: "streaming-read ceiling = 1".to_string(),
+        },
+        Entry {
+            sample: Sample::Line {
+                color: green,
+                width: 2,
+                stroke: Stroke::Dashed,
+                marker: None,
+            },
+            label: format!("goal: {:.0} % of the ceiling", CEILING_GOAL * 100.0),
+        },
+    ];
+    let colors = [PALETTE[0], GREY, LIGHT_GREY];
+    let markers = [Marker::Circle, Marker::Square, Marker::Cross];
+    let span = x.end - x.start;
+    let n = series.len();
+    for (i, (name, count, s)) in series.iter().enumerate() {
+        let color = colors[i % colors.len()];
+        let marker = markers[i % markers.len()];
+        let dx = (i as f64 - (n as f64 - 1.0) / 2.0) * span * 0.012;
+        draw_summary(plot, s, dx, color, 3, Stroke::Solid, marker)?;
+        let plural = if *count == 1 { "shape" } else { "shapes" };
+        legend.push(Entry {
+            sample: Sample::Line {
+                color,
+                width: 3,
+                stroke: Stroke::Solid,
+                marker: Some(marker),
+            },
+            label: format!("{name}\n  median of {count} {plural}"),
+        });
+    }
+    legend.push(Entry {
+        sample: Sample::Range { color: GREY },
+        label: "thin bars: min–max\nover shapes".to_string(),
+    });
+    draw_legend(&legend_area, 20, &legend)
+}

@@ -1,0 +1,193 @@
+//! `speedup_<backend>.svg`: speedup of MACKO over the backend's dense baseline by density.
+
+use std::collections::BTreeSet;
+
+use plotters::prelude::*;
+
+use super::chart::{chart_on, draw_line, draw_summary, layout, x_range, Area, DrawResult};
+use super::data::{by_density, series_max, valid_density, Grouping, Summary};
+use super::labels::title_suffix;
+use super::legend::{draw_legend, Entry, Sample};
+use super::style::{Marker, Stroke, GREY, GROUP_MARKERS, LIGHT_GREY, PALETTE};
+use crate::bench::record::Record;
+
+/// The data of one backend's speedup plot.
+struct SpeedupPlot {
+    /// The grouping of shapes.
+    grouping: Grouping,
+    /// Per group in use: (group index, number of shapes, summary by density).
+    groups: Vec<(usize, usize, Vec<Summary>)>,
+    /// Medians (and ranges) of the other sparse kernels: (kernel, summary by density).
+    others: Vec<(&'static str, Vec<Summary>)>,
+    /// Name of the dense baseline.
+    baseline: &'static str,
+}
+
+impl SpeedupPlot {
+    /// Gathers the plot's data from one backend's records; `None` if MACKO has no finite
+    /// speedup.
+    fn new(recs: &[&Record]) -> Option<SpeedupPlot> {
+        let has_speedup = |r: &&&Record| {
+            r.kernel == "macko"
+                && valid_density(r.density)
+                && r.speedup_over_dense.is_some_and(f64::is_finite)
+        };
+        let shapes: BTreeSet<(usize, usize)> = recs
+            .iter()
+            .filter(has_speedup)
+            .map(|r| (r.rows, r.cols))
+            .collect();
+        if shapes.is_empty() {
+            return None;
+        }
+        let grouping = Grouping::choose(&shapes);
+        let mut groups = Vec::new();
+        for g in 0..grouping.names().len() {
+            let n = shapes
+                .iter()
+                .filter(|&&(r, c)| grouping.group(r, c) == g)
+                .count();
+            if n == 0 {
+                continue;
+            }
+            let series = by_density(
+                recs.iter()
+                    .copied()
+                    .filter(|r| r.kernel == "macko" && grouping.group(r.rows, r.cols) == g),
+                |r| r.speedup_over_dense,
+            );
+            if !series.is_empty() {
+                groups.push((g, n, series));
+            }
+        }
+        let others = ["csr", "cusparse"]
+            .into_iter()
+            .map(|k| {
+                let s = by_density(recs.iter().copied().filter(|r| r.kernel == k), |r| {
+                    r.speedup_over_dense
+                });
+                (k, s)
+            })
+            .filter(|(_, s)| !s.is_empty())
+            .collect();
+        let baseline = if recs.iter().any(|r| r.kernel == "cublas") {
+            "cuBLAS"
+        } else {
+            "ours"
+        };
+        Some(SpeedupPlot {
+            grouping,
+            groups,
+            others,
+            baseline,
+        })
+    }
+}
+
+/// Whether MACKO has a finite speedup among one backend's records (else the plot is skipped).
+pub(super) fn has_speedup(recs: &[&Record]) -> bool {
+    SpeedupPlot::new(recs).is_some()
+}
+
+/// The number of distinct shapes among the records of `kernel`.
+fn shape_count(recs: &[&Record], kernel: &str) -> usize {
+    recs.iter()
+        .filter(|r| r.kernel == kernel)
+        .map(|r| (r.rows, r.cols))
+        .collect::<BTreeSet<_>>()
+        .len()
+}
+
+/// Draws `speedup_<backend>.svg`.
+pub(super) fn draw_speedup(root: &Area<'_>, backend: &str, recs: &[&Record]) -> DrawResult {
+    let Some(data) = SpeedupPlot::new(recs) else {
+        return Ok(());
+    };
+    let title = format!(
+        "MACKO speedup over dense ({}) — {}",
+        data.baseline,
+        title_suffix(backend, recs)
+    );
+    let (chart_area, legend_area) = layout(root, &title)?;
+
+    let all = data
+        .groups
+        .iter()
+        .flat_map(|(_, _, s)| s.iter())
+        .chain(data.others.iter().flat_map(|(_, s)| s.iter()));
+    let densities: Vec<f64> = all.clone().map(|s| s.d).collect();
+    let Some(x) = x_range(densities.iter().copied()) else {
+        return Ok(());
+    };
+    let y_max = series_max(all).unwrap_or(1.0).max(1.0) * 1.08;
+    let chart = chart_on(
+        &chart_area,
+        x.clone(),
+        0.0..y_max,
+        "speedup over dense  (dense time ÷ kernel time, ×)",
+    )?;
+    let plot = chart.plotting_area();
+
+    // Break-even with dense.
+    draw_line(
+        plot,
+        vec![(x.start, 1.0), (x.end, 1.0)],
+        BLACK,
+        2,
+        Stroke::Dashed,
+    )?;
+
+    let mut legend = vec![Entry {
+        sample: Sample::Line {
+            color: BLACK,
+            width: 2,
+            stroke: Stroke::Dashed,
+            marker: None,
+        },
+        label: format!("dense baseline ({}) = 1×", data.baseline),
+    }];
+
+    // The other sparse kernels, behind MACKO.
+    for (k, series) in &data.others {
+        let (color, marker, name) = match *k {
+            "cusparse" => (LIGHT_GREY, Marker::Cross, "cuSPARSE (CSR)"),
+            _ => (GREY, Marker::Square, "CSR (ours)"),
+        };
+        draw_summary(plot, series, 0.0, color, 2, Stroke::Dotted, marker)?;
+        legend.push(Entry {
+            sample: Sample::Line {
+                color,
+                width: 2,
+                stroke: Stroke::Dotted,
+                marker: Some(marker),
+            },
+            label: format!("{name}\n  median of {} shapes", shape_count(recs, k)),
+        });
+    }
+
+    // MACKO by shape group, shifted apart a little so that the bars stay legible.
+    let span = x.end - x.start;
+    let n = data.groups.len();
+    for (i, (g, count, series)) in data.groups.iter().enumerate() {
+        let color = PALETTE[i % PALETTE.len()];
+        let marker = GROUP_MARKERS[i % GROUP_MARKERS.len()];
+        let dx = (i as f64 - (n as f64 - 1.0) / 2.0) * span * 0.012;
+        draw_summary(plot, series, dx, color, 3, Stroke::Solid, marker)?;
+        let name = data.grouping.names().get(*g).copied().unwrap_or("shapes");
+        let plural = if *count == 1 { "shape" } else { "shapes" };
+        legend.push(Entry {
+            sample: Sample::Line {
+                color,
+                width: 3,
+                stroke: Stroke::Solid,
+                marker: Some(marker),
+            },
+            label: format!("MACKO, {name}\n  median of {count} {plural}"),
+        });
+    }
+    legend.push(Entry {
+        sample: Sample::Range { color: GREY },
+        label: "thin bars: min–max over\nthe shapes of a line".to_string(),
+    });
+    draw_legend(&legend_area, 20, &legend)
+}
