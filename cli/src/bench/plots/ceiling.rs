@@ -5,11 +5,13 @@ use std::collections::BTreeSet;
 
 use plotters::prelude::*;
 
-use super::chart::{chart_on, draw_line, draw_summary, layout, x_range, Area, DrawResult};
-use super::data::{by_density, series_max, valid_density, Summary};
+use super::chart::{
+    chart_on, draw_hline, draw_summary, layout, ratio_top, spread, x_range, Area, DrawResult,
+};
+use super::data::{by_density, valid_density, Summary};
 use super::labels::title_suffix;
-use super::legend::{draw_legend, Entry, Sample};
-use super::style::{Marker, Stroke, GREY, LIGHT_GREY, PALETTE};
+use super::legend::{draw_legend, Entry};
+use super::style::{Marker, SeriesStyle, Stroke, GREY, LIGHT_GREY, PALETTE};
 use crate::bench::record::Record;
 
 /// The fraction of the streaming-read ceiling that the kernels aim for.
@@ -51,10 +53,7 @@ pub(super) fn draw_ceiling(root: &Area<'_>, backend: &str, recs: &[&Record]) -> 
         title_suffix(backend, recs)
     );
     let (chart_area, legend_area) = layout(root, &title)?;
-    let y_max = series_max(series.iter().flat_map(|(_, _, s)| s.iter()))
-        .unwrap_or(1.0)
-        .max(1.0)
-        * 1.08;
+    let y_max = ratio_top(series.iter().flat_map(|(_, _, s)| s.iter()));
     let chart = chart_on(
         &chart_area,
         x.clone(),
@@ -64,63 +63,24 @@ pub(super) fn draw_ceiling(root: &Area<'_>, backend: &str, recs: &[&Record]) -> 
     let plot = chart.plotting_area();
 
     let green = PALETTE[2];
-    draw_line(
-        plot,
-        vec![(x.start, 1.0), (x.end, 1.0)],
-        BLACK,
-        1,
-        Stroke::Solid,
-    )?;
-    draw_line(
-        plot,
-        vec![(x.start, CEILING_GOAL), (x.end, CEILING_GOAL)],
-        green,
-        2,
-        Stroke::Dashed,
-    )?;
+    draw_hline(plot, &x, 1.0, BLACK, 1, Stroke::Solid)?;
+    draw_hline(plot, &x, CEILING_GOAL, green, 2, Stroke::Dashed)?;
     let mut legend = vec![
-        Entry {
-            sample: Sample::Line {
-                color: BLACK,
-                width: 1,
-                stroke: Stroke::Solid,
-                marker: None,
-            },
-            label: "streaming-read ceiling = 1".to_string(),
-        },
-        Entry {
-            sample: Sample::Line {
-                color: green,
-                width: 2,
-                stroke: Stroke::Dashed,
-                marker: None,
-            },
-            label: format!("goal: {:.0} % of the ceiling", CEILING_GOAL * 100.0),
-        },
+        Entry::line(BLACK, 1, Stroke::Solid, "streaming-read ceiling = 1"),
+        Entry::line(
+            green,
+            2,
+            Stroke::Dashed,
+            format!("goal: {:.0} % of the ceiling", CEILING_GOAL * 100.0),
+        ),
     ];
     let colors = [PALETTE[0], GREY, LIGHT_GREY];
     let markers = [Marker::Circle, Marker::Square, Marker::Cross];
-    let span = x.end - x.start;
-    let n = series.len();
     for (i, (name, count, s)) in series.iter().enumerate() {
-        let color = colors[i % colors.len()];
-        let marker = markers[i % markers.len()];
-        let dx = (i as f64 - (n as f64 - 1.0) / 2.0) * span * 0.012;
-        draw_summary(plot, s, dx, color, 3, Stroke::Solid, marker)?;
-        let plural = if *count == 1 { "shape" } else { "shapes" };
-        legend.push(Entry {
-            sample: Sample::Line {
-                color,
-                width: 3,
-                stroke: Stroke::Solid,
-                marker: Some(marker),
-            },
-            label: format!("{name}\n  median of {count} {plural}"),
-        });
+        let style = SeriesStyle::main(i, &colors, &markers);
+        draw_summary(plot, s, spread(i, series.len(), &x), style)?;
+        legend.push(Entry::median(style, name, *count));
     }
-    legend.push(Entry {
-        sample: Sample::Range { color: GREY },
-        label: "thin bars: min–max\nover shapes".to_string(),
-    });
+    legend.push(Entry::min_max_bars("thin bars: min–max\nover shapes"));
     draw_legend(&legend_area, 20, &legend)
 }

@@ -1,14 +1,16 @@
 //! The chart scaffolding shared by every plot: sizes, the title / chart / legend layout, the
 //! axes with density falling left to right, and the marks drawn on a chart.
 
+use std::ops::Range;
+
 use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 
-use super::data::{valid_density, Summary};
+use super::data::{series_max, valid_density, Summary};
 use super::labels::{fmt_density, fmt_value};
-use super::style::{Marker, Stroke};
+use super::style::{Marker, SeriesStyle, Stroke};
 
 /// Width of every plot, px (chart and legend panel together).
 pub(super) const WIDTH: u32 = 1000;
@@ -111,7 +113,7 @@ pub(super) fn layout<'a>(
 }
 
 /// The x range (sparsity 1 − d) covering the densities `ds`, padded.
-pub(super) fn x_range(ds: impl IntoIterator<Item = f64>) -> Option<std::ops::Range<f64>> {
+pub(super) fn x_range(ds: impl IntoIterator<Item = f64>) -> Option<Range<f64>> {
     let (lo, hi) =
         ds.into_iter()
             .filter(|d| valid_density(*d))
@@ -128,8 +130,8 @@ pub(super) fn x_range(ds: impl IntoIterator<Item = f64>) -> Option<std::ops::Ran
 /// texts, and draws its grid and axes.
 pub(super) fn chart_on<'a>(
     area: &Area<'a>,
-    x: std::ops::Range<f64>,
-    y: std::ops::Range<f64>,
+    x: Range<f64>,
+    y: Range<f64>,
     y_desc: &str,
 ) -> Result<ChartContext<'a, SVGBackend<'a>, Coords>, Box<dyn std::error::Error>> {
     let mut chart = ChartBuilder::on(area)
@@ -158,24 +160,25 @@ pub(super) fn chart_on<'a>(
 
 /// Draws a summary series: median line with markers, and min–max bars unless every group has
 /// one value. `dx` shifts the series along x (sparsity units) so that bars of several series
-/// do not sit on each other.
+/// do not sit on each other (see [`spread`]).
 pub(super) fn draw_summary(
     plot: &PlotArea<'_>,
     series: &[Summary],
     dx: f64,
-    color: RGBColor,
-    width: u32,
-    stroke: Stroke,
-    marker: Marker,
+    style: SeriesStyle,
 ) -> DrawResult {
+    let SeriesStyle {
+        color,
+        width,
+        stroke,
+        marker,
+    } = style;
     for s in series.iter().filter(|s| s.max > s.min) {
         let x = 1.0 - s.d + dx;
-        let style = color.mix(0.7).stroke_width(1);
-        plot.draw(&PathElement::new(vec![(x, s.min), (x, s.max)], style))?;
+        let bar = color.mix(0.7).stroke_width(1);
+        plot.draw(&PathElement::new(vec![(x, s.min), (x, s.max)], bar))?;
         for v in [s.min, s.max] {
-            plot.draw(
-                &(EmptyElement::at((x, v)) + PathElement::new(vec![(-3, 0), (3, 0)], style)),
-            )?;
+            plot.draw(&(EmptyElement::at((x, v)) + PathElement::new(vec![(-3, 0), (3, 0)], bar)))?;
         }
     }
     let pts: Vec<(f64, f64)> = series.iter().map(|s| (1.0 - s.d + dx, s.median)).collect();
@@ -184,4 +187,29 @@ pub(super) fn draw_summary(
         draw_marker(plot, p, marker, 4, color)?;
     }
     Ok(())
+}
+
+/// The x shift of series `i` of `n` drawn side by side on the x range `x`: centred on zero,
+/// 1.2 % of the range apart, so that their min–max bars stay legible.
+pub(super) fn spread(i: usize, n: usize, x: &Range<f64>) -> f64 {
+    let span = x.end - x.start;
+    (i as f64 - (n as f64 - 1.0) / 2.0) * span * 0.012
+}
+
+/// Draws a horizontal reference line at `y` across the x range `x`.
+pub(super) fn draw_hline(
+    plot: &PlotArea<'_>,
+    x: &Range<f64>,
+    y: f64,
+    color: RGBColor,
+    width: u32,
+    stroke: Stroke,
+) -> DrawResult {
+    draw_line(plot, vec![(x.start, y), (x.end, y)], color, width, stroke)
+}
+
+/// The top of a chart of ratios whose reference line is 1: the largest value of the series,
+/// at least 1, with 8 % headroom.
+pub(super) fn ratio_top<'s>(series: impl IntoIterator<Item = &'s Summary>) -> f64 {
+    series_max(series).unwrap_or(1.0).max(1.0) * 1.08
 }

@@ -5,10 +5,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use macko::storage;
 use plotters::prelude::*;
 
-use super::chart::{chart_on, draw_line, draw_marker, layout, x_range, Area, DrawResult};
+use super::chart::{
+    chart_on, draw_hline, draw_line, draw_marker, layout, x_range, Area, DrawResult,
+};
 use super::data::{density_key, key_density, valid_density};
 use super::labels::fmt_density;
-use super::legend::{draw_legend, Entry, Sample};
+use super::legend::{draw_legend, Entry};
 use super::style::{Marker, Stroke, GREY, LIGHT_GREY, PALETTE};
 use crate::bench::record::Record;
 
@@ -147,13 +149,7 @@ pub(super) fn draw_effective_density(root: &Area<'_>, records: &[Record]) -> Dra
     for part in clip_top(&csr, y_max) {
         draw_line(plot, part, GREY, 2, Stroke::Solid)?;
     }
-    draw_line(
-        plot,
-        vec![(x.start, 1.0), (x.end, 1.0)],
-        BLACK,
-        2,
-        Stroke::Dashed,
-    )?;
+    draw_hline(plot, &x, 1.0, BLACK, 2, Stroke::Dashed)?;
     draw_line(plot, expected, blue, 3, Stroke::Solid)?;
     for p in csr_pts.iter().filter(|p| p.value <= y_max) {
         draw_marker(plot, (1.0 - p.d, p.value), Marker::Cross, 3, LIGHT_GREY)?;
@@ -163,79 +159,42 @@ pub(super) fn draw_effective_density(root: &Area<'_>, records: &[Record]) -> Dra
         draw_marker(plot, (1.0 - p.d, p.value), Marker::Ring, 4, orange)?;
     }
 
+    let csr_label = match storage_csr_exit(y_max, d_hi) {
+        Some(d) => format!(
+            "CSR, 32-bit indices: 3·d\n  (above the top for d > {})",
+            fmt_density(d)
+        ),
+        None => "CSR, 32-bit indices: 3·d".to_string(),
+    };
     let mut legend = vec![
-        Entry {
-            sample: Sample::Point {
-                color: orange,
-                marker: Marker::Ring,
-            },
-            label: format!("MACKO measured\n  ({})", count_matrices(&macko_pts)),
-        },
-        Entry {
-            sample: Sample::Line {
-                color: blue,
-                width: 3,
-                stroke: Stroke::Solid,
-                marker: None,
-            },
-            label: "MACKO expected, random:\n  1.25·d·(1 + z/(1 − z)),\n  z = (1 − d)¹⁶"
-                .to_string(),
-        },
-        Entry {
-            sample: Sample::Line {
-                color: blue,
-                width: 1,
-                stroke: Stroke::Dotted,
-                marker: None,
-            },
-            label: "MACKO best: 1.25·d".to_string(),
-        },
-        Entry {
-            sample: Sample::Line {
-                color: blue,
-                width: 1,
-                stroke: Stroke::Dashed,
-                marker: None,
-            },
-            label: "MACKO worst:\n  1.25·(d + (1 − d)/16)".to_string(),
-        },
-        Entry {
-            sample: Sample::Band { color: blue },
-            label: "MACKO best–worst range".to_string(),
-        },
-        Entry {
-            sample: Sample::Line {
-                color: GREY,
-                width: 2,
-                stroke: Stroke::Solid,
-                marker: None,
-            },
-            label: match storage_csr_exit(y_max, d_hi) {
-                Some(d) => format!(
-                    "CSR, 32-bit indices: 3·d\n  (above the top for d > {})",
-                    fmt_density(d)
-                ),
-                None => "CSR, 32-bit indices: 3·d".to_string(),
-            },
-        },
+        Entry::point(
+            orange,
+            Marker::Ring,
+            format!("MACKO measured\n  ({})", count_matrices(&macko_pts)),
+        ),
+        Entry::line(
+            blue,
+            3,
+            Stroke::Solid,
+            "MACKO expected, random:\n  1.25·d·(1 + z/(1 − z)),\n  z = (1 − d)¹⁶",
+        ),
+        Entry::line(blue, 1, Stroke::Dotted, "MACKO best: 1.25·d"),
+        Entry::line(
+            blue,
+            1,
+            Stroke::Dashed,
+            "MACKO worst:\n  1.25·(d + (1 − d)/16)",
+        ),
+        Entry::band(blue, "MACKO best–worst range"),
+        Entry::line(GREY, 2, Stroke::Solid, csr_label),
     ];
     if !csr_pts.is_empty() {
-        legend.push(Entry {
-            sample: Sample::Point {
-                color: LIGHT_GREY,
-                marker: Marker::Cross,
-            },
-            label: format!("CSR measured\n  ({})", count_matrices(&csr_pts)),
-        });
+        legend.push(Entry::point(
+            LIGHT_GREY,
+            Marker::Cross,
+            format!("CSR measured\n  ({})", count_matrices(&csr_pts)),
+        ));
     }
-    legend.push(Entry {
-        sample: Sample::Line {
-            color: BLACK,
-            width: 2,
-            stroke: Stroke::Dashed,
-            marker: None,
-        },
-        label: "dense f16: 1".to_string(),
-    });
+    legend.push(Entry::line(BLACK, 2, Stroke::Dashed, "dense f16: 1"));
     draw_legend(&legend_area, 20, &legend)
 }

@@ -59,10 +59,13 @@ pub enum PlotError {
 /// the effective-density plot, then per backend the ceiling plot. Empty input writes nothing.
 pub fn write_plots(records: &[Record], dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let backends: BTreeSet<&str> = records.iter().map(|r| r.backend.as_str()).collect();
+    let per_backend: Vec<(&str, Vec<&Record>)> = backends
+        .into_iter()
+        .map(|b| (b, records.iter().filter(|r| r.backend == b).collect()))
+        .collect();
     let mut jobs: Vec<(PathBuf, Job<'_>)> = Vec::new();
-    for backend in &backends {
-        let recs: Vec<&Record> = records.iter().filter(|r| r.backend == *backend).collect();
-        if has_speedup(&recs) {
+    for (backend, recs) in &per_backend {
+        if has_speedup(recs) {
             let name = format!("speedup_{}.svg", file_stem(backend));
             jobs.push((dir.join(name), Job::Speedup(backend, recs)));
         }
@@ -70,9 +73,8 @@ pub fn write_plots(records: &[Record], dir: &Path) -> Result<Vec<PathBuf>, PlotE
     if has_effective_density(records) {
         jobs.push((dir.join("effective_density.svg"), Job::EffectiveDensity));
     }
-    for backend in &backends {
-        let recs: Vec<&Record> = records.iter().filter(|r| r.backend == *backend).collect();
-        if has_ceiling(&recs) {
+    for (backend, recs) in &per_backend {
+        if has_ceiling(recs) {
             let name = format!("ceiling_{}.svg", file_stem(backend));
             jobs.push((dir.join(name), Job::Ceiling(backend, recs)));
         }
@@ -108,11 +110,11 @@ pub fn write_plots(records: &[Record], dir: &Path) -> Result<Vec<PathBuf>, PlotE
 /// One plot to draw.
 enum Job<'r> {
     /// Speedup over dense for one backend, with that backend's records.
-    Speedup(&'r str, Vec<&'r Record>),
+    Speedup(&'r str, &'r [&'r Record]),
     /// Effective density over all records.
     EffectiveDensity,
     /// Fraction of the ceiling for one backend, with that backend's records.
-    Ceiling(&'r str, Vec<&'r Record>),
+    Ceiling(&'r str, &'r [&'r Record]),
 }
 
 #[cfg(test)]

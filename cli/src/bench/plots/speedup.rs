@@ -4,11 +4,13 @@ use std::collections::BTreeSet;
 
 use plotters::prelude::*;
 
-use super::chart::{chart_on, draw_line, draw_summary, layout, x_range, Area, DrawResult};
-use super::data::{by_density, series_max, valid_density, Grouping, Summary};
+use super::chart::{
+    chart_on, draw_hline, draw_summary, layout, ratio_top, spread, x_range, Area, DrawResult,
+};
+use super::data::{by_density, valid_density, Grouping, Summary};
 use super::labels::title_suffix;
-use super::legend::{draw_legend, Entry, Sample};
-use super::style::{Marker, Stroke, GREY, GROUP_MARKERS, LIGHT_GREY, PALETTE};
+use super::legend::{draw_legend, Entry};
+use super::style::{Marker, SeriesStyle, Stroke, GREY, GROUP_MARKERS, LIGHT_GREY, PALETTE};
 use crate::bench::record::Record;
 
 /// The data of one backend's speedup plot.
@@ -119,7 +121,7 @@ pub(super) fn draw_speedup(root: &Area<'_>, backend: &str, recs: &[&Record]) -> 
     let Some(x) = x_range(densities.iter().copied()) else {
         return Ok(());
     };
-    let y_max = series_max(all).unwrap_or(1.0).max(1.0) * 1.08;
+    let y_max = ratio_top(all);
     let chart = chart_on(
         &chart_area,
         x.clone(),
@@ -129,23 +131,13 @@ pub(super) fn draw_speedup(root: &Area<'_>, backend: &str, recs: &[&Record]) -> 
     let plot = chart.plotting_area();
 
     // Break-even with dense.
-    draw_line(
-        plot,
-        vec![(x.start, 1.0), (x.end, 1.0)],
+    draw_hline(plot, &x, 1.0, BLACK, 2, Stroke::Dashed)?;
+    let mut legend = vec![Entry::line(
         BLACK,
         2,
         Stroke::Dashed,
-    )?;
-
-    let mut legend = vec![Entry {
-        sample: Sample::Line {
-            color: BLACK,
-            width: 2,
-            stroke: Stroke::Dashed,
-            marker: None,
-        },
-        label: format!("dense baseline ({}) = 1×", data.baseline),
-    }];
+        format!("dense baseline ({}) = 1×", data.baseline),
+    )];
 
     // The other sparse kernels, behind MACKO.
     for (k, series) in &data.others {
@@ -153,41 +145,25 @@ pub(super) fn draw_speedup(root: &Area<'_>, backend: &str, recs: &[&Record]) -> 
             "cusparse" => (LIGHT_GREY, Marker::Cross, "cuSPARSE (CSR)"),
             _ => (GREY, Marker::Square, "CSR (ours)"),
         };
-        draw_summary(plot, series, 0.0, color, 2, Stroke::Dotted, marker)?;
-        legend.push(Entry {
-            sample: Sample::Line {
-                color,
-                width: 2,
-                stroke: Stroke::Dotted,
-                marker: Some(marker),
-            },
-            label: format!("{name}\n  median of {} shapes", shape_count(recs, k)),
-        });
+        let style = SeriesStyle {
+            color,
+            width: 2,
+            stroke: Stroke::Dotted,
+            marker,
+        };
+        draw_summary(plot, series, 0.0, style)?;
+        legend.push(Entry::median(style, name, shape_count(recs, k)));
     }
 
     // MACKO by shape group, shifted apart a little so that the bars stay legible.
-    let span = x.end - x.start;
-    let n = data.groups.len();
     for (i, (g, count, series)) in data.groups.iter().enumerate() {
-        let color = PALETTE[i % PALETTE.len()];
-        let marker = GROUP_MARKERS[i % GROUP_MARKERS.len()];
-        let dx = (i as f64 - (n as f64 - 1.0) / 2.0) * span * 0.012;
-        draw_summary(plot, series, dx, color, 3, Stroke::Solid, marker)?;
+        let style = SeriesStyle::main(i, &PALETTE, &GROUP_MARKERS);
+        draw_summary(plot, series, spread(i, data.groups.len(), &x), style)?;
         let name = data.grouping.names().get(*g).copied().unwrap_or("shapes");
-        let plural = if *count == 1 { "shape" } else { "shapes" };
-        legend.push(Entry {
-            sample: Sample::Line {
-                color,
-                width: 3,
-                stroke: Stroke::Solid,
-                marker: Some(marker),
-            },
-            label: format!("MACKO, {name}\n  median of {count} {plural}"),
-        });
+        legend.push(Entry::median(style, &format!("MACKO, {name}"), *count));
     }
-    legend.push(Entry {
-        sample: Sample::Range { color: GREY },
-        label: "thin bars: min–max over\nthe shapes of a line".to_string(),
-    });
+    legend.push(Entry::min_max_bars(
+        "thin bars: min–max over\nthe shapes of a line",
+    ));
     draw_legend(&legend_area, 20, &legend)
 }

@@ -54,3 +54,35 @@ pub(super) enum Stroke {
     /// Short dashes.
     Dotted,
 }
+
+/// How a median series is drawn: its line and the marker on each median (the min–max bars
+/// take the colour, lightened).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct SeriesStyle {
+    /// Colour.
+    pub(super) color: RGBColor,
+    /// Line width, px.
+    pub(super) width: u32,
+    /// Stroke of the line.
+    pub(super) stroke: Stroke,
+    /// Marker on each median.
+    pub(super) marker: Marker,
+}
+
+impl SeriesStyle {
+    /// The `i`-th main series of a plot: a bold solid line, with colour and marker taken in
+    /// turn from `colors` and `markers` (black circles if either is empty).
+    pub(super) fn main(i: usize, colors: &[RGBColor], markers: &[Marker]) -> SeriesStyle {
+        SeriesStyle {
+            color: colors.iter().copied().cycle().nth(i).unwrap_or(BLACK),
+            width: 3,
+            stroke: Stroke::Solid,
+            marker: markers
+                .iter()
+                .copied()
+                .cycle()
+                .nth(i)
+                .unwrap_or(Marker::Circle),
+        }
+    }
+}
