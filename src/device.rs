@@ -179,7 +179,10 @@ fn open_backend(kind: BackendKind, opts: &DeviceOptions) -> Result<Arc<dyn Backe
         #[cfg(feature = "wgpu")]
         BackendKind::Wgpu => backend::wgpu::open(opts),
         #[cfg(feature = "cuda")]
-        BackendKind::Cuda => backend::cuda::open(opts),
+        BackendKind::Cuda => backend::cuda::open(&backend::cuda::CudaConfig {
+            ordinal: opts.cuda_ordinal,
+            tuning: cuda_tuning_from_env()?,
+        }),
         #[allow(unreachable_patterns)]
         other => {
             let _ = opts;
@@ -189,6 +192,33 @@ fn open_backend(kind: BackendKind, opts: &DeviceOptions) -> Result<Arc<dyn Backe
             })
         }
     }
+}
+
+/// Environment variable of experiment settings, `cuda.key=value` items separated by whitespace
+/// (the value is everything after the first `=`), read here until src/options.rs reads every
+/// variable in one place.
+#[cfg(feature = "cuda")]
+const ENV_TUNING: &str = "MACKO_TUNING";
+
+/// The `cuda.` items of `MACKO_TUNING` as a typed tuning; a bad item is an error naming it and
+/// the rule it broke.
+#[cfg(feature = "cuda")]
+fn cuda_tuning_from_env() -> Result<backend::cuda::tuning::CudaTuning> {
+    let mut tuning = backend::cuda::tuning::CudaTuning::default();
+    let Ok(text) = std::env::var(ENV_TUNING) else {
+        return Ok(tuning);
+    };
+    for item in text.split_whitespace() {
+        let Some(rest) = item.strip_prefix("cuda.") else {
+            continue;
+        };
+        let (key, value) = rest.split_once('=').unwrap_or((rest, ""));
+        tuning.set(key, value).map_err(|rule| Error::Backend {
+            backend: BackendKind::Cuda,
+            message: format!("{ENV_TUNING}: {item:?}: {rule}"),
+        })?;
+    }
+    Ok(tuning)
 }
 
 impl Device {
