@@ -16,7 +16,7 @@ use super::rules::{
     lean_rows, pipelined_by_default, segment_entries, short_rows, split_segments, spread_grid,
     wide_half_x_measured_for, FLAT_SNAP, PAD_MIN_FILL,
 };
-use super::tuning::{CudaTuning, SplitPolicy, XPlace};
+use super::tuning::{CudaTuning, ForcedPlan, SplitPolicy, XPlace};
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
 
@@ -565,6 +565,107 @@ impl Planner<'_> {
         plan.grid = grid.ok_or_else(|| internal("the MACKO kernel cannot be resident"))?;
         plan.block = block;
         Ok(())
+    }
+}
+
+impl CudaTuning {
+    /// Named tunings that each force one non-default plan, with a predicate on the plan that
+    /// says it was taken. Each forces only what the plan needs so that it can run on every
+    /// matrix the suite multiplies (the flat kernel, for one, still needs rows of 9 entries).
+    pub fn forced_plans() -> Vec<ForcedPlan<CudaTuning, CudaPlan>> {
+        let t = CudaTuning::default;
+        vec![
+            ForcedPlan {
+                name: "cuda x global",
+                tuning: CudaTuning {
+                    x: Some(XPlace::Global),
+                    ..t()
+                },
+                taken: |p| !p.x_in_smem(),
+            },
+            ForcedPlan {
+                name: "cuda x padded",
+                tuning: CudaTuning {
+                    xpad: Some(true),
+                    ..t()
+                },
+                taken: |p| p.padded_x && !p.half_x,
+            },
+            ForcedPlan {
+                name: "cuda x binary16",
+                tuning: CudaTuning {
+                    xpad: Some(false),
+                    xhalf: Some(true),
+                    lean: Some(false),
+                    ..t()
+                },
+                taken: |p| p.half_x,
+            },
+            ForcedPlan {
+                name: "cuda half-warps, long batches",
+                tuning: CudaTuning {
+                    lanes: Some(16),
+                    short_chunks: Some(false),
+                    ..t()
+                },
+                taken: |p| p.half_warp && !p.short_chunks,
+            },
+            ForcedPlan {
+                name: "cuda 1024-thread blocks",
+                tuning: CudaTuning {
+                    block: Some(1024),
+                    xhalf: Some(false),
+                    lean: Some(false),
+                    ..t()
+                },
+                taken: |p| p.block == BIG_BLOCK,
+            },
+            ForcedPlan {
+                name: "cuda split rows",
+                tuning: CudaTuning {
+                    split: Some(SplitPolicy::Segments(3)),
+                    flat: Some(false),
+                    ..t()
+                },
+                taken: |p| p.split_entries.is_some(),
+            },
+            ForcedPlan {
+                name: "cuda pipelined warps",
+                tuning: CudaTuning {
+                    lanes: Some(32),
+                    short_chunks: Some(true),
+                    pipe: Some(true),
+                    ..t()
+                },
+                taken: |p| p.pipelined,
+            },
+            ForcedPlan {
+                name: "cuda flat ranges cut inside rows",
+                tuning: CudaTuning {
+                    flat: Some(true),
+                    flat_snap: Some(0.0),
+                    ..t()
+                },
+                taken: |p| p.flat,
+            },
+            ForcedPlan {
+                name: "cuda lean kernel",
+                tuning: CudaTuning {
+                    xpad: Some(false),
+                    lean: Some(true),
+                    ..t()
+                },
+                taken: |p| p.lean,
+            },
+            ForcedPlan {
+                name: "cuda every resident block",
+                tuning: CudaTuning {
+                    spread: Some(true),
+                    ..t()
+                },
+                taken: |p| p.spread,
+            },
+        ]
     }
 }
 

@@ -15,8 +15,8 @@ pub(super) const SPARSE_LAST_ROUND: f64 = 0.3;
 /// Whether whole rows on `warps` warps take more than one round and the last is at most
 /// [`SPARSE_LAST_ROUND`] full. Such a round is cheap (its few warps stream faster than in a full
 /// one), so half-warps, which even out the rounds at the price of the slower 16-lane path, lose.
-/// Measured on an H200 (kernels/README.md, "Plan rules"), warps against half-warps at d = 0.5 / 0.7:
-/// 5120² (last round 21 % full) +6 / +8 points of the ceiling, 13824×5120 (27 %) +7 / +8,
+/// Measured on an H200 (kernels/README.md, "Plan rules"), warps against half-warps at d = 0.5 /
+/// 0.7: 5120² (last round 21 % full) +6 / +8 points of the ceiling, 13824×5120 (27 %) +7 / +8,
 /// 21504×7168 (9 %) +7 / +9; but 14336×4096 (39 %) −2.4 / +0.6 and 7168² (70 %) −2 / 0.
 pub(super) fn sparse_last_round(rows: u32, warps: u64) -> bool {
     if warps == 0 || u64::from(rows) <= warps {
@@ -58,23 +58,23 @@ pub(super) fn pipelined_by_default(item_entries: f64, items: u64, warps: u64) ->
 /// Shortest rows (mean entries) for which [`flat_for_one_round`] picks the flat kernel.
 pub(super) const FLAT_ONE_ROUND_MIN_ENTRIES: f64 = 8192.0;
 
-/// DRAM bytes per SM cycle ([`CudaCaps::dram_bytes_per_sm_cycle`](super::caps::CudaCaps)) from which
+/// DRAM bytes per SM cycle (`CudaCaps::dram_bytes_per_sm_cycle`) from which
 /// [`flat_for_one_round`] picks the flat kernel: between the H100's 12.8 (where it lost) and the
 /// H200's 18.8 (where it won).
 pub(super) const FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE: f64 = 15.0;
 
 /// Whether the flat kernel takes a matrix whose rows, fewer than the resident warps, leave more
-/// than a tenth of them idle (balance below [`SPLIT_MIN_BALANCE`]) and whose rows are long
-/// (≥ [`FLAT_ONE_ROUND_MIN_ENTRIES`]) and not nearly dense (where split rows found no better
-/// balance in segments long enough). Its ranges keep every warp busy to the entry. Measured on
-/// an H200 (kernels/README.md, "Plan rules"), flat against whole rows: 3584×20480 +4.2 / +2.0 points of
-/// the ceiling at d = 0.7 / 0.5 (14 336 / 10 240 entries per row), 3584×18944 +4.2 / +1.2, but
-/// −2.7 and −2.2 at d = 0.3 (~6 000 entries), where the flat kernel's per-chunk costs weigh more.
-/// Only on GPUs of many DRAM bytes per SM cycle (≥ [`FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE`],
-/// unknown: no): full benchmark runs measured the same two
-/// shapes at d = 0.7 / 0.5 +2.2 to +4.9 points on the H200 (18.8 bytes per SM cycle, whole rows
-/// at 71–73 % of the ceiling) but −3.9 to −5.1 on the H100 (12.8, whole rows at 84–86 %): idle
-/// warps cost only where the SMs, not the memory, set the pace.
+/// than a tenth of them idle (balance below [`SPLIT_MIN_BALANCE`]) and whose rows are long (≥
+/// [`FLAT_ONE_ROUND_MIN_ENTRIES`]) and not nearly dense (where split rows found no better balance
+/// in segments long enough). Its ranges keep every warp busy to the entry. Measured on an H200
+/// (kernels/README.md, "Plan rules"), flat against whole rows: 3584×20480 +4.2 / +2.0 points of the
+/// ceiling at d = 0.7 / 0.5 (14 336 / 10 240 entries per row), 3584×18944 +4.2 / +1.2, but −2.7 and
+/// −2.2 at d = 0.3 (~6 000 entries), where the flat kernel's per-chunk costs weigh more. Only on
+/// GPUs of many DRAM bytes per SM cycle (≥ [`FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE`], unknown: no):
+/// full benchmark runs measured the same two shapes at d = 0.7 / 0.5 +2.2 to +4.9 points on the
+/// H200 (18.8 bytes per SM cycle, whole rows at 71–73 % of the ceiling) but −3.9 to −5.1 on the
+/// H100 (12.8, whole rows at 84–86 %): idle warps cost only where the SMs, not the memory, set the
+/// pace.
 pub(super) fn flat_for_one_round(
     rows: u32,
     warps: u64,
@@ -95,24 +95,24 @@ pub(super) fn flat_measured_for(bytes_per_sm_cycle: Option<f64>) -> bool {
     bytes_per_sm_cycle.is_some_and(|b| b >= FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE)
 }
 
-/// Mean 8-entry groups per row beyond which rows that are not nearly dense stay on warps even
-/// where half-warps would spread them as evenly. Measured on an H200 (kernels/README.md, "Plan rules"),
-/// warps against half-warps where both spread the rows equally, d = 0.5 / 0.7: 8192×28672
-/// (1 792 / 2 509 groups) +3.5 / +3.7 points of the ceiling, 49152×12288 (768 / 1 075) +2.4 / +4.4,
-/// 32000×8192 (512 / 717) +1.9 / +0.6; 32000×4096 and 14336×4096 at d = 0.5 (256 groups) −4.4
-/// and −3.2; 7168² (448 / 627) −1.1 / −1.4, the one loss above the threshold. 300, not 256:
-/// rows of 4096 columns at d = 0.5 hold a few padding entries more than 2 048.
+/// Mean 8-entry groups per row beyond which rows that are not nearly dense stay on warps even where
+/// half-warps would spread them as evenly. Measured on an H200 (kernels/README.md, "Plan rules"),
+/// warps against half-warps where both spread the rows equally, d = 0.5 / 0.7: 8192×28672 (1 792 /
+/// 2 509 groups) +3.5 / +3.7 points of the ceiling, 49152×12288 (768 / 1 075) +2.4 / +4.4,
+/// 32000×8192 (512 / 717) +1.9 / +0.6; 32000×4096 and 14336×4096 at d = 0.5 (256 groups) −4.4 and
+/// −3.2; 7168² (448 / 627) −1.1 / −1.4, the one loss above the threshold. 300, not 256: rows of
+/// 4096 columns at d = 0.5 hold a few padding entries more than 2 048.
 pub(super) const HALF_WARP_TIE_MAX_GROUPS: f64 = 300.0;
 
 /// Mean 8-entry groups per row up to which the MACKO kernel always gives each row a half-warp: a
 /// warp then keeps two rows' loads in flight and shares the per-row costs (bounds, reduction,
 /// store) between them, where a whole warp would leave most of its lanes without a group. Longer
-/// rows get a half-warp only where that splits the rows more evenly over the resident teams
-/// (see [`macko_plan`](super::plan::macko_plan)). 144, not 128: rows of 129–144 groups fill a warp's third
-/// two-chunk batch (64 groups) a fifth, a half-warp's fifth (32 groups) two fifths; measured on
-/// an H200 (kernels/README.md, "Plan rules"), half-warps against warps: 27648×9216 and 36864×9216 at
-/// d = 0.1 (141 groups) +8.7 and +5.6 points of the ceiling, 18944×3584 and 20480×3584 at d = 0.3
-/// (134) +6.0 and +1.7, 9216² at d = 0.1 −1.5.
+/// rows get a half-warp only where that splits the rows more evenly over the resident teams (see
+/// `plan::macko_plan`). 144, not 128: rows of 129–144 groups fill a warp's third two-chunk batch
+/// (64 groups) a fifth, a half-warp's fifth (32 groups) two fifths; measured on an H200
+/// (kernels/README.md, "Plan rules"), half-warps against warps: 27648×9216 and 36864×9216 at d =
+/// 0.1 (141 groups) +8.7 and +5.6 points of the ceiling, 18944×3584 and 20480×3584 at d = 0.3 (134)
+/// +6.0 and +1.7, 9216² at d = 0.1 −1.5.
 pub(super) const HALF_WARP_MAX_GROUPS: f64 = 144.0;
 
 /// How evenly `rows` rows spread over `teams` teams taking them round-robin: the mean rows per
@@ -143,8 +143,8 @@ pub(super) fn spread_grid(grid: u32, resident: u32, sms: u32) -> bool {
 /// Most segments per row the automatic choice considers (and `cuda.split` accepts).
 pub(super) const MAX_SPLIT: u32 = 8;
 
-/// DRAM bytes per SM cycle ([`CudaCaps::dram_bytes_per_sm_cycle`](super::caps::CudaCaps)) under which `auto` may pick
-/// the lean kernel: the H100 (12.8), where it was measured (kernels/README.md, "Plan rules"), is under
+/// DRAM bytes per SM cycle (`CudaCaps::dram_bytes_per_sm_cycle`) under which `auto` may pick the
+/// lean kernel: the H100 (12.8), where it was measured (kernels/README.md, "Plan rules"), is under
 /// it; the H200 (18.4), SM-bound rather than DRAM-bound and not yet measured with it, is not.
 pub(super) const LEAN_MAX_BYTES_PER_SM_CYCLE: f64 = 15.0;
 
@@ -275,19 +275,19 @@ pub(super) fn lean_rows(
 /// eighth of a range are never cut (no combine launch for them).
 pub(super) const FLAT_SNAP: f64 = 0.0625;
 
-/// Mean entries per work item from which a warp's two-chunk batches are pipelined (measured on
-/// an H200, kernels/README.md, "Plan rules": +2 to +4.5 points of the ceiling for items of 2 458 to 8 601
-/// entries with several items per warp; −2 to −4 points for items of 1 229 to 2 048 entries in
+/// Mean entries per work item from which a warp's two-chunk batches are pipelined (measured on an
+/// H200, kernels/README.md, "Plan rules": +2 to +4.5 points of the ceiling for items of 2 458 to 8
+/// 601 entries with several items per warp; −2 to −4 points for items of 1 229 to 2 048 entries in
 /// few rounds or a single round of rows, where the extra batch in flight delays the staging of x
 /// and the next item's bounds more than it hides; in ≥ 3 rounds, items from 1 500 entries gain:
 /// [`PIPE_MIN_ENTRIES_MANY_ROUNDS`]).
 pub(super) const PIPE_MIN_ENTRIES: f64 = 2400.0;
 
 /// Mean entries per work item from which batches are pipelined where items take at least
-/// [`PIPE_MANY_ROUNDS`] rounds of the warps. Measured on an H200 (kernels/README.md, "Plan rules"), with
-/// pipelining against without: 28672×7168, 21504×7168 and 13824×5120 at d = 0.3 (1 536 to 2 150
-/// entries, 3.3 to 6.8 rounds) +2.1 to +2.3 points, 36864×12288 and 49152×12288 at d = 0.1 (1 510
-/// entries) +0.9 to +1.1; 12288² at d = 0.1 (2.9 rounds) −1.1, 11008×4096 at d = 0.3 −2.5.
+/// [`PIPE_MANY_ROUNDS`] rounds of the warps. Measured on an H200 (kernels/README.md, "Plan rules"),
+/// with pipelining against without: 28672×7168, 21504×7168 and 13824×5120 at d = 0.3 (1 536 to 2
+/// 150 entries, 3.3 to 6.8 rounds) +2.1 to +2.3 points, 36864×12288 and 49152×12288 at d = 0.1 (1
+/// 510 entries) +0.9 to +1.1; 12288² at d = 0.1 (2.9 rounds) −1.1, 11008×4096 at d = 0.3 −2.5.
 pub(super) const PIPE_MIN_ENTRIES_MANY_ROUNDS: f64 = 1500.0;
 
 /// Rounds of items per warp from which [`PIPE_MIN_ENTRIES_MANY_ROUNDS`] applies.
@@ -296,10 +296,11 @@ pub(super) const PIPE_MANY_ROUNDS: u64 = 3;
 /// Balance (see [`balance`]) from which whole rows are handed out as they are.
 pub(super) const SPLIT_MIN_BALANCE: f64 = 0.9;
 
-/// Shortest segment worth its own work item, in entries. Measured on an H200 (kernels/README.md, "Plan rules"):
-/// segments of 4 600 to 9 000 entries gained up to 15 points of the ceiling, segments of 2 000
-/// to 3 100 entries lost 5 to 11 points on matrices whose whole rows spread at least 0.73
-/// evenly (each segment's last batch is partly empty, and that waste outweighed the balance).
+/// Shortest segment worth its own work item, in entries. Measured on an H200 (kernels/README.md,
+/// "Plan rules"): segments of 4 600 to 9 000 entries gained up to 15 points of the ceiling,
+/// segments of 2 000 to 3 100 entries lost 5 to 11 points on matrices whose whole rows spread at
+/// least 0.73 evenly (each segment's last batch is partly empty, and that waste outweighed the
+/// balance).
 pub(super) const MIN_SPLIT_ENTRIES: f64 = 4096.0;
 
 /// Shortest segment where whole rows spread very unevenly (balance below
@@ -478,7 +479,8 @@ mod tests {
 
     #[test]
     fn the_lean_kernel_takes_rows_its_extra_warps_spread_at_least_as_evenly() {
-        // 132 SMs: 32 warps each on the regular kernel, 48 on the lean one (kernels/README.md), and the shapes measured there.
+        // 132 SMs: 32 warps each on the regular kernel, 48 on the lean one (kernels/README.md), and
+        // the shapes measured there.
         let (warps, lean) = (132 * 32, 132 * 48);
         assert!(
             lean_rows(5120, warps, lean, false, false),

@@ -3,9 +3,8 @@
 //! field `None`: the rules decide). Experiments and the sweep scripts set the fields through
 //! `MACKO_TUNING="cuda.split=3 cuda.lanes=16"`, read in one place (src/options.rs), which calls
 //! [`CudaTuning::set`] for each `cuda.` item; the cross-backend suite forces each non-default
-//! plan through [`CudaTuning::forced_plans`].
+//! plan through `CudaTuning::forced_plans` (in plan.rs, beside the plan it predicates on).
 
-use super::plan::CudaPlan;
 use super::rules::MAX_SPLIT;
 
 /// Where the sparse kernels read x from, when forced.
@@ -173,105 +172,6 @@ impl CudaTuning {
             }
         }
         Ok(())
-    }
-
-    /// Named tunings that each force one non-default plan, with a predicate on the plan that
-    /// says it was taken. Each forces only what the plan needs so that it can run on every
-    /// matrix the suite multiplies (the flat kernel, for one, still needs rows of 9 entries).
-    pub fn forced_plans() -> Vec<ForcedPlan<CudaTuning, CudaPlan>> {
-        let t = CudaTuning::default;
-        vec![
-            ForcedPlan {
-                name: "cuda x global",
-                tuning: CudaTuning {
-                    x: Some(XPlace::Global),
-                    ..t()
-                },
-                taken: |p| !p.x_in_smem(),
-            },
-            ForcedPlan {
-                name: "cuda x padded",
-                tuning: CudaTuning {
-                    xpad: Some(true),
-                    ..t()
-                },
-                taken: |p| p.padded_x && !p.half_x,
-            },
-            ForcedPlan {
-                name: "cuda x binary16",
-                tuning: CudaTuning {
-                    xpad: Some(false),
-                    xhalf: Some(true),
-                    lean: Some(false),
-                    ..t()
-                },
-                taken: |p| p.half_x,
-            },
-            ForcedPlan {
-                name: "cuda half-warps, long batches",
-                tuning: CudaTuning {
-                    lanes: Some(16),
-                    short_chunks: Some(false),
-                    ..t()
-                },
-                taken: |p| p.half_warp && !p.short_chunks,
-            },
-            ForcedPlan {
-                name: "cuda 1024-thread blocks",
-                tuning: CudaTuning {
-                    block: Some(1024),
-                    xhalf: Some(false),
-                    lean: Some(false),
-                    ..t()
-                },
-                taken: |p| p.block == super::caps::BIG_BLOCK,
-            },
-            ForcedPlan {
-                name: "cuda split rows",
-                tuning: CudaTuning {
-                    split: Some(SplitPolicy::Segments(3)),
-                    flat: Some(false),
-                    ..t()
-                },
-                taken: |p| p.split_entries.is_some(),
-            },
-            ForcedPlan {
-                name: "cuda pipelined warps",
-                tuning: CudaTuning {
-                    lanes: Some(32),
-                    short_chunks: Some(true),
-                    pipe: Some(true),
-                    ..t()
-                },
-                taken: |p| p.pipelined,
-            },
-            ForcedPlan {
-                name: "cuda flat ranges cut inside rows",
-                tuning: CudaTuning {
-                    flat: Some(true),
-                    flat_snap: Some(0.0),
-                    ..t()
-                },
-                taken: |p| p.flat,
-            },
-            ForcedPlan {
-                name: "cuda lean kernel",
-                tuning: CudaTuning {
-                    xpad: Some(false),
-                    lean: Some(true),
-                    ..t()
-                },
-                taken: |p| p.lean,
-            },
-            ForcedPlan {
-                name: "cuda every resident block",
-                tuning: CudaTuning {
-                    spread: Some(true),
-                    ..t()
-                },
-                taken: |p| p.spread,
-            },
-        ]
     }
 }
 
