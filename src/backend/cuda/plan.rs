@@ -27,7 +27,7 @@ pub struct MackoStats {
     pub cols: u32,
     /// Stored entries (non-zeros and padding).
     pub entries: u64,
-    /// Whether every row holds at least [`flat::MIN_ROW_ENTRIES`] entries (the flat kernel
+    /// Whether every row holds at least `flat::MIN_ROW_ENTRIES` (9) entries (the flat kernel
     /// needs it; where not, a flat plan falls back to rows).
     pub rows_fit_flat: bool,
 }
@@ -79,11 +79,11 @@ pub struct CudaPlan {
     /// MACKO only: uploaded row-aligned (macko_format::aligned), so the row kernel masks
     /// nothing (flags bit 4); set at upload, only for the row kernel on whole rows.
     pub aligned_rows: bool,
-    /// MACKO only: the lean row kernel (`macko_lean_*`, see [`lean_rows`]): whole rows on warps,
-    /// x staged plain, short batches, not pipelined.
+    /// MACKO only: the lean row kernel (`macko_lean_*`, see `rules::lean_rows`): whole rows on
+    /// warps, x staged plain, short batches, not pipelined.
     pub lean: bool,
     /// MACKO row kernels: the grid holds every resident block, more warps than items
-    /// ([`spread_grid`]).
+    /// (`rules::spread_grid`).
     pub spread: bool,
 }
 
@@ -112,7 +112,8 @@ impl CudaPlan {
     }
 
     /// Warps of the grid. Within `macko_plan`'s rules, at most one per item; the plan it returns
-    /// may launch more (every resident block, [`spread_grid`]), the extra warps finding no item.
+    /// may launch more (every resident block, `rules::spread_grid`), the extra warps finding no
+    /// item.
     pub fn warps(&self) -> u64 {
         u64::from(self.grid) * u64::from(self.block / 32)
     }
@@ -225,12 +226,12 @@ pub fn dense_plan(caps: &CudaCaps, rows: u32, cols: u32) -> Result<CudaPlan> {
 
 /// Launch plan of a MACKO matrix: x padded in shared memory only when rows are nearly dense
 /// (or as the tuning says); x plain staged as binary16 where that fits more 512-thread
-/// blocks, or x is wide on a DRAM-bound GPU ([`half_x_by_default`]), else 1024-thread blocks
+/// blocks, or x is wide on a DRAM-bound GPU (`rules::half_x_by_default`), else 1024-thread blocks
 /// where two 512-thread blocks' f32 x do not fit an SM; a half-warp per row for short rows;
 /// long rows cut into segments where whole rows would spread unevenly over the warps; then the
 /// lean kernel on whole rows in place of any of those where it spreads the rows better
-/// ([`lean_rows`]); for the launch, the grid grown to every resident block where the rows are
-/// fewer ([`spread_grid`]); last, the flat kernel's ranges where it was chosen and every row
+/// (`rules::lean_rows`); for the launch, the grid grown to every resident block where the rows are
+/// fewer (`rules::spread_grid`); last, the flat kernel's ranges where it was chosen and every row
 /// is long enough for it (else whole rows, or the split rows chosen before it).
 ///
 /// A split plan's grid still counts rows: the upload, which cuts the rows into items, sets it
@@ -250,7 +251,7 @@ pub fn macko_plan(caps: &CudaCaps, tuning: &CudaTuning, m: &MackoStats) -> Resul
 }
 
 /// A split plan's grid for the `items` work items the upload cut (more items than rows: the
-/// grid may grow up to every resident warp, and to every resident block where [`spread_grid`]
+/// grid may grow up to every resident warp, and to every resident block where `rules::spread_grid`
 /// says so).
 pub fn with_split_items(
     caps: &CudaCaps,
@@ -368,8 +369,8 @@ impl Planner<'_> {
     }
 
     /// The grid of a row-kernel plan's `grid` blocks (at most one warp per item), grown to every
-    /// resident block where the tuning or [`spread_grid`] says so, and whether it grew. Only the
-    /// launch changes: the plan's rules count the warps of the grid before this.
+    /// resident block where the tuning or `rules::spread_grid` says so, and whether it grew. Only
+    /// the launch changes: the plan's rules count the warps of the grid before this.
     fn spread(&self, plan: &CudaPlan, grid: u32) -> (u32, bool) {
         let Some(resident) = self.resident_blocks(plan) else {
             return (grid, false);
@@ -387,7 +388,7 @@ impl Planner<'_> {
 
     /// Turns a plan with x staged plain as f32 (or in global memory, x too wide to stage as f32)
     /// into one with x staged as binary16 in 512-thread blocks, where that fits and the tuning
-    /// asks for it — by default ([`half_x_by_default`]) where the regular kernel's 512-thread
+    /// asks for it — by default (`rules::half_x_by_default`) where the regular kernel's 512-thread
     /// blocks then fit the GPU more times than they do now, or as many times with a wide x on a
     /// GPU where that was measured to gain, and the tuning does not ask for 1024-thread blocks;
     /// leaves it as it is otherwise.
@@ -428,7 +429,7 @@ impl Planner<'_> {
     /// Whether a MACKO plan may go to the lean kernel: x staged plain in 512-thread blocks, no
     /// tuning forcing what the lean kernel does not run (half-warps, long batches, pipelining,
     /// splits, the flat kernel); for `auto` also rows not nearly dense (long batches) on a GPU
-    /// where it was measured to gain ([`lean_measured_for`]).
+    /// where it was measured to gain (`rules::lean_measured_for`).
     fn lean_allowed(&self, plan: &CudaPlan, nearly_dense: bool) -> bool {
         let t = self.tuning;
         let forced_elsewhere = t.lanes == Some(16)
@@ -450,7 +451,7 @@ impl Planner<'_> {
     }
 
     /// Turns a plan into the lean kernel's (whole rows on warps, short batches, not pipelined)
-    /// where the tuning says so or [`lean_rows`] picks it; leaves it as it is otherwise.
+    /// where the tuning says so or `rules::lean_rows` picks it; leaves it as it is otherwise.
     fn choose_lean(&self, plan: &mut CudaPlan, rows: u32) -> Result<()> {
         let caps = self.caps;
         let (lean, regular) = if plan.half_x {
@@ -493,7 +494,7 @@ impl Planner<'_> {
 
     /// Warps of a MACKO plan's row kernel resident at once on the whole GPU (the grid of the
     /// plan rules stops at one warp per row; the launch may be spread to these, see
-    /// [`spread_grid`]).
+    /// `rules::spread_grid`).
     fn resident_warps(&self, plan: &CudaPlan) -> u64 {
         self.resident_blocks(plan)
             .map_or(0, |g| u64::from(g) * u64::from(plan.block / 32))
