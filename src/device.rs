@@ -204,10 +204,13 @@ const ENV_TUNING: &str = "MACKO_TUNING";
 /// the rule it broke.
 #[cfg(feature = "cuda")]
 fn cuda_tuning_from_env() -> Result<backend::cuda::tuning::CudaTuning> {
+    std::env::var(ENV_TUNING).map_or(Ok(Default::default()), |text| cuda_tuning(&text))
+}
+
+/// The `cuda.` items of a `MACKO_TUNING` text (items of other backends are skipped).
+#[cfg(feature = "cuda")]
+fn cuda_tuning(text: &str) -> Result<backend::cuda::tuning::CudaTuning> {
     let mut tuning = backend::cuda::tuning::CudaTuning::default();
-    let Ok(text) = std::env::var(ENV_TUNING) else {
-        return Ok(tuning);
-    };
     for item in text.split_whitespace() {
         let Some(rest) = item.strip_prefix("cuda.") else {
             continue;
@@ -425,5 +428,31 @@ impl Device {
     /// The backend itself, for benchmarks and backend-specific extensions.
     pub fn backend(&self) -> &dyn Backend {
         self.backend.as_ref()
+    }
+}
+
+#[cfg(all(test, feature = "cuda"))]
+mod tests {
+    use super::*;
+    use crate::backend::cuda::tuning::{CudaTuning, SplitPolicy};
+
+    #[test]
+    fn macko_tuning_sets_the_cuda_items_and_names_a_bad_one() {
+        let t = cuda_tuning("wgpu.x_tiles=on cuda.split=3  cuda.lanes=16").expect("parses");
+        assert_eq!(
+            t,
+            CudaTuning {
+                split: Some(SplitPolicy::Segments(3)),
+                lanes: Some(16),
+                ..CudaTuning::default()
+            }
+        );
+        assert_eq!(cuda_tuning("").expect("empty"), CudaTuning::default());
+        match cuda_tuning("cuda.lean=maybe") {
+            Err(Error::Backend { message, .. }) => {
+                assert!(message.contains("cuda.lean=maybe") && message.contains("on, off or auto"))
+            }
+            other => panic!("expected an error, got {other:?}"),
+        }
     }
 }

@@ -144,7 +144,7 @@ impl CudaBackend {
             kernels: loaded.uses,
         };
         let vendor = Vendor::new(gpu.ctx.clone(), gpu.stream.clone());
-        let info = describe(&gpu);
+        let info = describe(&gpu, &config.tuning);
         Ok(Self {
             gpu,
             kernels: loaded.kernels,
@@ -204,10 +204,11 @@ impl CudaBackend {
     }
 }
 
-/// `info()` of a GPU: name with architecture, then the properties that explain its figures.
-fn describe(gpu: &Gpu) -> DeviceInfo {
+/// `info()` of a GPU: name with architecture, then the properties that explain its figures, and
+/// the plan choices a tuning forces, if any.
+fn describe(gpu: &Gpu, tuning: &CudaTuning) -> DeviceInfo {
     let p = &gpu.props;
-    let properties = vec![
+    let mut properties = vec![
         ("compute capability".into(), p.arch()),
         (
             "driver".into(),
@@ -235,6 +236,9 @@ fn describe(gpu: &Gpu) -> DeviceInfo {
         ),
         ("ordinal".into(), gpu.ctx.ordinal().to_string()),
     ];
+    if *tuning != CudaTuning::default() {
+        properties.push(("forced plan choices".into(), format!("{tuning:?}")));
+    }
     DeviceInfo {
         backend: BackendKind::Cuda,
         name: format!("{} ({})", p.name, p.arch()),
