@@ -1,5 +1,5 @@
 // CSR sparse matrix-vector product y = A·x: u32 row pointers and column indices, binary16 values,
-// f32 accumulation (see NOTES.md). The library's own CSR kernel, a comparison point for MACKO
+// f32 accumulation (see README.md). The library's own CSR kernel, a comparison point for MACKO
 // beside cuSPARSE.
 //
 // One warp per row over a persistent grid; lane l takes entries start + l, start + l + 32, …,
@@ -11,9 +11,7 @@
 #include "common.cuh"
 #endif
 
-#ifndef CSR_CHUNKS
 #define CSR_CHUNKS 4
-#endif
 #define CSR_BLOCK 512
 
 template <bool XS>

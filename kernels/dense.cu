@@ -1,4 +1,4 @@
-// Dense binary16 GEMV y = A·x, row-major A, f32 accumulation (see NOTES.md).
+// Dense binary16 GEMV y = A·x, row-major A, f32 accumulation (see README.md).
 //
 // One warp per row, rows handed out grid-stride over a persistent grid. Each lane reads A in
 // 16-byte words (8 halves), DENSE_CHUNKS words in flight before the first use, and the matching
@@ -13,9 +13,7 @@
 #include "common.cuh"
 #endif
 
-#ifndef DENSE_CHUNKS
 #define DENSE_CHUNKS 4
-#endif
 #define DENSE_BLOCK 512
 
 // acc0/acc1 += the 8 products of one 16-byte word of A and 8 f32 values of x.

@@ -1,4 +1,4 @@
-// MACKO-16-4 sparse matrix-vector product y = A·x (see ../shared/design/FORMAT.md and NOTES.md).
+// MACKO-16-4 sparse matrix-vector product y = A·x (see ../shared/design/FORMAT.md and README.md).
 //
 // One team per work item — a warp, or a half-warp (two items side by side) for short rows or
 // where that spreads the rows more evenly; the host chooses per matrix — items handed out
@@ -32,27 +32,14 @@
 
 // Chunks per batch: loads of this many 16-byte value words and 4-byte code words are in flight
 // per lane before the first is used. Even: chunks are scanned in pairs. MACKO_CHUNKS for nearly
-// dense matrices, MACKO_CHUNKS_SHORT for the others (the host chooses, flags bit 1; NOTES.md).
-#ifndef MACKO_CHUNKS
+// dense matrices, MACKO_CHUNKS_SHORT for the others (the host chooses, flags bit 1; README.md).
 #define MACKO_CHUNKS 4
-#endif
-#ifndef MACKO_CHUNKS_SHORT
 #define MACKO_CHUNKS_SHORT 2
-#endif
-// 1: while a batch is in flight, ask L2 for the next one (or the next row's first), so that each
-// warp has about two batches on their way from DRAM without holding a second set of registers.
-#ifndef MACKO_PREFETCH
-#define MACKO_PREFETCH 0
-#endif
-// 1: skip the per-entry zero select when the staged x is finite (see above).
-#ifndef MACKO_FAST_FINITE
-#define MACKO_FAST_FINITE 1
-#endif
-// 1: batches that lie wholly inside their row (every batch of a long row but its first and last)
-// skip the per-chunk computation of the row's bounds in the group and the masking test.
-#ifndef MACKO_INTERIOR
-#define MACKO_INTERIOR 1
-#endif
+// Kept settled (kernels/README.md, "Instructions per entry"): the per-entry zero select is
+// skipped when the staged x is finite (see above); batches that lie wholly inside their row
+// (every batch of a long row but its first and last) skip the per-chunk computation of the row's
+// bounds in the group and the masking test. Refuted there: prefetching the next batch into L2
+// while one is in flight (lost up to 10 points of the ceiling at d = 1).
 // Where x is read: global memory, shared memory padded, shared memory plain, shared memory plain
 // as binary16.
 #define MACKO_XG 0
@@ -63,27 +50,20 @@
 // blocks per SM asked of the compiler (2: 64 registers; 1: 128; the lean entries below ask for
 // MACKO_LEAN_MINB instead).
 #define MACKO_BLOCK 512
-#ifndef MACKO_MINB
 #define MACKO_MINB 2
-#endif
 // Threads per block of the `_big` entries: one block per SM with the same 64 registers per thread,
 // for x staged wider than half the shared memory of an SM.
 #define MACKO_BIG_BLOCK 1024
-// 1: two-chunk batches of a warp per item may load the next batch (or the next item's first)
-// before computing the current one (see macko_row), where the host asks for it (flags bit 3: long
-// items, more than one round of them); 0 compiles that path out.
-#ifndef MACKO_PIPE
-#define MACKO_PIPE 1
-#endif
-// 1: warps are numbered across the blocks first (warp k of block b is warp k·gridDim.x + b), so
-// that the warps holding a partial last round of items are spread over every SM instead of
-// filling the first SMs' blocks while the others idle; 0: block by block. Measured on an H100
-// (NOTES.md, step 9): 5120² at d = 0.1 74 → 83 % of the ceiling, 13824×5120 at d = 0.1 +5.6
-// points, 7168² and 9216² +2 to +3; the losses 20480×3584 −1.0 / −1.6 at d = 0.1 / 0.3 and
-// 4096² −0.8 at d = 0.1.
-#ifndef MACKO_INTERLEAVE
-#define MACKO_INTERLEAVE 1
-#endif
+// Two-chunk batches of a warp per item may load the next batch (or the next item's first) before
+// computing the current one (see macko_row), where the host asks for it (flags bit 3: long items,
+// more than one round of them).
+//
+// Warps are numbered across the blocks first (warp k of block b is warp k·gridDim.x + b), so that
+// the warps holding a partial last round of items are spread over every SM instead of filling the
+// first SMs' blocks while the others idle. Measured on an H100 against block by block
+// (kernels/README.md, "Warps numbered across blocks"): 5120² at d = 0.1 74 → 83 % of the ceiling,
+// 13824×5120 at d = 0.1 +5.6 points, 7168² and 9216² +2 to +3; the losses 20480×3584 −1.0 / −1.6
+// at d = 0.1 / 0.3 and 4096² −0.8 at d = 0.1.
 
 // Masks the entries of group `w` that lie outside the row's [start, end): their codes and values
 // become 0. Returns in lo/hi the range [lo, hi) of the group's 8 entries that belong to the row.
@@ -290,7 +270,7 @@ __device__ __forceinline__ float macko_row(const uint4* __restrict__ values,
     bool loaded_next = false;  // team-uniform: vn/cn hold the next item's first batch
     for (unsigned wb = start >> 3; macko_any<L>(wb < w_end); wb += L * CH) {
         // Team-uniform: every group of the batch lies wholly inside the item (no masking).
-        const bool interior = MACKO_INTERIOR && wb >= w_in && wb + L * CH <= w_out;
+        const bool interior = wb >= w_in && wb + L * CH <= w_out;
         const bool more = wb + L * CH < w_end;
         if (PIPE) {
             if (more) {
@@ -301,13 +281,6 @@ __device__ __forceinline__ float macko_row(const uint4* __restrict__ values,
             }
         } else {
             macko_load_batch<L, CH>(values, codes, wb, w_end, sub, v, c);
-            if (MACKO_PREFETCH) {
-                if (more) {
-                    macko_prefetch_batch<L, CH>(values, codes, wb + L * CH, w_end, sub);
-                } else if (next_start < next_end) {
-                    macko_prefetch_batch<L, CH>(values, codes, next_start >> 3, next_w_end, sub);
-                }
-            }
         }
 #pragma unroll
         for (int p = 0; p < CH; p += 2) {
@@ -395,7 +368,7 @@ __device__ __forceinline__ float macko_team_sum(float v) {
 // second launch on the same stream) adds each row's partials in item order into y. Combining in
 // a second kernel keeps the product free of fences: a per-item "last arriver" combine (a
 // __threadfence and an atomic per item) cost about two loaded memory round trips per item on an
-// H200 and lost up to 21 points of the ceiling (kernels/NOTES.md).
+// H200 and lost up to 21 points of the ceiling (kernels/README.md).
 struct MackoSplit {
     const uint2* __restrict__ desc;
     float* __restrict__ partials;
@@ -437,8 +410,7 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
     const unsigned sub = threadIdx.x & (L - 1u);
     const unsigned teams_per_block = blockDim.x / L;
     // This team's first item (the two half-warps of a warp, L = 16, take neighbouring ones).
-    const unsigned warp = MACKO_INTERLEAVE ? (threadIdx.x / 32u) * gridDim.x + blockIdx.x
-                                           : blockIdx.x * (blockDim.x / 32u) + threadIdx.x / 32u;
+    const unsigned warp = (threadIdx.x / 32u) * gridDim.x + blockIdx.x;
     const unsigned first_item = warp * (32u / L) + (threadIdx.x & 31u) / L;
     const unsigned stride = gridDim.x * teams_per_block;
     // Used only for items with entries, which exist only when cols >= 1 (the host runs L = 16,
@@ -471,7 +443,7 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
         // Warp-uniform (L = 32: an empty row is +0.0 — but the pipelined loop must still load
         // the next item's first batch; L = 16: always taken, see macko_row).
         if (PIPE || L < 32u || it.start < it.end) {
-            if (MACKO_FAST_FINITE && XM != MACKO_XG && finite_x) {
+            if (XM != MACKO_XG && finite_x) {
                 acc = macko_row<XM, false, L, CH, PIPE>(values, codes, macko_xs, x, cols_m1,
                                                         it.start, it.end, it.col0, nx.start,
                                                         nx.end, sub, aligned, v, c);
@@ -507,7 +479,7 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
         if (half) {                                                                             \
             macko_spmv_impl<OUT, XM, 16u, MACKO_CHUNKS_SHORT, SPLIT, false>(                    \
                 row_ptr, values, codes, x, y, cols, items, aligned, split);                     \
-        } else if (MACKO_PIPE && MACKO_CHUNKS_SHORT <= 2 && (flags & 8u) != 0u) {               \
+        } else if (MACKO_CHUNKS_SHORT <= 2 && (flags & 8u) != 0u) {                             \
             macko_spmv_impl<OUT, XM, 32u, MACKO_CHUNKS_SHORT, SPLIT, true>(                     \
                 row_ptr, values, codes, x, y, cols, items, aligned, split);                     \
         } else {                                                                                \
@@ -554,9 +526,7 @@ MACKO_SPMV_ENTRY(macko_spmv_xh_f32, float, MACKO_XH, MACKO_BLOCK, MACKO_MINB)
 
 // Blocks per SM asked of the compiler for the lean entries: 3 blocks of 512 threads cap them at 40
 // registers, so 48 warps fit an SM instead of 32.
-#ifndef MACKO_LEAN_MINB
 #define MACKO_LEAN_MINB 3
-#endif
 
 // The lean entries: whole rows, a warp per row, batches of MACKO_CHUNKS_SHORT chunks, not
 // pipelined, x staged in the plain layout (f32, or binary16 for `_xh`); only flags bit 4
@@ -868,7 +838,7 @@ __device__ __forceinline__ void macko_flat_impl(const unsigned* __restrict__ row
     const bool nonfinite = macko_stage_x_as<XM>(macko_xs, x, cols);
     const bool finite_x = __syncthreads_or(nonfinite ? 1 : 0) == 0;
     if (w >= ranges) return;
-    if (MACKO_FAST_FINITE && finite_x) {
+    if (finite_x) {
         macko_flat_range<Out, XM, false>(row_ptr, values, codes, macko_xs, y, partials, rows, w, d,
                                          a_end, lane, wl, wh, v, c);
     } else {

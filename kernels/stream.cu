@@ -8,9 +8,7 @@
 #include "common.cuh"
 #endif
 
-#ifndef STREAM_CHUNKS
 #define STREAM_CHUNKS 4
-#endif
 #define STREAM_BLOCK 512
 
 __device__ __forceinline__ unsigned stream_fold(const uint4 w) { return (w.x ^ w.y) + (w.z ^ w.w); }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # MACKO CUDA variant sweep on the GPU machine (issue 7). Binaries staged by
 # `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko, tests/macko--agreement,
-# tests/macko--cuda_backend; see NOTES.md). Usage, through remote.sh (CUDA libraries on the path):
-#   bash .gpu/remote.sh bash kernels/sweep.sh [tests] [aligned] [lean] [xhalf] [interleave] [spread] [tail] [sanitize] -- NAME 'ENV=..' ...
-# Each variant runs `macko bench --backend cuda` with its environment on $SHAPES/$DENSITIES; full
+# tests/macko--cuda_backend; see README.md). Usage, through remote.sh (CUDA libraries on the path):
+#   bash .gpu/remote.sh bash kernels/sweep.sh [tests] [aligned] [lean] [xhalf] [spread] [sanitize] -- NAME 'cuda.key=value ...' ...
+# Each variant runs `macko bench --backend cuda` with MACKO_TUNING set to its items (src/backend/
+# cuda/tuning.rs lists the keys; '' for the default plans) on $SHAPES/$DENSITIES; full
 # output in $OUT/<NAME>.log, and a table of macko % of ceiling and speedup over cuBLAS last.
 set -uo pipefail
 final=${OUT:-/tmp/out}; out=/tmp/sweep-logs; rm -rf "$out"; mkdir -p "$out" "$final"
@@ -21,23 +22,23 @@ export MACKO_REQUIRE_BACKENDS=cuda
 summary=$final/summary.txt
 tag=${SWEEP_TAG:+-$SWEEP_TAG}
 echo "== $(basename "$0") $* ($(date -u +%FT%TZ))" >> "$summary"
-# The agreement and cuda_backend tests under each environment given ('ENV=V ENV=V' strings);
-# logs named after $1.
+# The agreement and cuda_backend tests under each tuning given (MACKO_TUNING strings of
+# `cuda.key=value` items, "" for the default plans); logs named after $1.
 tests_under() {
   local tag=$1 i=0 e t; shift
   for e in "$@"; do
     i=$((i+1))
     for t in agreement cuda_backend; do
-      env $e timeout 120 "$(test_bin $t)" --test-threads=1 > "$out/test_${tag}_${t}_$i.log" 2>&1
+      MACKO_TUNING="$e" timeout 120 "$(test_bin $t)" --test-threads=1 > "$out/test_${tag}_${t}_$i.log" 2>&1
       echo "test $t [$e]: rc=$? $(grep -E '^test result' "$out/test_${tag}_${t}_$i.log" | tail -1)" | tee -a "$summary"
     done
   done
 }
-# compute-sanitizer memcheck on the edge_ tests of cuda_backend under each environment given.
+# compute-sanitizer memcheck on the edge_ tests of cuda_backend under each tuning given.
 memcheck_under() {
   local e
   for e in "$@"; do
-    env $e timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 1 \
+    MACKO_TUNING="$e" timeout 120 /usr/local/cuda/bin/compute-sanitizer --tool memcheck --error-exitcode 1 \
       "$(test_bin cuda_backend)" edge_ --test-threads=1 > "$out/memcheck.log" 2>&1
     echo "memcheck [$e]: rc=$? $(grep -E 'ERROR SUMMARY' "$out/memcheck.log" | tail -1)" | tee -a "$summary"
   done
@@ -47,64 +48,48 @@ while [ $# -gt 0 ] && [ "$1" != "--" ]; do
     tests)
       # Every kernel path: lanes per row, x layout, x in global memory, batches pipelined or not,
       # rows split into segments (3, or 8: many tiny items), 1024-thread blocks.
-      tests_under paths "X=1" "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=off" \
-        "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=on MACKO_CUDA_SPLIT=3" \
-        "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_XPAD=on MACKO_CUDA_SPLIT=8 MACKO_CUDA_BLOCK=1024" \
-        "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=long MACKO_CUDA_XPAD=off MACKO_CUDA_BLOCK=1024" \
-        "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global MACKO_CUDA_SPLIT=2" \
-        "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_DEFINES=MACKO_PIPE=0 MACKO_CUDA_SPLIT=3" \
-        "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off" ;;
+      tests_under paths "" "cuda.lanes=16 cuda.chunks=short cuda.xpad=off" \
+        "cuda.lanes=16 cuda.chunks=long cuda.xpad=on cuda.split=3" \
+        "cuda.lanes=32 cuda.chunks=short cuda.xpad=on cuda.split=8 cuda.block=1024" \
+        "cuda.lanes=32 cuda.chunks=long cuda.xpad=off cuda.block=1024" \
+        "cuda.lanes=16 cuda.chunks=short cuda.x=global cuda.split=2" \
+        "cuda.lanes=32 cuda.chunks=short cuda.pipe=off cuda.split=3" \
+        "cuda.lean=on cuda.xpad=off" "cuda.xhalf=on cuda.xpad=off" ;;
     aligned)
-      # Row-aligned uploads (src/backend/row_aligned.rs, flags bit 4): the default plans, the
-      # layout off (the masked row kernel), and paths the default plans do not take for the
-      # tests' shapes: half-warps with x in global memory, pipelined warps; memcheck on the edge
-      # tests with half-warps (teams past their row's end).
-      tests_under aligned "X=1" "MACKO_CUDA_ALIGNED_ROWS=off" \
-        "MACKO_CUDA_ALIGNED_ROWS=on MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_X=global" \
-        "MACKO_CUDA_ALIGNED_ROWS=on MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_PIPE=on"
-      memcheck_under "MACKO_CUDA_ALIGNED_ROWS=on MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short" ;;
+      # Row-aligned uploads (macko_format::aligned, flags bit 4; every whole-row plan): the
+      # default plans, and paths the default plans do not take for the tests' shapes:
+      # half-warps with x in global memory, pipelined warps; memcheck on the edge tests with
+      # half-warps (teams past their row's end).
+      tests_under aligned "" "cuda.lanes=16 cuda.chunks=short cuda.x=global" \
+        "cuda.lanes=32 cuda.chunks=short cuda.pipe=on"
+      memcheck_under "cuda.lanes=16 cuda.chunks=short" ;;
     lean)
-      # The lean row kernel (macko_lean_*, launch.rs lean_rows) forced onto every matrix it can
-      # run (nearly dense ones too, with x plain): row-aligned and not; memcheck on the edge tests.
-      tests_under lean "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" \
-        "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off MACKO_CUDA_ALIGNED_ROWS=off"
-      memcheck_under "MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" ;;
+      # The lean row kernel (macko_lean_*, rules.rs lean_rows) forced onto every matrix it can
+      # run (nearly dense ones too, with x plain); memcheck on the edge tests.
+      tests_under lean "cuda.lean=on cuda.xpad=off"
+      memcheck_under "cuda.lean=on cuda.xpad=off" ;;
     xhalf)
-      # x staged as binary16 (macko_*_xh_*, MACKO_CUDA_XHALF) under the regular, lean and flat
+      # x staged as binary16 (macko_*_xh_*, cuda.xhalf) under the regular, lean and flat
       # kernels and split rows, x plain everywhere; memcheck on the edge tests.
-      tests_under xhalf "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off" \
-        "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off MACKO_CUDA_LEAN=on" \
-        "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off MACKO_CUDA_FLAT=on MACKO_CUDA_FLAT_SNAP=0" \
-        "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off MACKO_CUDA_SPLIT=3 MACKO_CUDA_LANES=16"
-      memcheck_under "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off" \
-        "MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off MACKO_CUDA_FLAT=on MACKO_CUDA_FLAT_SNAP=0" ;;
-    interleave)
-      # Warps numbered block by block (MACKO_INTERLEAVE=0; the default, 1, runs in every other
-      # mode): warps, half-warps and split rows, the lean kernel; memcheck with half-warps.
-      tests_under interleave "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=0" \
-        "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=0 MACKO_CUDA_LANES=16 MACKO_CUDA_SPLIT=3 MACKO_CUDA_XHALF=on MACKO_CUDA_XPAD=off" \
-        "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=0 MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off"
-      memcheck_under "MACKO_CUDA_DEFINES=MACKO_INTERLEAVE=0 MACKO_CUDA_LANES=16" ;;
+      tests_under xhalf "cuda.xhalf=on cuda.xpad=off" \
+        "cuda.xhalf=on cuda.xpad=off cuda.lean=on" \
+        "cuda.xhalf=on cuda.xpad=off cuda.flat=on cuda.flat_snap=0" \
+        "cuda.xhalf=on cuda.xpad=off cuda.split=3 cuda.lanes=16"
+      memcheck_under "cuda.xhalf=on cuda.xpad=off" \
+        "cuda.xhalf=on cuda.xpad=off cuda.flat=on cuda.flat_snap=0" ;;
     spread)
-      # Every resident block launched where the items are fewer (MACKO_CUDA_SPREAD=on, forced
-      # on every matrix): warps, half-warps, the lean kernel, split rows; memcheck on the edge
+      # Every resident block launched where the items are fewer (cuda.spread=on, forced on
+      # every matrix): warps, half-warps, the lean kernel, split rows; memcheck on the edge
       # tests (blocks whose warps find no item).
-      tests_under spread "MACKO_CUDA_SPREAD=on" "MACKO_CUDA_SPREAD=on MACKO_CUDA_LANES=16" \
-        "MACKO_CUDA_SPREAD=on MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" \
-        "MACKO_CUDA_SPREAD=on MACKO_CUDA_SPLIT=3"
-      memcheck_under "MACKO_CUDA_SPREAD=on" "MACKO_CUDA_SPREAD=on MACKO_CUDA_LANES=16" \
-        "MACKO_CUDA_SPREAD=on MACKO_CUDA_SPLIT=3" "MACKO_CUDA_SPREAD=on MACKO_CUDA_LEAN=on MACKO_CUDA_XPAD=off" \
-        "MACKO_CUDA_SPREAD=on MACKO_CUDA_X=global MACKO_CUDA_LANES=16" ;;
-    tail)
-      # Tail splits (rows from a fraction on cut, the others whole) on warps and half-warps,
-      # x staged and from global memory, 1024-thread blocks; memcheck on the edge tests.
-      tests_under tail "MACKO_CUDA_TAIL=0.5:3" "MACKO_CUDA_TAIL=0.25:8 MACKO_CUDA_LANES=16" \
-        "MACKO_CUDA_TAIL=0.7:2 MACKO_CUDA_X=global MACKO_CUDA_CHUNKS=long" \
-        "MACKO_CUDA_TAIL=0:2 MACKO_CUDA_BLOCK=1024"
-      memcheck_under "MACKO_CUDA_TAIL=0.5:3" ;;
+      tests_under spread "cuda.spread=on" "cuda.spread=on cuda.lanes=16" \
+        "cuda.spread=on cuda.lean=on cuda.xpad=off" \
+        "cuda.spread=on cuda.split=3"
+      memcheck_under "cuda.spread=on" "cuda.spread=on cuda.lanes=16" \
+        "cuda.spread=on cuda.split=3" "cuda.spread=on cuda.lean=on cuda.xpad=off" \
+        "cuda.spread=on cuda.x=global cuda.lanes=16" ;;
     sanitize)
-      memcheck_under "MACKO_CUDA_LANES=16 MACKO_CUDA_CHUNKS=short MACKO_CUDA_SPLIT=3" \
-        "MACKO_CUDA_LANES=32 MACKO_CUDA_CHUNKS=short MACKO_CUDA_SPLIT=8 MACKO_CUDA_BLOCK=1024" ;;
+      memcheck_under "cuda.lanes=16 cuda.chunks=short cuda.split=3" \
+        "cuda.lanes=32 cuda.chunks=short cuda.split=8 cuda.block=1024" ;;
   esac
   shift
 done
@@ -113,7 +98,7 @@ while [ $# -ge 2 ]; do
   name=$1; envs=$2; shift 2
   log=$out/$name.log
   echo "== $name: $envs" > "$log"
-  env $envs timeout ${VTIMEOUT:-120} $bin_macko bench --backend cuda --shapes "$SHAPES" \
+  MACKO_TUNING="$envs" timeout ${VTIMEOUT:-120} $bin_macko bench --backend cuda --shapes "$SHAPES" \
     --densities "$DENS" --iters "$ITERS" --check-rows 512 --out /tmp/b-$name >> "$log" 2>&1
   echo "rc=$?" >> "$log"
   csv=/tmp/b-$name/results.csv

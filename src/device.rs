@@ -179,7 +179,10 @@ fn open_backend(kind: BackendKind, opts: &DeviceOptions) -> Result<Arc<dyn Backe
         #[cfg(feature = "wgpu")]
         BackendKind::Wgpu => backend::wgpu::open(opts),
         #[cfg(feature = "cuda")]
-        BackendKind::Cuda => backend::cuda::open(opts),
+        BackendKind::Cuda => backend::cuda::open(&backend::cuda::CudaConfig {
+            ordinal: opts.cuda_ordinal,
+            tuning: cuda_tuning_from_env()?,
+        }),
         #[allow(unreachable_patterns)]
         other => {
             let _ = opts;
@@ -189,6 +192,36 @@ fn open_backend(kind: BackendKind, opts: &DeviceOptions) -> Result<Arc<dyn Backe
             })
         }
     }
+}
+
+/// Environment variable of experiment settings, `cuda.key=value` items separated by whitespace
+/// (the value is everything after the first `=`), read here until src/options.rs reads every
+/// variable in one place.
+#[cfg(feature = "cuda")]
+const ENV_TUNING: &str = "MACKO_TUNING";
+
+/// The `cuda.` items of `MACKO_TUNING` as a typed tuning; a bad item is an error naming it and
+/// the rule it broke.
+#[cfg(feature = "cuda")]
+fn cuda_tuning_from_env() -> Result<backend::cuda::tuning::CudaTuning> {
+    std::env::var(ENV_TUNING).map_or(Ok(Default::default()), |text| cuda_tuning(&text))
+}
+
+/// The `cuda.` items of a `MACKO_TUNING` text (items of other backends are skipped).
+#[cfg(feature = "cuda")]
+fn cuda_tuning(text: &str) -> Result<backend::cuda::tuning::CudaTuning> {
+    let mut tuning = backend::cuda::tuning::CudaTuning::default();
+    for item in text.split_whitespace() {
+        let Some(rest) = item.strip_prefix("cuda.") else {
+            continue;
+        };
+        let (key, value) = rest.split_once('=').unwrap_or((rest, ""));
+        tuning.set(key, value).map_err(|rule| Error::Backend {
+            backend: BackendKind::Cuda,
+            message: format!("{ENV_TUNING}: {item:?}: {rule}"),
+        })?;
+    }
+    Ok(tuning)
 }
 
 impl Device {
@@ -395,5 +428,31 @@ impl Device {
     /// The backend itself, for benchmarks and backend-specific extensions.
     pub fn backend(&self) -> &dyn Backend {
         self.backend.as_ref()
+    }
+}
+
+#[cfg(all(test, feature = "cuda"))]
+mod tests {
+    use super::*;
+    use crate::backend::cuda::tuning::{CudaTuning, SplitPolicy};
+
+    #[test]
+    fn macko_tuning_sets_the_cuda_items_and_names_a_bad_one() {
+        let t = cuda_tuning("wgpu.x_tiles=on cuda.split=3  cuda.lanes=16").expect("parses");
+        assert_eq!(
+            t,
+            CudaTuning {
+                split: Some(SplitPolicy::Segments(3)),
+                lanes: Some(16),
+                ..CudaTuning::default()
+            }
+        );
+        assert_eq!(cuda_tuning("").expect("empty"), CudaTuning::default());
+        match cuda_tuning("cuda.lean=maybe") {
+            Err(Error::Backend { message, .. }) => {
+                assert!(message.contains("cuda.lean=maybe") && message.contains("on, off or auto"))
+            }
+            other => panic!("expected an error, got {other:?}"),
+        }
     }
 }

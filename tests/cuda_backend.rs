@@ -4,7 +4,7 @@
 //!
 //! Without a GPU (or driver, or NVRTC) every test prints why and passes, unless
 //! `MACKO_REQUIRE_BACKENDS` names `cuda`. The `edge_` tests are small and quick: run them under
-//! `compute-sanitizer --tool memcheck` (kernels/NOTES.md has the command).
+//! `compute-sanitizer --tool memcheck` (kernels/README.md has the command).
 #![cfg(feature = "cuda")]
 
 mod common;
@@ -204,7 +204,7 @@ fn edge_long_rows_span_many_batches() {
 #[test]
 fn edge_rows_of_many_lengths_in_one_range_of_entries() {
     // Matrices the flat kernel takes (every row of at least 9 entries; run with
-    // MACKO_CUDA_FLAT=on, and MACKO_CUDA_FLAT_SNAP=0 to cut rows inside): many short rows per
+    // MACKO_TUNING="cuda.flat=on cuda.flat_snap=0" to cut rows inside): many short rows per
     // range, rows longer than a range, and rows of mixed lengths, both output precisions.
     let Some(dev) = cuda("rows of many lengths") else {
         return;

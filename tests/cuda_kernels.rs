@@ -4,6 +4,7 @@
 //! and pass, unless `MACKO_REQUIRE_NVRTC=1`.
 #![cfg(feature = "cuda")]
 
+use macko::backend::cuda::caps::Kernel;
 use macko::backend::cuda::nvrtc::{self, KernelSource, KERNELS};
 use macko::Error;
 
@@ -80,28 +81,18 @@ fn every_kernel_compiles_without_warnings_for_ampere_and_hopper() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// Every kernel a plan can name (`caps::Kernel`, both output variants) is an entry point of the
+/// kernel files compiled above: plans choose among compiled entries, never among definitions.
 #[test]
-fn the_tuning_knobs_compile_at_other_settings() {
-    if !nvrtc_or_skip("tuning knobs") {
-        return;
-    }
-    let settings: [(&KernelSource, &[&str]); 5] = [
-        (&nvrtc::MACKO, &["-DMACKO_CHUNKS=2"]),
-        (&nvrtc::MACKO, &["-DMACKO_CHUNKS=8"]),
-        (&nvrtc::MACKO, &["-DMACKO_PIPE=0", "-DMACKO_PREFETCH=1"]),
-        (&nvrtc::DENSE, &["-DDENSE_CHUNKS=2"]),
-        (&nvrtc::CSR, &["-DCSR_CHUNKS=8"]),
-    ];
-    for (kernel, defines) in settings {
-        let defines: Vec<String> = defines.iter().map(|d| d.to_string()).collect();
-        let compiled = nvrtc::compile(kernel, "sm_90", &defines)
-            .unwrap_or_else(|e| panic!("kernels/{} with {defines:?}: {e}", kernel.file));
-        assert!(
-            compiled.log.is_empty(),
-            "kernels/{} with {defines:?} warns:\n{}",
-            kernel.file,
-            compiled.log
-        );
+fn every_kernel_a_plan_names_is_an_entry_point() {
+    for kernel in Kernel::ALL {
+        let (f16, f32) = kernel.entries();
+        for name in [f16, f32] {
+            assert!(
+                KERNELS.iter().any(|k| k.entries.contains(&name)),
+                "{kernel:?}: no kernel file declares {name}"
+            );
+        }
     }
 }
 

@@ -8,10 +8,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{sys, CudaSlice, CudaStream, DeviceRepr, DriverError, ValidAsZeroBits};
 
-use super::launch::Plan;
+use super::errors::{cuda_error, internal};
+use super::plan::CudaPlan;
 use super::split::SplitTable;
-use super::vendor::CusparseCsr;
-use super::{cuda_error, probe};
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
 
@@ -98,7 +97,7 @@ impl<T> DeviceArray<T> {
     }
 }
 
-/// A MACKO-16-4 matrix on the device, with the launch plan chosen for its shape.
+/// A MACKO-16-4 matrix on the device, with the plan computed for it at upload.
 pub(crate) struct MackoDev {
     pub rows: u32,
     pub cols: u32,
@@ -107,7 +106,7 @@ pub(crate) struct MackoDev {
     pub values: DeviceArray<u16>,
     /// 4-bit codes, two per byte, P / 2 bytes (read as 32-bit words).
     pub codes: DeviceArray<u8>,
-    pub plan: Plan,
+    pub plan: CudaPlan,
     /// The rows cut into segments, when the plan splits them.
     pub split: Option<SplitDev>,
     /// The entries cut into one range per warp, when the plan runs the flat kernel.
@@ -165,41 +164,14 @@ pub(crate) struct CsrDev {
     pub row_ptr: DeviceArray<u32>,
     pub col_idx: DeviceArray<u32>,
     pub values: DeviceArray<u16>,
-    pub plan: Plan,
+    pub plan: CudaPlan,
 }
 
-/// A dense row-major binary16 matrix on the device.
+/// A dense row-major binary16 matrix on the device (macko's GEMV or cuBLAS multiplies it).
 pub(crate) struct DenseDev {
     pub rows: u32,
     pub cols: u32,
     pub values: DeviceArray<u16>,
-    pub plan: Plan,
-}
-
-/// A matrix of this backend: the variant says which implementation multiplies it.
-pub(crate) enum CudaMatrix {
-    /// macko's MACKO kernel.
-    Macko(MackoDev),
-    /// macko's CSR kernel.
-    Csr(CsrDev),
-    /// macko's dense GEMV.
-    Dense(DenseDev),
-    /// cuBLAS `cublasGemmEx` (baseline).
-    Cublas(DenseDev),
-    /// cuSPARSE `cusparseSpMV` (baseline).
-    Cusparse(CusparseCsr),
-}
-
-impl CudaMatrix {
-    /// `(rows, cols)`.
-    pub fn shape(&self) -> (u32, u32) {
-        match self {
-            CudaMatrix::Macko(m) => (m.rows, m.cols),
-            CudaMatrix::Csr(m) => (m.rows, m.cols),
-            CudaMatrix::Dense(m) | CudaMatrix::Cublas(m) => (m.rows, m.cols),
-            CudaMatrix::Cusparse(m) => (m.rows, m.cols),
-        }
-    }
 }
 
 /// The elements of a vector on the device.
@@ -227,7 +199,7 @@ impl CudaVector {
     pub fn as_input(&self) -> Result<&DeviceArray<u16>> {
         match &self.data {
             VectorData::F16(a) => Ok(a),
-            VectorData::F32(_) => Err(probe::internal("x reached the backend as f32")),
+            VectorData::F32(_) => Err(internal("x reached the backend as f32")),
         }
     }
 }
@@ -243,5 +215,5 @@ pub(crate) fn dim(value: usize, what: &str) -> Result<u32> {
             ),
         });
     }
-    u32::try_from(value).map_err(|_| probe::internal("dimension check"))
+    u32::try_from(value).map_err(|_| internal("dimension check"))
 }

@@ -4,81 +4,152 @@
 //! NVRTC are present this backend opens, elsewhere `open` says which is missing and
 //! `Device::auto()` moves on.
 //!
+//! One file per concern; each imports only those above it in this list:
+//! - `errors`: the backend's error values;
+//! - [`nvrtc`]: kernel sources, compilation and the process-wide cache of compiled kernels;
 //! - `probe`: libraries, device, context, properties;
-//! - [`nvrtc`]: compilation and the process-wide cache of compiled kernels;
-//! - `launch`: kernels loaded into a context, launch shapes, products;
+//! - `caps`: what the planner knows of the GPU and the kernels ([`caps::CudaCaps`]);
+//! - `tuning`: the typed tuning that forces plan choices ([`tuning::CudaTuning`]);
+//! - `rules`, `plan`: the measured rules and the pure planner ([`plan::CudaPlan`]);
+//! - `split`, `flat`: the layouts of split rows and flat ranges;
+//! - `kernels`: the compiled kernels loaded into a context;
 //! - `memory`: device arrays, matrices, vectors;
+//! - `upload`: planning and laying out a matrix at upload;
+//! - `launch`: binding and dispatch of a stored plan;
 //! - `vendor`: the cuBLAS and cuSPARSE baselines;
-//! - `timing`: CUDA events around queued products, the streaming-read ceiling.
+//! - `timing`: CUDA events around queued products, the streaming-read ceiling;
+//! - this file: the `Backend` adapter.
 //!
 //! Everything is queued on one stream, in order: products return once queued, and
 //! `synchronize`/`download` wait.
 
+#[doc(hidden)]
+pub mod caps;
+mod errors;
 mod flat;
+mod kernels;
 mod launch;
 mod memory;
 pub mod nvrtc;
+#[doc(hidden)]
+pub mod plan;
 mod probe;
+mod rules;
 mod split;
 mod timing;
+#[doc(hidden)]
+pub mod tuning;
+mod upload;
 mod vendor;
 
-use std::fmt::Debug;
 use std::sync::Arc;
 
 use half::f16;
 
-use self::launch::{Kernels, XPolicy};
-use self::memory::{
-    dim, CsrDev, CudaMatrix, CudaVector, DenseDev, DeviceArray, FlatDev, MackoDev, SplitDev,
-    VectorData,
-};
+use self::caps::{CudaCaps, Kernel, BLOCK};
+use self::errors::{cuda_error, internal};
+use self::kernels::Kernels;
+use self::launch::{Launcher, Product};
+use self::memory::{CsrDev, CudaVector, DenseDev, DeviceArray, MackoDev, VectorData};
+use self::plan::CudaPlan;
 use self::probe::{human_bytes, Gpu};
-use self::vendor::Vendor;
-use macko_format::aligned::align_rows;
+use self::tuning::CudaTuning;
+use self::upload::Uploader;
+use self::vendor::{CusparseCsr, Vendor};
 
 use super::{
     downcast, downcast_mut, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision,
     Storage, VendorBaseline,
 };
-use crate::device::DeviceOptions;
 use crate::error::{Error, Result};
 
-pub use self::launch::ENV_X;
-
-/// An error reported by the driver or a CUDA library, with what macko was doing. The libraries'
-/// error types print their status name (and the driver's its description) through `Debug`.
-pub(crate) fn cuda_error(what: &str, e: impl Debug) -> Error {
-    Error::Backend {
-        backend: BackendKind::Cuda,
-        message: format!("{what}: {e:?}"),
-    }
+/// How to open the CUDA backend.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct CudaConfig {
+    /// Ordinal of the GPU to use.
+    pub ordinal: usize,
+    /// Plan choices forced for experiments and tests (`Default`: the plan rules decide).
+    pub tuning: CudaTuning,
 }
 
-/// Opens the CUDA GPU `opts.cuda_ordinal`: probes the driver, the GPU and NVRTC, creates the
+/// Opens the CUDA GPU `config.ordinal`: probes the driver, the GPU and NVRTC, creates the
 /// context and stream, and compiles (once per process) and loads every kernel.
-pub(crate) fn open(opts: &DeviceOptions) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(CudaBackend::open(opts.cuda_ordinal)?))
+pub(crate) fn open(config: &CudaConfig) -> Result<Arc<dyn Backend>> {
+    Ok(Arc::new(CudaBackend::open(config)?))
+}
+
+/// A matrix of this backend: the variant says which implementation multiplies it.
+pub(crate) enum CudaMatrix {
+    /// macko's MACKO kernels.
+    Macko(MackoDev),
+    /// macko's CSR kernel.
+    Csr(CsrDev),
+    /// macko's dense GEMV.
+    Dense(DenseDev, CudaPlan),
+    /// cuBLAS `cublasGemmEx` (baseline).
+    Cublas(DenseDev),
+    /// cuSPARSE `cusparseSpMV` (baseline).
+    Cusparse(CusparseCsr),
+}
+
+impl CudaMatrix {
+    /// `(rows, cols)`.
+    fn shape(&self) -> (u32, u32) {
+        match self {
+            CudaMatrix::Macko(m) => (m.rows, m.cols),
+            CudaMatrix::Csr(m) => (m.rows, m.cols),
+            CudaMatrix::Dense(m, _) | CudaMatrix::Cublas(m) => (m.rows, m.cols),
+            CudaMatrix::Cusparse(m) => (m.rows, m.cols),
+        }
+    }
+
+    /// The plan macko's kernels launch it with (`None` for the vendor baselines).
+    #[allow(dead_code)]
+    fn plan(&self) -> Option<&CudaPlan> {
+        match self {
+            CudaMatrix::Macko(m) => Some(&m.plan),
+            CudaMatrix::Csr(m) => Some(&m.plan),
+            CudaMatrix::Dense(_, plan) => Some(plan),
+            CudaMatrix::Cublas(_) | CudaMatrix::Cusparse(_) => None,
+        }
+    }
 }
 
 /// One CUDA GPU.
 pub(crate) struct CudaBackend {
     gpu: Gpu,
     kernels: Kernels,
+    caps: CudaCaps,
+    tuning: CudaTuning,
     vendor: Vendor,
     info: DeviceInfo,
 }
 
 impl CudaBackend {
-    fn open(ordinal: usize) -> Result<Self> {
-        let x_policy = XPolicy::from_env()?;
-        let gpu = probe::open_gpu(ordinal)?;
-        let kernels = Kernels::load(&gpu.ctx, &gpu.props, x_policy)?;
+    fn open(config: &CudaConfig) -> Result<Self> {
+        let gpu = probe::open_gpu(config.ordinal)?;
+        let p = &gpu.props;
+        let loaded = Kernels::load(&gpu.ctx, &p.arch(), p.smem_per_block_optin)?;
+        let caps = CudaCaps {
+            sm_count: p.sms,
+            max_threads_per_sm: p.sm_limits.max_threads,
+            max_blocks_per_sm: p.sm_limits.max_blocks,
+            regs_per_sm: p.sm_limits.regs,
+            regs_per_block: p.sm_limits.regs_per_block,
+            smem_per_sm: p.sm_limits.smem,
+            smem_reserved_per_block: p.sm_limits.smem_reserved_per_block,
+            smem_limit: loaded.smem_limit,
+            l2_bytes: p.l2_bytes,
+            dram_bytes_per_sm_cycle: p.dram_bytes_per_sm_cycle,
+            kernels: loaded.uses,
+        };
         let vendor = Vendor::new(gpu.ctx.clone(), gpu.stream.clone());
-        let info = describe(&gpu);
+        let info = describe(&gpu, &config.tuning);
         Ok(Self {
             gpu,
-            kernels,
+            kernels: loaded.kernels,
+            caps,
+            tuning: config.tuning.clone(),
             vendor,
             info,
         })
@@ -88,168 +159,56 @@ impl CudaBackend {
         &self.gpu.stream
     }
 
-    fn upload_macko(&self, m: &macko_format::MackoMatrix) -> Result<CudaMatrix> {
-        let (rows, cols) = (dim(m.rows(), "rows")?, dim(m.cols(), "columns")?);
-        let values: &[u16] = bytemuck::cast_slice(m.values());
-        let entries = m.row_ptr().last().map_or(0, |&n| u64::from(n));
-        let mut plan = self.kernels.macko_plan(rows, cols, entries)?;
-        let flat = if plan.flat && flat::rows_long_enough(m.row_ptr()) {
-            self.upload_flat(m, &mut plan)?
-        } else {
-            plan.flat = false;
-            None
-        };
-        let split = match plan.split_entries {
-            Some(seg) if flat.is_none() => {
-                self.upload_split(m, seg, plan.split_from_row, &mut plan)?
-            }
-            _ => None,
-        };
-        // Row-aligned where the row kernel runs on whole rows (split items and flat ranges
-        // start inside rows, so they keep the format's layout): no batch then masks.
-        let aligned = if flat.is_none() && split.is_none() && launch::aligned_rows_from_env()? {
-            // The whole matrix: only offsets past 32 bits keep the format's own layout.
-            match align_rows(m, 0..m.rows()) {
-                Ok(a) => Some(a),
-                Err(macko_format::FormatError::AlignedTooLarge { .. }) => None,
-                Err(e) => return Err(e.into()),
-            }
-        } else {
-            None
-        };
-        plan.aligned_rows = aligned.is_some();
-        if launch::log_plans() {
-            eprintln!("macko cuda plan {rows}x{cols} ({entries} entries): {plan:?}");
+    fn uploader(&self) -> Uploader<'_> {
+        Uploader {
+            stream: self.stream(),
+            caps: &self.caps,
+            tuning: &self.tuning,
         }
-        let (row_ptr, values, codes) = match &aligned {
-            Some(a) => (
-                &a.row_ptr[..],
-                bytemuck::cast_slice(&a.values),
-                &a.codes[..],
-            ),
-            None => (m.row_ptr(), values, m.codes()),
-        };
-        Ok(CudaMatrix::Macko(MackoDev {
-            rows,
-            cols,
-            row_ptr: DeviceArray::upload(self.stream(), row_ptr, "MACKO row pointers")?,
-            values: DeviceArray::upload(self.stream(), values, "MACKO values")?,
-            codes: DeviceArray::upload(self.stream(), codes, "MACKO codes")?,
-            plan,
-            split,
-            flat,
-        }))
     }
 
-    /// Cuts the entries of `m` into one range per resident warp of the flat kernel and uploads
-    /// the kernels' table of them (the plan becomes the flat kernel's).
-    fn upload_flat(
-        &self,
-        m: &macko_format::MackoMatrix,
-        plan: &mut launch::Plan,
-    ) -> Result<Option<Box<FlatDev>>> {
-        let entries = u64::from(m.row_ptr().last().copied().unwrap_or(0));
-        let ranges = self.kernels.flat_plan(plan, entries)?;
-        let table = flat::flat_ranges(m.row_ptr(), m.codes(), ranges, self.kernels.flat_snap())?;
-        let ranges = u32::try_from(table.ranges()).map_err(|_| probe::internal("flat ranges"))?;
-        let cut_rows =
-            u32::try_from(table.cut_rows()).map_err(|_| probe::internal("flat cut rows"))?;
-        // A buffer of no elements cannot be allocated: one unused entry stands in.
-        let cut = if table.cut.is_empty() {
-            vec![0u32; 4]
-        } else {
-            table.cut
-        };
-        Ok(Some(Box::new(FlatDev {
-            desc: DeviceArray::upload(self.stream(), &table.desc, "MACKO flat ranges")?,
-            cut: DeviceArray::upload(self.stream(), &cut, "MACKO flat cut rows")?,
-            partials: DeviceArray::zeros(self.stream(), 2 * ranges as usize, "MACKO partial sums")?,
-            ranges,
-            cut_rows,
-        })))
-    }
-
-    /// Cuts the rows of `m` from `from_row` on into segments of `seg` entries and uploads the
-    /// kernels' table of them (and sets the plan's grid for the items: `macko_split_grid`).
-    fn upload_split(
-        &self,
-        m: &macko_format::MackoMatrix,
-        seg: u32,
-        from_row: u32,
-        plan: &mut launch::Plan,
-    ) -> Result<Option<SplitDev>> {
-        let table = split::split_rows(m.row_ptr(), m.codes(), seg, from_row)?;
-        let desc = memory::kernel_descriptors(&table)
-            .ok_or_else(|| probe::internal("split table lengths"))?;
-        let items = u32::try_from(table.items()).map_err(|_| probe::internal("split items"))?;
-        plan.grid = self.kernels.macko_split_grid(plan, items)?;
-        Ok(Some(SplitDev {
-            desc: DeviceArray::upload(self.stream(), &desc, "MACKO row segments")?,
-            row_item: DeviceArray::upload(self.stream(), &table.row_item, "MACKO row segments")?,
-            partials: DeviceArray::zeros(self.stream(), table.items(), "MACKO partial sums")?,
-            items,
-        }))
-    }
-
-    fn upload_csr(&self, m: &macko_format::CsrMatrix) -> Result<CudaMatrix> {
-        let (rows, cols) = (dim(m.rows(), "rows")?, dim(m.cols(), "columns")?);
-        // The kernel steps entry indices by 128 from below nnz: keep that inside u32.
-        if m.nnz() > (u32::MAX - 1024) as usize {
-            return Err(Error::Backend {
-                backend: BackendKind::Cuda,
-                message: format!(
-                    "the CUDA CSR kernel takes at most {} entries, not {}",
-                    u32::MAX - 1024,
-                    m.nnz()
-                ),
-            });
+    fn launcher(&self) -> Launcher<'_> {
+        Launcher {
+            kernels: &self.kernels,
+            stream: self.stream(),
+            sms: self.caps.sm_count,
         }
-        let values: &[u16] = bytemuck::cast_slice(m.values());
-        Ok(CudaMatrix::Csr(CsrDev {
-            rows,
-            cols,
-            row_ptr: DeviceArray::upload(self.stream(), m.row_ptr(), "CSR row pointers")?,
-            col_idx: DeviceArray::upload(self.stream(), m.col_idx(), "CSR column indices")?,
-            values: DeviceArray::upload(self.stream(), values, "CSR values")?,
-            plan: self.kernels.csr_plan(rows, cols)?,
-        }))
     }
 
-    fn upload_dense(&self, m: &macko_format::DenseMatrix) -> Result<CudaMatrix> {
-        let (rows, cols) = (dim(m.rows(), "rows")?, dim(m.cols(), "columns")?);
-        let values: &[u16] = bytemuck::cast_slice(m.values());
-        Ok(CudaMatrix::Dense(DenseDev {
-            rows,
-            cols,
-            values: DeviceArray::upload(self.stream(), values, "dense values")?,
-            plan: self.kernels.dense_plan(rows, cols)?,
-        }))
+    /// The plan an uploaded matrix is launched with (an error for the vendor baselines, which
+    /// have none). For `Device::plan` and the cross-backend suite, which the merge wires up.
+    #[allow(dead_code)]
+    pub(crate) fn plan_of(&self, a: &Storage) -> Result<CudaPlan> {
+        let a = downcast::<CudaMatrix>(a, BackendKind::Cuda, "matrix")?;
+        a.plan().copied().ok_or_else(|| Error::Backend {
+            backend: BackendKind::Cuda,
+            message: "a vendor baseline's matrix has no macko plan".into(),
+        })
     }
 
     /// Queues y = A·x with the implementation the matrix was uploaded for.
     fn product(&self, a: &CudaMatrix, x: &CudaVector, y: &mut CudaVector) -> Result<()> {
         let (rows, cols) = a.shape();
         if x.len() != cols as usize || y.len() != rows as usize {
-            return Err(probe::internal(
-                "vector lengths reached the backend unchecked",
-            ));
+            return Err(internal("vector lengths reached the backend unchecked"));
         }
         let x = x.as_input()?;
-        let stream = self.stream();
+        let launcher = self.launcher();
         match a {
-            CudaMatrix::Macko(m) => self.kernels.macko(stream, m, x, &mut y.data),
-            CudaMatrix::Csr(m) => self.kernels.csr(stream, m, x, &mut y.data),
-            CudaMatrix::Dense(m) => self.kernels.dense(stream, m, x, &mut y.data),
+            CudaMatrix::Macko(m) => launcher.product(Product::Macko(m), x, &mut y.data),
+            CudaMatrix::Csr(m) => launcher.product(Product::Csr(m), x, &mut y.data),
+            CudaMatrix::Dense(m, plan) => launcher.product(Product::Dense(m, plan), x, &mut y.data),
             CudaMatrix::Cublas(m) => self.vendor.cublas_gemv(m, x, &mut y.data),
             CudaMatrix::Cusparse(m) => self.vendor.cusparse_spmv(m, x, &mut y.data),
         }
     }
 }
 
-/// `info()` of a GPU: name with architecture, then the properties that explain its figures.
-fn describe(gpu: &Gpu) -> DeviceInfo {
+/// `info()` of a GPU: name with architecture, then the properties that explain its figures, and
+/// the plan choices a tuning forces, if any.
+fn describe(gpu: &Gpu, tuning: &CudaTuning) -> DeviceInfo {
     let p = &gpu.props;
-    let properties = vec![
+    let mut properties = vec![
         ("compute capability".into(), p.arch()),
         (
             "driver".into(),
@@ -273,10 +232,13 @@ fn describe(gpu: &Gpu) -> DeviceInfo {
         ),
         (
             "plan rules it decides".into(),
-            launch::gpu_dependent_rules(p.dram_bytes_per_sm_cycle),
+            rules::gpu_dependent_rules(p.dram_bytes_per_sm_cycle),
         ),
         ("ordinal".into(), gpu.ctx.ordinal().to_string()),
     ];
+    if *tuning != CudaTuning::default() {
+        properties.push(("forced plan choices".into(), format!("{tuning:?}")));
+    }
     DeviceInfo {
         backend: BackendKind::Cuda,
         name: format!("{} ({})", p.name, p.arch()),
@@ -290,10 +252,14 @@ impl Backend for CudaBackend {
     }
 
     fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<Storage> {
+        let up = self.uploader();
         let matrix = match m {
-            MatrixRef::Macko(m) => self.upload_macko(m)?,
-            MatrixRef::Csr(m) => self.upload_csr(m)?,
-            MatrixRef::Dense(m) => self.upload_dense(m)?,
+            MatrixRef::Macko(m) => CudaMatrix::Macko(up.macko(m)?),
+            MatrixRef::Csr(m) => CudaMatrix::Csr(up.csr(m)?),
+            MatrixRef::Dense(m) => {
+                let (m, plan) = up.dense(m)?;
+                CudaMatrix::Dense(m, plan)
+            }
         };
         Ok(Box::new(matrix))
     }
@@ -365,13 +331,16 @@ impl Backend for CudaBackend {
             self.stream(),
             warmup,
             iters,
-            |ns| self.kernels.spin_wait(self.stream(), ns),
+            |ns| self.launcher().spin_wait(ns),
             |i| self.product(matrices[i % matrices.len()], x, y),
         )
     }
 
     fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
-        let grid = self.kernels.stream_grid()?;
+        let grid = self
+            .caps
+            .grid(Kernel::StreamRead, BLOCK, 0, u32::MAX)
+            .ok_or_else(|| internal("the streaming-read kernel cannot be resident"))?;
         let copies = timing::stream_copies(bytes, self.gpu.props.l2_bytes);
         let mut bufs = timing::StreamBuffers::new(self.stream(), bytes, copies, grid)?;
         let words = bufs.words;
@@ -380,13 +349,13 @@ impl Backend for CudaBackend {
             self.stream(),
             warmup,
             iters,
-            |ns| self.kernels.spin_wait(self.stream(), ns),
+            |ns| self.launcher().spin_wait(ns),
             |i| {
                 let n = bufs.copies.len();
                 let (copies, out) = (&bufs.copies, &mut bufs.out);
                 let copy = copies[i % n].buf();
-                self.kernels
-                    .stream_read(self.stream(), copy, words, out.buf_mut(), grid)
+                self.launcher()
+                    .stream_read(copy, words, out.buf_mut(), grid)
             },
         )?;
         Ok(Some(times))
@@ -394,8 +363,12 @@ impl Backend for CudaBackend {
 
     fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<Storage> {
         let matrix = match (vendor, m) {
-            (VendorBaseline::CublasDense, MatrixRef::Dense(d)) => self.vendor.upload_cublas(d)?,
-            (VendorBaseline::CusparseCsr, MatrixRef::Csr(c)) => self.vendor.upload_cusparse(c)?,
+            (VendorBaseline::CublasDense, MatrixRef::Dense(d)) => {
+                CudaMatrix::Cublas(self.vendor.upload_cublas(d)?)
+            }
+            (VendorBaseline::CusparseCsr, MatrixRef::Csr(c)) => {
+                CudaMatrix::Cusparse(self.vendor.upload_cusparse(c)?)
+            }
             (VendorBaseline::CublasDense, other) => {
                 return Err(wrong_format(vendor, "dense", other))
             }
@@ -425,37 +398,42 @@ mod tests {
     /// never panic; with one it must succeed or say why not.
     #[test]
     fn open_never_panics_and_explains_itself() {
-        match open(&DeviceOptions::for_backend(BackendKind::Cuda)) {
+        match open(&CudaConfig::default()) {
             Ok(b) => assert!(b.info().name.contains("sm_")),
             Err(Error::Unavailable { reason, .. }) => assert!(!reason.is_empty()),
             Err(other) => panic!("unexpected error kind: {other}"),
         }
     }
 
+    /// Where a GPU is present: the planner's occupancy (caps.rs) is the driver's, for every
+    /// kernel at every shared-memory size a plan may ask for.
     #[test]
-    fn x_staging_size_covers_the_last_padded_slot() {
-        // cols + 24 slots, the last at index cols + 23, padded by one word per 32.
-        for cols in [0u32, 1, 7, 8, 31, 4096, 12288, 28672] {
-            let last = u64::from(cols) + 23;
-            let floats = last + last / 32 + 1;
-            assert_eq!(launch::x_smem_bytes(cols), 4 * floats);
+    fn occupancy_from_the_capabilities_is_the_drivers() {
+        let Ok(b) = CudaBackend::open(&CudaConfig::default()) else {
+            return;
+        };
+        b.gpu.ctx.bind_to_thread().expect("binding the context");
+        for kernel in Kernel::ALL {
+            let f = b.kernels.get(kernel).pick(Precision::F32);
+            let big = matches!(kernel, Kernel::BigPadded | Kernel::BigPlain);
+            for block in [if big { caps::BIG_BLOCK } else { BLOCK }] {
+                let sizes: Vec<u32> = if kernel.stages_x() {
+                    (0..=64).map(|i| b.caps.smem_limit / 64 * i).collect()
+                } else {
+                    vec![0]
+                };
+                for smem in sizes {
+                    let driver = f
+                        .occupancy_max_active_blocks_per_multiprocessor(block, smem as usize, None)
+                        .unwrap_or(0);
+                    assert_eq!(
+                        b.caps.blocks_per_sm(kernel, block, smem),
+                        driver,
+                        "{kernel:?}, {block} threads, {smem} bytes"
+                    );
+                }
+            }
         }
-        assert!(launch::x_smem_bytes(12288) < 64 << 10);
-    }
-
-    #[test]
-    fn x_staged_as_binary16_covers_the_slack_in_whole_16_byte_words() {
-        // cols + 24 halves (slots 0 .. cols + 23), rounded up to 16 bytes: the kernel stores
-        // x's 16-byte words from slot 8 on, so cols rounded up to 8 must fit as well.
-        for cols in [0u32, 1, 7, 8, 9, 31, 4096, 28672, 36864, 49152] {
-            let bytes = launch::x_smem_half_bytes(cols);
-            assert_eq!(bytes % 16, 0);
-            assert!(bytes >= 2 * (u64::from(cols) + 24));
-            assert!(bytes >= 2 * (8 + u64::from(cols.div_ceil(8)) * 8));
-            assert!(bytes < 2 * (u64::from(cols) + 24) + 16);
-        }
-        // Three lean blocks' copies of x fit an H100's 228 KiB up to 36 864 columns.
-        assert!(3 * (launch::x_smem_half_bytes(36864) + 1024) <= 228 << 10);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //! Each kernel file is compiled to a CUBIN (machine code) for the exact architecture of the GPU
 //! (`sm_XX`), not to PTX: a CUBIN loads without the driver's JIT, so an NVRTC newer than the
 //! driver (the PyPI wheel next to an older driver, say) still works, and nothing is compiled
-//! twice. Compiled images are cached for the life of the process, keyed by file, architecture and
-//! extra definitions, so every context opened afterwards only loads them.
+//! twice. Compiled images are cached for the life of the process, keyed by file and architecture,
+//! so every context opened afterwards only loads them.
 //!
 //! NVRTC needs no GPU and no driver: [`compile`] is what the CI test (`tests/cuda_kernels.rs`)
 //! runs on a machine without either, for every kernel and for `sm_80` and `sm_90`, failing on
@@ -16,13 +16,9 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
 
-use super::{cuda_error, probe};
+use super::errors::{cuda_error, internal, unavailable};
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
-
-/// Environment variable with extra `-D` definitions for every kernel, separated by spaces or
-/// commas (`MACKO_CHUNKS=2,DENSE_CHUNKS=8`): knobs for performance experiments without a rebuild.
-pub const ENV_DEFINES: &str = "MACKO_CUDA_DEFINES";
 
 /// One kernel file of `kernels/`, embedded in the library.
 #[derive(Debug, Clone, Copy)]
@@ -169,40 +165,6 @@ pub fn supported_archs() -> Result<Vec<u32>> {
         .collect())
 }
 
-fn unavailable(reason: &str) -> Error {
-    Error::Unavailable {
-        backend: BackendKind::Cuda,
-        reason: reason.into(),
-    }
-}
-
-/// The `-D` options from [`ENV_DEFINES`]; a malformed entry is an error naming it.
-pub fn env_defines() -> Result<Vec<String>> {
-    let Ok(text) = std::env::var(ENV_DEFINES) else {
-        return Ok(Vec::new());
-    };
-    text.split([' ', ','])
-        .filter(|d| !d.is_empty())
-        .map(|d| {
-            let valid = d
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '=')
-                && d.chars().next().is_some_and(|c| c.is_ascii_alphabetic());
-            if valid {
-                Ok(format!("-D{d}"))
-            } else {
-                Err(Error::Backend {
-                    backend: BackendKind::Cuda,
-                    message: format!(
-                        "{ENV_DEFINES}: {d:?} is not a definition NAME or NAME=VALUE \
-                         (letters, digits and underscores)"
-                    ),
-                })
-            }
-        })
-        .collect()
-}
-
 /// The full text NVRTC compiles: the common helpers, then the kernel file, with `#line`
 /// directives so that the log names the right file and line.
 fn program_text(kernel: &KernelSource) -> String {
@@ -321,25 +283,21 @@ impl Drop for Program {
     }
 }
 
-/// Key of the process-wide cache: file, architecture, definitions.
-type CacheKey = (&'static str, String, Vec<String>);
+/// Key of the process-wide cache: file, architecture.
+type CacheKey = (&'static str, String);
 
 static CACHE: LazyLock<Mutex<HashMap<CacheKey, Arc<Vec<u8>>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// The CUBIN of `kernel` for `arch`, compiled at most once per process (per set of
-/// definitions). Two threads asking at once may both compile; one result is kept.
-pub(crate) fn cubin_cached(
-    kernel: &KernelSource,
-    arch: &str,
-    defines: &[String],
-) -> Result<Arc<Vec<u8>>> {
-    let key: CacheKey = (kernel.file, arch.to_string(), defines.to_vec());
-    let poisoned = |_| probe::internal("the NVRTC cache lock is poisoned");
+/// The CUBIN of `kernel` for `arch`, compiled at most once per process. Two threads asking at
+/// once may both compile; one result is kept.
+pub(crate) fn cubin_cached(kernel: &KernelSource, arch: &str) -> Result<Arc<Vec<u8>>> {
+    let key: CacheKey = (kernel.file, arch.to_string());
+    let poisoned = |_| internal("the NVRTC cache lock is poisoned");
     if let Some(cubin) = CACHE.lock().map_err(poisoned)?.get(&key) {
         return Ok(cubin.clone());
     }
-    let cubin = Arc::new(compile(kernel, arch, defines)?.cubin);
+    let cubin = Arc::new(compile(kernel, arch, &[])?.cubin);
     Ok(CACHE
         .lock()
         .map_err(poisoned)?

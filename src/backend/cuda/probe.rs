@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use cudarc::driver::{result as drv, sys, CudaContext, CudaStream};
 
-use super::{cuda_error, nvrtc};
-use crate::backend::BackendKind;
-use crate::error::{Error, Result};
+use super::errors::{cuda_error, unavailable};
+use super::nvrtc;
+use crate::error::Result;
 
 /// What the kernels and the report need to know about the GPU.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,6 +28,8 @@ pub(crate) struct DeviceProps {
     pub l2_bytes: u64,
     /// Largest dynamic shared memory one block may opt in to, in bytes.
     pub smem_per_block_optin: u32,
+    /// The SM's limits the occupancy of a kernel depends on (see `caps.rs`).
+    pub sm_limits: SmLimits,
     /// Device memory in bytes.
     pub total_memory: u64,
     /// Driver's CUDA version `(major, minor)`.
@@ -39,6 +41,17 @@ pub(crate) struct DeviceProps {
     /// set the pace. H100 SXM ~12.8, H200 ~18.8. `None` where the driver does not report the
     /// clocks (the plan rules that use it then keep their conservative choice).
     pub dram_bytes_per_sm_cycle: Option<f64>,
+}
+
+/// An SM's limits on resident threads, blocks, registers and shared memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SmLimits {
+    pub max_threads: u32,
+    pub max_blocks: u32,
+    pub regs: u32,
+    pub regs_per_block: u32,
+    pub smem: u32,
+    pub smem_reserved_per_block: u32,
 }
 
 impl DeviceProps {
@@ -56,21 +69,6 @@ pub(crate) struct Gpu {
     pub ctx: Arc<CudaContext>,
     pub stream: Arc<CudaStream>,
     pub props: DeviceProps,
-}
-
-/// An internal inconsistency (a bug in macko), as an error rather than a panic.
-pub(crate) fn internal(what: &str) -> Error {
-    Error::Backend {
-        backend: BackendKind::Cuda,
-        message: format!("internal: {what}"),
-    }
-}
-
-fn unavailable(reason: impl Into<String>) -> Error {
-    Error::Unavailable {
-        backend: BackendKind::Cuda,
-        reason: reason.into(),
-    }
 }
 
 /// Opens GPU `ordinal`, or says exactly why CUDA cannot be used here.
@@ -198,10 +196,43 @@ fn read_props(ctx: &CudaContext, nvrtc_version: (i32, i32)) -> Result<DeviceProp
             A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
             "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN",
         )?),
+        sm_limits: read_sm_limits(ctx)?,
         total_memory,
         driver_version: driver_version()?,
         nvrtc_version,
         dram_bytes_per_sm_cycle: dram_bytes_per_sm_cycle(ctx),
+    })
+}
+
+/// The SM's limits, as the driver reports them.
+fn read_sm_limits(ctx: &CudaContext) -> Result<SmLimits> {
+    use sys::CUdevice_attribute as A;
+    let get = |a, name| attribute(ctx, a, name).map(non_negative);
+    Ok(SmLimits {
+        max_threads: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+            "MAX_THREADS_PER_MULTIPROCESSOR",
+        )?,
+        max_blocks: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+            "MAX_BLOCKS_PER_MULTIPROCESSOR",
+        )?,
+        regs: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+            "MAX_REGISTERS_PER_MULTIPROCESSOR",
+        )?,
+        regs_per_block: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK,
+            "MAX_REGISTERS_PER_BLOCK",
+        )?,
+        smem: get(
+            A::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+            "MAX_SHARED_MEMORY_PER_MULTIPROCESSOR",
+        )?,
+        smem_reserved_per_block: get(
+            A::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+            "RESERVED_SHARED_MEMORY_PER_BLOCK",
+        )?,
     })
 }
 
@@ -278,6 +309,14 @@ mod tests {
             sms: 132,
             l2_bytes: 50 << 20,
             smem_per_block_optin: 227 << 10,
+            sm_limits: SmLimits {
+                max_threads: 2048,
+                max_blocks: 32,
+                regs: 65536,
+                regs_per_block: 65536,
+                smem: 228 << 10,
+                smem_reserved_per_block: 1024,
+            },
             total_memory: 80 << 30,
             driver_version: (13, 0),
             nvrtc_version: (13, 0),

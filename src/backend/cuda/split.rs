@@ -2,9 +2,8 @@
 //! stored entries) so that parts of one long row go to different warps.
 //!
 //! Why: with one warp per row, a matrix whose rows are few or of very different lengths leaves
-//! most resident warps idle while a few walk long rows. Items of at most `seg + 7` entries (in the
-//! rows that are cut: an experiment may keep the rows before `from_row` whole) give
-//! the kernel units of nearly equal work that it can deal out evenly over the resident warps,
+//! most resident warps idle while a few walk long rows. Items of at most `seg + 7` entries give the
+//! kernel units of nearly equal work that it can deal out evenly over the resident warps,
 //! whatever the rows look like. Each item produces one partial sum; the partial sums of a row are
 //! combined in item order (`row_item[r] .. row_item[r + 1]`), so y does not depend on which warp
 //! finished first: the result is deterministic from run to run.
@@ -68,24 +67,9 @@ struct RowCuts {
 }
 
 impl RowCuts {
-    /// Row `[start, end)` kept whole: one item.
-    fn whole(start: u32, end: u32) -> Self {
-        let (start, end) = (u64::from(start), u64::from(end));
-        Self {
-            start,
-            end,
-            first: start,
-            items: 1,
-        }
-    }
-
-    /// The cuts of row `r` of `row_ptr`: whole below `from_row`, every `seg` entries from it.
-    fn of_row(row_ptr: &[u32], r: usize, seg: u64, from_row: usize) -> Self {
-        if r < from_row {
-            Self::whole(row_ptr[r], row_ptr[r + 1])
-        } else {
-            Self::new(row_ptr[r], row_ptr[r + 1], seg)
-        }
+    /// The cuts of row `r` of `row_ptr`: every `seg` entries.
+    fn of_row(row_ptr: &[u32], r: usize, seg: u64) -> Self {
+        Self::new(row_ptr[r], row_ptr[r + 1], seg)
     }
 
     fn new(start: u32, end: u32, seg: u64) -> Self {
@@ -121,9 +105,7 @@ impl RowCuts {
     }
 }
 
-/// Keeps the rows below `from_row` whole (one item each: the *tail split*, where only the rows
-/// of the last, partly filled round of warps are cut; 0 cuts every row) and cuts every other row
-/// [s, e) of `row_ptr` at s + j*seg rounded UP to a multiple of 8 (global entry
+/// Cuts every row [s, e) of `row_ptr` at s + j*seg rounded UP to a multiple of 8 (global entry
 /// index), j = 1, 2, ..., keeping only boundaries strictly inside (s, e): segments are non-empty
 /// except the single item of an empty row, interior boundaries are multiples of 8 (so GPU groups
 /// of 8 entries are never shared by two segments of one row except at the row's own start/end).
@@ -139,13 +121,7 @@ impl RowCuts {
 /// empty (a valid one has rows + 1 ≥ 1 entries, so an empty one is refused, not taken as zero
 /// rows: rows = 0 is `row_ptr = [0]`); `row_ptr[0] != 0`; `row_ptr` decreasing; more entries
 /// than `codes` holds codes; more than u32::MAX rows or items; a column that does not fit u32.
-pub(crate) fn split_rows(
-    row_ptr: &[u32],
-    codes: &[u8],
-    seg: u32,
-    from_row: u32,
-) -> Result<SplitTable> {
-    let from_row = from_row as usize;
+pub(crate) fn split_rows(row_ptr: &[u32], codes: &[u8], seg: u32) -> Result<SplitTable> {
     if seg < 8 || seg % 8 != 0 {
         return Err(invalid(format!(
             "the segment length must be a multiple of 8 and at least 8, not {seg}"
@@ -186,7 +162,7 @@ pub(crate) fn split_rows(
     let mut total = 0u64;
     row_item.push(0u32);
     for r in 0..rows {
-        total += RowCuts::of_row(row_ptr, r, seg, from_row).items;
+        total += RowCuts::of_row(row_ptr, r, seg).items;
         let t =
             u32::try_from(total).map_err(|_| invalid(format!("more than {} items", u32::MAX)))?;
         row_item.push(t);
@@ -210,7 +186,7 @@ pub(crate) fn split_rows(
             let mut r = row_item
                 .partition_point(|&x| x as usize <= first_item)
                 .saturating_sub(1);
-            let mut cuts = RowCuts::of_row(row_ptr, r, seg, from_row);
+            let mut cuts = RowCuts::of_row(row_ptr, r, seg);
             for (k, ((p, row_out), width)) in ptrs
                 .iter_mut()
                 .zip(rows_out.iter_mut())
@@ -220,7 +196,7 @@ pub(crate) fn split_rows(
                 let i = first_item + k;
                 while row_item[r + 1] as usize <= i {
                     r += 1;
-                    cuts = RowCuts::of_row(row_ptr, r, seg, from_row);
+                    cuts = RowCuts::of_row(row_ptr, r, seg);
                 }
                 let j = (i - row_item[r] as usize) as u64;
                 let (start, end) = cuts.item(j, seg);
@@ -320,7 +296,7 @@ mod tests {
 
     /// Every property of the table that the kernel relies on, checked against an independent
     /// decoding of the columns (`code_at` sums over the whole row, entry by entry).
-    fn check(row_ptr: &[u32], codes: &[u8], seg: u32, from_row: usize, t: &SplitTable) {
+    fn check(row_ptr: &[u32], codes: &[u8], seg: u32, t: &SplitTable) {
         let rows = row_ptr.len() - 1;
         let n = t.items();
         assert_eq!(t.item_ptr.len(), n + 1);
@@ -337,7 +313,7 @@ mod tests {
             let (s, e) = (row_ptr[r], row_ptr[r + 1]);
             let items = t.row_item[r] as usize..t.row_item[r + 1] as usize;
             assert!(!items.is_empty(), "row {r} has no item");
-            if s == e || r < from_row {
+            if s == e {
                 assert_eq!(items.len(), 1, "row {r} must have exactly one item");
             }
             // The row's items cover exactly [s, e).
@@ -352,11 +328,7 @@ mod tests {
                 if s < e {
                     assert!(a < b, "item {i} of row {r} is empty");
                 }
-                assert!(
-                    r < from_row || b - a <= seg + 7,
-                    "item {i} has {} entries",
-                    b - a
-                );
+                assert!(b - a <= seg + 7, "item {i} has {} entries", b - a);
                 if i > items.start {
                     assert_eq!(a % 8, 0, "interior boundary {a} of row {r}");
                 }
@@ -371,7 +343,7 @@ mod tests {
             // 8) strictly inside (s, e), computed here by enumeration.
             let expected = (1u64..)
                 .map(|j| (u64::from(s) + j * u64::from(seg)).div_ceil(8) * 8)
-                .take_while(|&b| r >= from_row && b < u64::from(e))
+                .take_while(|&b| b < u64::from(e))
                 .collect::<Vec<_>>();
             let got: Vec<u64> = items.skip(1).map(|i| u64::from(t.item_ptr[i])).collect();
             assert_eq!(got, expected, "cuts of row {r}");
@@ -417,15 +389,12 @@ mod tests {
             cols in 0usize..700,
             density in prop_oneof![Just(1.0), Just(0.0), 0.01f64..1.0],
             seg_groups in 1u32..40,
-            from in 0usize..30,
             seed in any::<u64>(),
         ) {
             let seg = 8 * seg_groups;
-            // Tail splits: rows below `from_row` whole (past the last row: nothing cut).
-            let from_row = from % (rows + 2);
             let m = random_macko(rows, cols, density, seed);
-            let t = split_rows(m.row_ptr(), m.codes(), seg, from_row as u32).unwrap();
-            check(m.row_ptr(), m.codes(), seg, from_row, &t);
+            let t = split_rows(m.row_ptr(), m.codes(), seg).unwrap();
+            check(m.row_ptr(), m.codes(), seg, &t);
             for r in 0..rows {
                 let columns: Vec<usize> = m.row_entries(r).map(|(c, _)| c).collect();
                 let s = m.row_range(r).start;
@@ -446,14 +415,12 @@ mod tests {
                 0..40,
             ),
             seg_groups in prop_oneof![1u32..4, 1u32..600],
-            from in 0usize..50,
             seed in any::<u64>(),
         ) {
             let seg = 8 * seg_groups;
-            let from_row = from % (lengths.len() + 2);
             let (row_ptr, codes) = random_arrays(&lengths, seed);
-            let t = split_rows(&row_ptr, &codes, seg, from_row as u32).unwrap();
-            check(&row_ptr, &codes, seg, from_row, &t);
+            let t = split_rows(&row_ptr, &codes, seg).unwrap();
+            check(&row_ptr, &codes, seg, &t);
         }
 
         /// The nibble sum agrees with code_at, for every alignment of both ends.
@@ -472,23 +439,8 @@ mod tests {
     }
 
     #[test]
-    fn a_tail_split_keeps_the_rows_before_it_whole() {
-        // Four rows of 40 entries; from row 2 on, cut every 16: [80, 96), [96, 112), [112, 120).
-        let (row_ptr, codes) = random_arrays(&[40, 40, 40, 40], 3);
-        let t = split_rows(&row_ptr, &codes, 16, 2).unwrap();
-        check(&row_ptr, &codes, 16, 2, &t);
-        assert_eq!(t.row_item, vec![0, 1, 2, 5, 8]);
-        assert_eq!(t.item_ptr, vec![0, 40, 80, 96, 112, 120, 136, 152, 160]);
-        // Past the last row: every row whole, as with no split at all.
-        let t = split_rows(&row_ptr, &codes, 16, 9).unwrap();
-        check(&row_ptr, &codes, 16, 9, &t);
-        assert_eq!(t.row_item, vec![0, 1, 2, 3, 4]);
-        assert_eq!(t.item_ptr, row_ptr);
-    }
-
-    #[test]
     fn zero_rows_give_no_items() {
-        let t = split_rows(&[0], &[], 8, 0).unwrap();
+        let t = split_rows(&[0], &[], 8).unwrap();
         assert_eq!(t.items(), 0);
         assert_eq!(t.item_ptr, vec![0]);
         assert_eq!(t.row_item, vec![0]);
@@ -499,8 +451,8 @@ mod tests {
         // rows: empty, 3 entries, empty, empty at the end.
         let row_ptr = [0, 0, 3, 3, 3];
         let codes = [0x21, 0x03, 0, 0];
-        let t = split_rows(&row_ptr, &codes, 8, 0).unwrap();
-        check(&row_ptr, &codes, 8, 0, &t);
+        let t = split_rows(&row_ptr, &codes, 8).unwrap();
+        check(&row_ptr, &codes, 8, &t);
         assert_eq!(t.item_ptr, vec![0, 0, 3, 3, 3]);
         assert_eq!(t.item_row, vec![0, 1, 2, 3]);
         assert_eq!(t.row_item, vec![0, 1, 2, 3, 4]);
@@ -510,8 +462,8 @@ mod tests {
     #[test]
     fn a_row_shorter_than_seg_is_one_item() {
         let (row_ptr, codes) = random_arrays(&[5, 30, 2], 1);
-        let t = split_rows(&row_ptr, &codes, 64, 0).unwrap();
-        check(&row_ptr, &codes, 64, 0, &t);
+        let t = split_rows(&row_ptr, &codes, 64).unwrap();
+        check(&row_ptr, &codes, 64, &t);
         assert_eq!(t.row_item, vec![0, 1, 2, 3]);
     }
 
@@ -519,16 +471,16 @@ mod tests {
     fn a_row_of_exactly_seg_is_one_item_aligned_or_not() {
         // Aligned: [0, 16); then mid-group: [16, 19) and [19, 35) (19 + 16 = 35 → no cut inside).
         let (row_ptr, codes) = random_arrays(&[16, 3, 16], 2);
-        let t = split_rows(&row_ptr, &codes, 16, 0).unwrap();
-        check(&row_ptr, &codes, 16, 0, &t);
+        let t = split_rows(&row_ptr, &codes, 16).unwrap();
+        check(&row_ptr, &codes, 16, &t);
         assert_eq!(t.item_ptr, vec![0, 16, 19, 35]);
         // One more entry gives one cut, at ⌈(19 + 16)/8⌉·8 = 40 only if it is inside: 36 < 40.
         let (row_ptr, codes) = random_arrays(&[16, 3, 17], 2);
-        let t = split_rows(&row_ptr, &codes, 16, 0).unwrap();
+        let t = split_rows(&row_ptr, &codes, 16).unwrap();
         assert_eq!(t.item_ptr, vec![0, 16, 19, 36]);
         let (row_ptr, codes) = random_arrays(&[16, 3, 22], 2);
-        let t = split_rows(&row_ptr, &codes, 16, 0).unwrap();
-        check(&row_ptr, &codes, 16, 0, &t);
+        let t = split_rows(&row_ptr, &codes, 16).unwrap();
+        check(&row_ptr, &codes, 16, &t);
         assert_eq!(t.item_ptr, vec![0, 16, 19, 40, 41]);
     }
 
@@ -537,8 +489,8 @@ mod tests {
         // Row 1 is [3, 30): cuts at ⌈11/8⌉·8 = 16 and 24; its first item has 13 = seg + 5 entries.
         let row_ptr = [0, 3, 30];
         let codes: Vec<u8> = (0..16u8).map(|i| i.wrapping_mul(37)).collect();
-        let t = split_rows(&row_ptr, &codes, 8, 0).unwrap();
-        check(&row_ptr, &codes, 8, 0, &t);
+        let t = split_rows(&row_ptr, &codes, 8).unwrap();
+        check(&row_ptr, &codes, 8, &t);
         assert_eq!(t.item_ptr, vec![0, 3, 16, 24, 30]);
         assert_eq!(t.item_row, vec![0, 1, 1, 1]);
         assert_eq!(t.row_item, vec![0, 1, 4]);
@@ -551,17 +503,15 @@ mod tests {
     #[test]
     fn bad_segment_lengths_are_refused_by_value() {
         for seg in [0u32, 4, 7, 12, 9, 1001, u32::MAX] {
-            let e = split_rows(&[0, 8], &[0; 4], seg, 0)
-                .unwrap_err()
-                .to_string();
+            let e = split_rows(&[0, 8], &[0; 4], seg).unwrap_err().to_string();
             assert!(e.contains(&seg.to_string()), "{e}");
         }
-        assert!(split_rows(&[0, 8], &[0; 4], u32::MAX - 7, 0).is_ok());
+        assert!(split_rows(&[0, 8], &[0; 4], u32::MAX - 7).is_ok());
     }
 
     #[test]
     fn bad_row_pointers_are_refused() {
-        let e = |row_ptr: &[u32], codes: &[u8]| split_rows(row_ptr, codes, 8, 0).unwrap_err();
+        let e = |row_ptr: &[u32], codes: &[u8]| split_rows(row_ptr, codes, 8).unwrap_err();
         assert!(e(&[], &[]).to_string().contains("empty"));
         assert!(e(&[1, 2], &[0; 4]).to_string().contains("row_ptr[0]"));
         let dec = e(&[0, 5, 3], &[0; 4]).to_string();
@@ -600,7 +550,7 @@ mod tests {
             let mut items = 0;
             for _ in 0..5 {
                 let t0 = std::time::Instant::now();
-                let t = split_rows(m.row_ptr(), m.codes(), seg, 0).unwrap();
+                let t = split_rows(m.row_ptr(), m.codes(), seg).unwrap();
                 best = best.min(t0.elapsed().as_secs_f64());
                 items = t.items();
             }
@@ -611,7 +561,7 @@ mod tests {
                 rayon::current_num_threads()
             );
         }
-        let t = split_rows(m.row_ptr(), m.codes(), 256, 0).unwrap();
-        check(m.row_ptr(), m.codes(), 256, 0, &t);
+        let t = split_rows(m.row_ptr(), m.codes(), 256).unwrap();
+        check(m.row_ptr(), m.codes(), 256, &t);
     }
 }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaEvent, CudaSlice, CudaStream};
 
-use super::cuda_error;
+use super::errors::cuda_error;
 use super::memory::DeviceArray;
 use crate::error::Result;
 
@@ -107,7 +107,7 @@ impl StreamBuffers {
     pub fn new(stream: &Arc<CudaStream>, bytes: u64, copies: u64, blocks: u32) -> Result<Self> {
         let words = bytes.div_ceil(16).max(1);
         let len = usize::try_from(words * 4).map_err(|_| {
-            super::probe::internal("streaming-read buffer larger than the address space")
+            super::errors::internal("streaming-read buffer larger than the address space")
         })?;
         let mut buffers = Vec::new();
         for _ in 0..copies {

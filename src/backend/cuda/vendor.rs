@@ -15,18 +15,10 @@ use cudarc::cusparse::{result as sparse_result, sys as sparse};
 use cudarc::driver::{CudaContext, CudaStream, DevicePtr, DevicePtrMut, SyncOnDrop};
 use macko_format::{CsrMatrix, DenseMatrix};
 
-use super::memory::{dim, CudaMatrix, DenseDev, DeviceArray, VectorData};
-use super::probe::internal;
-use super::{cuda_error, launch::Plan};
+use super::errors::{cuda_error, internal, unavailable};
+use super::memory::{dim, DenseDev, DeviceArray, VectorData};
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
-
-fn unavailable(reason: impl Into<String>) -> Error {
-    Error::Unavailable {
-        backend: BackendKind::Cuda,
-        reason: reason.into(),
-    }
-}
 
 /// A cuBLAS handle bound to the backend's stream.
 struct CublasHandle(blas::cublasHandle_t);
@@ -134,15 +126,14 @@ impl Vendor {
 
     /// Uploads a dense matrix for cuBLAS (probing cuBLAS first, so a missing library is an
     /// error here rather than at the first product).
-    pub fn upload_cublas(&self, m: &DenseMatrix) -> Result<CudaMatrix> {
+    pub fn upload_cublas(&self, m: &DenseMatrix) -> Result<DenseDev> {
         drop(self.cublas()?);
         let values: &[u16] = bytemuck::cast_slice(m.values());
-        Ok(CudaMatrix::Cublas(DenseDev {
+        Ok(DenseDev {
             rows: dim(m.rows(), "rows")?,
             cols: dim(m.cols(), "columns")?,
             values: DeviceArray::upload(&self.stream, values, "the dense matrix (cuBLAS)")?,
-            plan: Plan::default(),
-        }))
+        })
     }
 
     /// Queues y = A·x through `cublasGemmEx`: A is row-major rows × cols, which column-major
@@ -201,7 +192,7 @@ impl Vendor {
 
     /// Uploads a CSR matrix for cuSPARSE: its descriptor and the SpMV workspace (sized for
     /// either output precision) are made here, so a product only queues `cusparseSpMV`.
-    pub fn upload_cusparse(&self, m: &CsrMatrix) -> Result<CudaMatrix> {
+    pub fn upload_cusparse(&self, m: &CsrMatrix) -> Result<CusparseCsr> {
         let rows = dim(m.rows(), "rows")?;
         let cols = dim(m.cols(), "columns")?;
         if m.nnz() > i32::MAX as usize {
@@ -230,14 +221,14 @@ impl Vendor {
             row_ptr: DeviceArray::upload(&self.stream, m.row_ptr(), "CSR rows (cuSPARSE)")?,
         };
         if rows == 0 || cols == 0 || m.nnz() == 0 {
-            return Ok(CudaMatrix::Cusparse(csr));
+            return Ok(csr);
         }
         self.bind()?;
         csr.descr = Some(SpMat::csr(&mut csr, &self.stream, m.nnz() as i64)?);
         let (bytes, f32_output) = self.spmv_buffer_size(handle, &csr)?;
         csr.workspace = DeviceArray::zeros(&self.stream, bytes, "the cuSPARSE workspace")?;
         csr.f32_output = f32_output;
-        Ok(CudaMatrix::Cusparse(csr))
+        Ok(csr)
     }
 
     /// The larger of the workspaces cusparseSpMV asks for with an f16 and with an f32 y, and

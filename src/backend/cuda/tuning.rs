@@ -1,0 +1,267 @@
+//! Typed tuning of the CUDA backend: each field forces one choice that the plan rules
+//! (`plan.rs`, `rules.rs`) otherwise make per matrix. `Default` is production behaviour (every
+//! field `None`: the rules decide). Experiments and the sweep scripts set the fields through
+//! `MACKO_TUNING="cuda.split=3 cuda.lanes=16"`, read in one place (src/options.rs), which calls
+//! [`CudaTuning::set`] for each `cuda.` item; the cross-backend suite forces each non-default
+//! plan through `CudaTuning::forced_plans` (in plan.rs, beside the plan it predicates on).
+
+use super::rules::MAX_SPLIT;
+
+/// Where the sparse kernels read x from, when forced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum XPlace {
+    /// Staged in shared memory (an error where the copy does not fit).
+    Shared,
+    /// Read from global memory through the read-only cache.
+    Global,
+}
+
+/// Rows cut into segments, when forced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitPolicy {
+    /// Whole rows.
+    Off,
+    /// Every row cut into this many segments (1 to 8).
+    Segments(u32),
+}
+
+/// The CUDA plan choices a tuning may force. `None` everywhere: the plan rules decide.
+#[doc(hidden)]
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CudaTuning {
+    /// `x`: where the sparse kernels read x (`smem` or `global`).
+    pub x: Option<XPlace>,
+    /// `xpad`: x staged in the padded layout (one unused word after every 32) or plain.
+    pub xpad: Option<bool>,
+    /// `xhalf`: x staged as binary16 (`macko_*_xh_*`) wherever it is staged plain, and where
+    /// only binary16 fits.
+    pub xhalf: Option<bool>,
+    /// `lanes`: lanes per row of the MACKO row kernel, 16 (a half-warp) or 32.
+    pub lanes: Option<u32>,
+    /// `chunks`: batches of `MACKO_CHUNKS_SHORT` chunks (`short`, true) or `MACKO_CHUNKS`
+    /// (`long`, false).
+    pub short_chunks: Option<bool>,
+    /// `block`: threads per block of the MACKO kernel with x staged, 512 or 1024.
+    pub block: Option<u32>,
+    /// `split`: rows cut into segments (`off` or a count 1 to 8).
+    pub split: Option<SplitPolicy>,
+    /// `pipe`: two-chunk warp batches software-pipelined.
+    pub pipe: Option<bool>,
+    /// `flat`: the flat kernel (one range of entries per warp).
+    pub flat: Option<bool>,
+    /// `flat_snap`: how far from the even cut (a fraction of the mean range, 0 to 0.5) a flat
+    /// range may start at a row's start instead of inside a row; 0 cuts every range inside a
+    /// row (the setting that tests the combine of cut rows).
+    pub flat_snap: Option<f64>,
+    /// `lean`: the lean row kernel (`macko_lean_*`).
+    pub lean: Option<bool>,
+    /// `spread`: a row kernel's grid grown to every resident block where its items are fewer
+    /// than their warps.
+    pub spread: Option<bool>,
+}
+
+/// A tuning that forces one non-default plan, with a predicate on the plan that says the
+/// forced plan was taken (the cross-backend suite asserts it).
+pub struct ForcedPlan<T, P> {
+    /// Name of the case in test output.
+    pub name: &'static str,
+    /// The tuning that forces it.
+    pub tuning: T,
+    /// Whether a plan is the forced one.
+    pub taken: fn(&P) -> bool,
+}
+
+/// An on/off value: `on`/`1` or `off`/`0`, `None` for `auto` or empty.
+fn on_off(value: &str) -> Result<Option<bool>, String> {
+    match value {
+        "" | "auto" => Ok(None),
+        "on" | "1" => Ok(Some(true)),
+        "off" | "0" => Ok(Some(false)),
+        _ => Err("expected on, off or auto".into()),
+    }
+}
+
+/// One of `choices` (name, value), `None` for `auto` or empty.
+fn one_of<T: Copy>(value: &str, choices: &[(&str, T)], rule: &str) -> Result<Option<T>, String> {
+    if value.is_empty() || value == "auto" {
+        return Ok(None);
+    }
+    choices
+        .iter()
+        .find(|(name, _)| *name == value)
+        .map(|&(_, v)| Some(v))
+        .ok_or_else(|| rule.to_string())
+}
+
+impl CudaTuning {
+    /// Every key [`CudaTuning::set`] accepts, for error messages.
+    pub const KEYS: &'static [&'static str] = &[
+        "x",
+        "xpad",
+        "xhalf",
+        "lanes",
+        "chunks",
+        "block",
+        "split",
+        "pipe",
+        "flat",
+        "flat_snap",
+        "lean",
+        "spread",
+    ];
+
+    /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
+    /// `set("split", "3")`. The value is trimmed and compared in lower case; `auto` hands the
+    /// choice back to the rules. `Err`: the rule the value broke, e.g. "expected on, off or
+    /// auto", or the keys there are.
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), String> {
+        let v = value.trim().to_ascii_lowercase();
+        let v = v.as_str();
+        match key {
+            "x" => {
+                self.x = one_of(
+                    v,
+                    &[
+                        ("smem", XPlace::Shared),
+                        ("shared", XPlace::Shared),
+                        ("global", XPlace::Global),
+                    ],
+                    "expected smem, global or auto",
+                )?
+            }
+            "xpad" => self.xpad = on_off(v)?,
+            "xhalf" => self.xhalf = on_off(v)?,
+            "lanes" => {
+                self.lanes = one_of(v, &[("16", 16), ("32", 32)], "expected 16, 32 or auto")?
+            }
+            "chunks" => {
+                self.short_chunks = one_of(
+                    v,
+                    &[("short", true), ("long", false)],
+                    "expected short, long or auto",
+                )?
+            }
+            "block" => {
+                self.block = one_of(
+                    v,
+                    &[("512", 512), ("1024", 1024)],
+                    "expected 512, 1024 or auto",
+                )?
+            }
+            "split" => self.split = split_policy(v)?,
+            "pipe" => self.pipe = on_off(v)?,
+            "flat" => self.flat = on_off(v)?,
+            "flat_snap" => {
+                self.flat_snap = match v {
+                    "" | "auto" => None,
+                    f => Some(
+                        f.parse::<f64>()
+                            .ok()
+                            .filter(|f| (0.0..=0.5).contains(f))
+                            .ok_or("expected a fraction in [0, 0.5] or auto")?,
+                    ),
+                }
+            }
+            "lean" => self.lean = on_off(v)?,
+            "spread" => self.spread = on_off(v)?,
+            other => {
+                return Err(format!(
+                    "unknown key {other:?}: expected one of {}",
+                    Self::KEYS.join(", ")
+                ))
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `split` value: `off`/`0`, a segment count 1 to [`MAX_SPLIT`], or `auto`.
+fn split_policy(v: &str) -> Result<Option<SplitPolicy>, String> {
+    match v {
+        "" | "auto" => Ok(None),
+        "off" | "0" => Ok(Some(SplitPolicy::Off)),
+        n => match n.parse::<u32>() {
+            Ok(k @ 1..=MAX_SPLIT) => Ok(Some(SplitPolicy::Segments(k))),
+            _ => Err(format!(
+                "expected off, a segment count 1..={MAX_SPLIT} or auto"
+            )),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_key_is_accepted_with_auto() {
+        let mut t = CudaTuning::default();
+        for key in CudaTuning::KEYS {
+            t.set(key, "auto").unwrap_or_else(|e| panic!("{key}: {e}"));
+        }
+        assert_eq!(t, CudaTuning::default());
+    }
+
+    #[test]
+    fn values_parse_into_the_typed_fields() {
+        let mut t = CudaTuning::default();
+        for (k, v) in [
+            ("x", "global"),
+            ("xpad", "ON"),
+            ("xhalf", "0"),
+            ("lanes", "16"),
+            ("chunks", "long"),
+            ("block", "1024"),
+            ("split", "3"),
+            ("pipe", "off"),
+            ("flat", "on"),
+            ("flat_snap", "0"),
+            ("lean", "off"),
+            ("spread", "1"),
+        ] {
+            t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
+        }
+        assert_eq!(
+            t,
+            CudaTuning {
+                x: Some(XPlace::Global),
+                xpad: Some(true),
+                xhalf: Some(false),
+                lanes: Some(16),
+                short_chunks: Some(false),
+                block: Some(1024),
+                split: Some(SplitPolicy::Segments(3)),
+                pipe: Some(false),
+                flat: Some(true),
+                flat_snap: Some(0.0),
+                lean: Some(false),
+                spread: Some(true),
+            }
+        );
+        t.set("split", "off").expect("off");
+        assert_eq!(t.split, Some(SplitPolicy::Off));
+    }
+
+    #[test]
+    fn bad_values_and_keys_say_the_rule() {
+        let mut t = CudaTuning::default();
+        assert_eq!(
+            t.set("lean", "yes"),
+            Err("expected on, off or auto".to_string())
+        );
+        assert!(t.set("split", "9").is_err_and(|e| e.contains("1..=8")));
+        assert!(t.set("lanes", "8").is_err());
+        assert!(t.set("flat_snap", "0.6").is_err());
+        assert!(t.set("tail", "0.5:3").is_err_and(|e| e.contains("split")));
+        assert_eq!(t, CudaTuning::default());
+    }
+
+    #[test]
+    fn forced_plans_have_distinct_names_and_non_default_tunings() {
+        let plans = CudaTuning::forced_plans();
+        for (i, p) in plans.iter().enumerate() {
+            assert_ne!(p.tuning, CudaTuning::default(), "{}", p.name);
+            assert!(plans[..i].iter().all(|q| q.name != p.name), "{}", p.name);
+        }
+    }
+}
