@@ -8,68 +8,15 @@ use std::sync::Arc;
 use half::f16;
 
 use crate::backend::{
-    self, Backend, BackendKind, DeviceInfo, HostVector, MatrixKind, MatrixRef, Precision, Storage,
-    VendorBaseline,
+    self, Backend, BackendKind, DeviceInfo, HostVector, MatrixKind, MatrixRef, Plan, Precision,
+    Storage, VendorBaseline,
 };
 use crate::error::{Error, Result};
-
-/// Environment variable that forces a backend (`cpu`, `wgpu` or `cuda`).
-pub const ENV_BACKEND: &str = "MACKO_BACKEND";
-/// Environment variable that, set to `0`, turns off the wgpu subgroup kernels.
-pub const ENV_WGPU_SUBGROUPS: &str = "MACKO_WGPU_SUBGROUPS";
-
-/// How to open a device. `Default` is what [`Device::auto`] uses.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeviceOptions {
-    /// Open this backend, or the first that works when `None`.
-    pub backend: Option<BackendKind>,
-    /// wgpu: accept a software adapter (lavapipe, llvmpipe, WARP). Off for `auto`, where the
-    /// CPU backend is the better choice; on when wgpu is asked for by name.
-    pub allow_software_adapter: bool,
-    /// wgpu: use subgroup operations where the adapter has them (`MACKO_WGPU_SUBGROUPS=0`
-    /// turns them off, so the workgroup-memory kernels can be tested anywhere).
-    pub wgpu_subgroups: bool,
-    /// wgpu: an artificial cap on the bytes of one buffer binding, below the adapter's own, so
-    /// tests can exercise the splitting of big matrices into row blocks with small ones.
-    pub max_binding_bytes: Option<u64>,
-    /// CUDA: ordinal of the GPU to use.
-    pub cuda_ordinal: usize,
-}
-
-impl Default for DeviceOptions {
-    fn default() -> Self {
-        Self {
-            backend: None,
-            allow_software_adapter: false,
-            wgpu_subgroups: true,
-            max_binding_bytes: None,
-            cuda_ordinal: 0,
-        }
-    }
-}
-
-impl DeviceOptions {
-    /// Options for one backend, asked for by name: software adapters allowed.
-    pub fn for_backend(kind: BackendKind) -> Self {
-        Self {
-            backend: Some(kind),
-            allow_software_adapter: true,
-            ..Self::default()
-        }
-    }
-
-    /// Options from the environment: `MACKO_BACKEND` and `MACKO_WGPU_SUBGROUPS`.
-    pub fn from_env() -> Result<Self> {
-        let mut opts = match std::env::var(ENV_BACKEND) {
-            Ok(name) if !name.trim().is_empty() => Self::for_backend(name.parse()?),
-            _ => Self::default(),
-        };
-        if let Ok(v) = std::env::var(ENV_WGPU_SUBGROUPS) {
-            opts.wgpu_subgroups = !matches!(v.trim(), "0" | "false" | "off" | "no");
-        }
-        Ok(opts)
-    }
-}
+use crate::options;
+pub(crate) use crate::options::DeviceOptions;
+// TEMPORARY until the wgpu backend stops importing the device layer.
+#[allow(unused_imports)]
+pub(crate) use crate::options::{ENV_BACKEND, ENV_WGPU_SUBGROUPS};
 
 /// Whether one backend can be used here, and if not, why.
 #[derive(Debug, Clone, PartialEq)]
@@ -181,7 +128,7 @@ fn open_backend(kind: BackendKind, opts: &DeviceOptions) -> Result<Arc<dyn Backe
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => backend::cuda::open(&backend::cuda::CudaConfig {
             ordinal: opts.cuda_ordinal,
-            tuning: cuda_tuning_from_env()?,
+            tuning: opts.tuning.cuda.clone(),
         }),
         #[allow(unreachable_patterns)]
         other => {
@@ -192,36 +139,6 @@ fn open_backend(kind: BackendKind, opts: &DeviceOptions) -> Result<Arc<dyn Backe
             })
         }
     }
-}
-
-/// Environment variable of experiment settings, `cuda.key=value` items separated by whitespace
-/// (the value is everything after the first `=`), read here until src/options.rs reads every
-/// variable in one place.
-#[cfg(feature = "cuda")]
-const ENV_TUNING: &str = "MACKO_TUNING";
-
-/// The `cuda.` items of `MACKO_TUNING` as a typed tuning; a bad item is an error naming it and
-/// the rule it broke.
-#[cfg(feature = "cuda")]
-fn cuda_tuning_from_env() -> Result<backend::cuda::tuning::CudaTuning> {
-    std::env::var(ENV_TUNING).map_or(Ok(Default::default()), |text| cuda_tuning(&text))
-}
-
-/// The `cuda.` items of a `MACKO_TUNING` text (items of other backends are skipped).
-#[cfg(feature = "cuda")]
-fn cuda_tuning(text: &str) -> Result<backend::cuda::tuning::CudaTuning> {
-    let mut tuning = backend::cuda::tuning::CudaTuning::default();
-    for item in text.split_whitespace() {
-        let Some(rest) = item.strip_prefix("cuda.") else {
-            continue;
-        };
-        let (key, value) = rest.split_once('=').unwrap_or((rest, ""));
-        tuning.set(key, value).map_err(|rule| Error::Backend {
-            backend: BackendKind::Cuda,
-            message: format!("{ENV_TUNING}: {item:?}: {rule}"),
-        })?;
-    }
-    Ok(tuning)
 }
 
 impl Device {
@@ -242,8 +159,20 @@ impl Device {
         Self::with_options(&DeviceOptions::for_backend(kind))
     }
 
-    /// A device chosen by `opts`.
+    /// A device chosen by `opts`. Where `opts` carries no tuning of its own (the default),
+    /// `MACKO_TUNING` applies (see [`DeviceOptions::tuning`]), so the sweep scripts reach every
+    /// device a program or test opens; a bad item is an error naming it.
     pub fn with_options(opts: &DeviceOptions) -> Result<Self> {
+        let with_env;
+        let opts = if opts.tuning == options::Tuning::default() {
+            with_env = DeviceOptions {
+                tuning: options::tuning_from_env()?,
+                ..opts.clone()
+            };
+            &with_env
+        } else {
+            opts
+        };
         let backend = match opts.backend {
             Some(kind) => open_backend(kind, opts)?,
             None => BackendKind::ALL
@@ -374,6 +303,15 @@ impl Device {
         self.backend.spmv(&a.storage, &x.storage, &mut y.storage)
     }
 
+    /// The plan `a` is multiplied with, computed once when it was uploaded (which kernel, grid,
+    /// layout): for tests, `macko info` and measurements. An error for a matrix uploaded for a
+    /// vendor baseline.
+    #[doc(hidden)]
+    pub fn plan(&self, a: &DeviceMatrix) -> Result<Plan> {
+        self.check_owner("matrix", a.device)?;
+        self.backend.plan(&a.storage)
+    }
+
     /// Waits until every queued product is done.
     pub fn synchronize(&self) -> Result<()> {
         self.backend.synchronize()
@@ -428,31 +366,5 @@ impl Device {
     /// The backend itself, for benchmarks and backend-specific extensions.
     pub fn backend(&self) -> &dyn Backend {
         self.backend.as_ref()
-    }
-}
-
-#[cfg(all(test, feature = "cuda"))]
-mod tests {
-    use super::*;
-    use crate::backend::cuda::tuning::{CudaTuning, SplitPolicy};
-
-    #[test]
-    fn macko_tuning_sets_the_cuda_items_and_names_a_bad_one() {
-        let t = cuda_tuning("wgpu.x_tiles=on cuda.split=3  cuda.lanes=16").expect("parses");
-        assert_eq!(
-            t,
-            CudaTuning {
-                split: Some(SplitPolicy::Segments(3)),
-                lanes: Some(16),
-                ..CudaTuning::default()
-            }
-        );
-        assert_eq!(cuda_tuning("").expect("empty"), CudaTuning::default());
-        match cuda_tuning("cuda.lean=maybe") {
-            Err(Error::Backend { message, .. }) => {
-                assert!(message.contains("cuda.lean=maybe") && message.contains("on, off or auto"))
-            }
-            other => panic!("expected an error, got {other:?}"),
-        }
     }
 }

@@ -25,6 +25,14 @@ pub enum Error {
         /// The name given.
         name: String,
     },
+    /// An item of `MACKO_TUNING` (or of [`crate::DeviceOptions`]'s tuning) broke a rule.
+    #[error("MACKO_TUNING item {item:?}: {reason}")]
+    Tuning {
+        /// The `backend.key=value` item.
+        item: String,
+        /// The rule it broke.
+        reason: String,
+    },
     /// A handle made by one device was passed to another.
     #[error("{what} belongs to device #{handle_device}, not to this device #{device}")]
     WrongDevice {

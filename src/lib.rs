@@ -35,19 +35,19 @@ pub mod backend;
 pub mod checkpoint;
 mod device;
 mod error;
+mod options;
 pub mod prune;
 pub mod synthetic;
 
 pub use backend::{
-    Backend, BackendKind, DeviceInfo, HostVector, MatrixKind, MatrixRef, Precision, VendorBaseline,
+    Backend, BackendKind, DeviceInfo, ForcedPlan, HostVector, MatrixKind, MatrixRef, Plan,
+    Precision, VendorBaseline,
 };
-pub use device::{
-    BackendStatus, Device, DeviceMatrix, DeviceOptions, DeviceVector, ENV_BACKEND,
-    ENV_WGPU_SUBGROUPS,
-};
+pub use device::{BackendStatus, Device, DeviceMatrix, DeviceVector};
 pub use error::{Error, Result};
 pub use half;
 pub use macko_format::{
     self as format, reference, storage, AnyMatrix, CsrMatrix, DenseMatrix, FormatError,
     MackoMatrix, OutputPrecision,
 };
+pub use options::{DeviceOptions, ENV_BACKEND, ENV_TUNING, ENV_WGPU_SUBGROUPS};

@@ -11,11 +11,13 @@ use macko_format::OutputPrecision;
 
 use crate::error::{Error, Result};
 
+pub use forced::ForcedPlan;
 pub use kind::BackendKind;
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+mod forced;
 pub(crate) mod kind;
 #[cfg(any(feature = "wgpu", feature = "cuda"))]
 #[cfg(feature = "wgpu")]
@@ -95,6 +97,20 @@ pub struct DeviceInfo {
     pub properties: Vec<(String, String)>,
 }
 
+/// How a device multiplies one uploaded matrix: the plan its backend computed once, at upload,
+/// from the shape, the matrix's statistics, the device's capabilities and the tuning. Plans are
+/// data, so tests and `macko info` can say which kernel runs without timing anything.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Plan {
+    /// The CPU's.
+    Cpu(cpu::CpuPlan),
+    /// The CUDA backend's.
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::plan::CudaPlan),
+}
+
 /// Backend-owned storage behind a [`crate::DeviceMatrix`] or [`crate::DeviceVector`]. Only the
 /// backend that made it knows its concrete type.
 pub type Storage = Box<dyn Any + Send + Sync>;
@@ -113,6 +129,8 @@ pub trait Backend: Send + Sync {
     /// Enqueues y = A·x. May return before the product is done; later calls on the same device
     /// see its result (products run in order).
     fn spmv(&self, a: &Storage, x: &Storage, y: &mut Storage) -> Result<()>;
+    /// The plan `a` was uploaded with (an error for a vendor baseline's matrix, which has none).
+    fn plan(&self, a: &Storage) -> Result<Plan>;
     /// Waits until every enqueued product is done.
     fn synchronize(&self) -> Result<()>;
     /// Waits for pending work, then copies a vector back.

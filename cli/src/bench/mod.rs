@@ -158,7 +158,11 @@ fn plan(args: &BenchArgs) -> Result<Plan, CliError> {
     Ok(Plan { shapes, densities })
 }
 
-fn open_devices(args: &BenchArgs) -> Vec<Bench> {
+/// Opens every backend asked for (or every one), skipping those unavailable here. A bad
+/// `MACKO_BACKEND`/`MACKO_TUNING` is an error, not a skip: a sweep must not measure defaults
+/// while believing it measured a tuning.
+fn open_devices(args: &BenchArgs) -> Result<Vec<Bench>, CliError> {
+    let env = DeviceOptions::from_env()?;
     let kinds: Vec<BackendKind> = if args.backend.is_empty() {
         BackendKind::ALL.to_vec()
     } else {
@@ -168,11 +172,8 @@ fn open_devices(args: &BenchArgs) -> Vec<Bench> {
     for kind in kinds {
         let opts = DeviceOptions {
             backend: Some(kind),
-            ..DeviceOptions::from_env().unwrap_or_else(|_| DeviceOptions::for_backend(kind))
-        };
-        let opts = DeviceOptions {
             allow_software_adapter: true,
-            ..opts
+            ..env.clone()
         };
         match Device::with_options(&opts) {
             Ok(dev) => {
@@ -192,7 +193,7 @@ fn open_devices(args: &BenchArgs) -> Vec<Bench> {
             Err(e) => println!("{kind:<5} skipped: {e}"),
         }
     }
-    out
+    Ok(out)
 }
 
 /// Prints a line above the progress bar (or plainly, when output is not a terminal and the bar
@@ -359,7 +360,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         return merge::run(&args.merge, out);
     }
     let plan = plan(args)?;
-    let benches = open_devices(args);
+    let benches = open_devices(args)?;
     if benches.is_empty() {
         return Err(CliError::Usage("no backend could be opened".into()));
     }

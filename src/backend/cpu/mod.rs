@@ -9,8 +9,8 @@ use macko_format::{code_at, CsrMatrix, DenseMatrix, MackoMatrix, GROUP};
 use rayon::prelude::*;
 
 use super::{
-    downcast, downcast_mut, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision,
-    Storage,
+    downcast, downcast_mut, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Plan,
+    Precision, Storage,
 };
 use crate::error::Result;
 
@@ -19,8 +19,22 @@ mod avx2;
 /// Rows per parallel task.
 const ROWS_PER_TASK: usize = 32;
 
-/// A matrix "on" the CPU: a copy of the validated host arrays.
-enum CpuMatrix {
+/// How the CPU multiplies one matrix, chosen once at upload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CpuPlan {
+    /// The AVX2 group loop (gathers with 32-bit offsets, so only below 2³¹ columns) and dense
+    /// row, else the portable loops.
+    pub avx2: bool,
+}
+
+/// A matrix "on" the CPU: a copy of the validated host arrays, and its plan.
+struct CpuMatrix {
+    data: CpuData,
+    plan: CpuPlan,
+}
+
+/// The arrays of a [`CpuMatrix`].
+enum CpuData {
     Macko(MackoMatrix),
     Csr(CsrMatrix),
     Dense(DenseMatrix),
@@ -55,6 +69,20 @@ impl CpuBackend {
     }
 }
 
+impl CpuBackend {
+    /// The plan of a matrix of `cols` columns: a pure function of the shape and the CPU.
+    pub fn plan(&self, cols: usize) -> CpuPlan {
+        CpuPlan {
+            avx2: self.avx2 && cols < i32::MAX as usize,
+        }
+    }
+
+    /// The plan an uploaded matrix was given.
+    pub(crate) fn plan_of(&self, a: &Storage) -> Result<CpuPlan> {
+        Ok(downcast::<CpuMatrix>(a, BackendKind::Cpu, "matrix")?.plan)
+    }
+}
+
 impl Backend for CpuBackend {
     fn info(&self) -> DeviceInfo {
         let threads = rayon::current_num_threads();
@@ -79,11 +107,13 @@ impl Backend for CpuBackend {
     }
 
     fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<Storage> {
-        Ok(Box::new(match m {
-            MatrixRef::Macko(m) => CpuMatrix::Macko(m.clone()),
-            MatrixRef::Csr(m) => CpuMatrix::Csr(m.clone()),
-            MatrixRef::Dense(m) => CpuMatrix::Dense(m.clone()),
-        }))
+        let plan = self.plan(m.shape().1);
+        let data = match m {
+            MatrixRef::Macko(m) => CpuData::Macko(m.clone()),
+            MatrixRef::Csr(m) => CpuData::Csr(m.clone()),
+            MatrixRef::Dense(m) => CpuData::Dense(m.clone()),
+        };
+        Ok(Box::new(CpuMatrix { data, plan }))
     }
 
     fn upload_vector(&self, x: &[f16]) -> Result<Storage> {
@@ -104,16 +134,17 @@ impl Backend for CpuBackend {
             CpuVector::F32(x) => x.clone(),
         };
         let y = downcast_mut::<CpuVector>(y, BackendKind::Cpu, "y")?;
+        // Whether x is finite is known only now: a product with NaN/∞ in x masks padding.
         let finite = x.iter().all(|v| v.is_finite());
-        let avx2 = self.avx2 && x.len() < i32::MAX as usize;
-        let row = |r: usize| match (a, finite) {
-            (CpuMatrix::Macko(m), true) => macko_row::<false>(m, r, &x, avx2),
-            (CpuMatrix::Macko(m), false) => macko_row::<true>(m, r, &x, avx2),
-            (CpuMatrix::Csr(m), true) => csr_row::<false>(m, r, &x),
-            (CpuMatrix::Csr(m), false) => csr_row::<true>(m, r, &x),
-            (CpuMatrix::Dense(m), _) => {
+        let avx2 = a.plan.avx2;
+        let row = |r: usize| match (&a.data, finite) {
+            (CpuData::Macko(m), true) => macko_row::<false>(m, r, &x, avx2),
+            (CpuData::Macko(m), false) => macko_row::<true>(m, r, &x, avx2),
+            (CpuData::Csr(m), true) => csr_row::<false>(m, r, &x),
+            (CpuData::Csr(m), false) => csr_row::<true>(m, r, &x),
+            (CpuData::Dense(m), _) => {
                 #[cfg(target_arch = "x86_64")]
-                if self.avx2 {
+                if avx2 {
                     // SAFETY: `self.avx2` is `avx2::supported()`; row and x both have `cols`
                     // elements (checked by `Device::spmv`).
                     return unsafe { avx2::dense_row(m.row(r), &x) };
@@ -134,6 +165,10 @@ impl Backend for CpuBackend {
                 .for_each(|(r, out)| *out = row(r)),
         }
         Ok(())
+    }
+
+    fn plan(&self, a: &Storage) -> Result<Plan> {
+        self.plan_of(a).map(Plan::Cpu)
     }
 
     fn synchronize(&self) -> Result<()> {

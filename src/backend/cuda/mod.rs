@@ -176,8 +176,7 @@ impl CudaBackend {
     }
 
     /// The plan an uploaded matrix is launched with (an error for the vendor baselines, which
-    /// have none). For `Device::plan` and the cross-backend suite, which the merge wires up.
-    #[allow(dead_code)]
+    /// have none).
     pub(crate) fn plan_of(&self, a: &Storage) -> Result<CudaPlan> {
         let a = downcast::<CudaMatrix>(a, BackendKind::Cuda, "matrix")?;
         a.plan().copied().ok_or_else(|| Error::Backend {
@@ -284,6 +283,10 @@ impl Backend for CudaBackend {
         let x = downcast::<CudaVector>(x, BackendKind::Cuda, "x")?;
         let y = downcast_mut::<CudaVector>(y, BackendKind::Cuda, "y")?;
         self.product(a, x, y)
+    }
+
+    fn plan(&self, a: &Storage) -> Result<super::Plan> {
+        self.plan_of(a).map(super::Plan::Cuda)
     }
 
     fn synchronize(&self) -> Result<()> {

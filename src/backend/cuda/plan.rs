@@ -16,7 +16,8 @@ use super::rules::{
     lean_rows, pipelined_by_default, segment_entries, short_rows, split_segments, spread_grid,
     wide_half_x_measured_for, FLAT_SNAP, PAD_MIN_FILL,
 };
-use super::tuning::{CudaTuning, ForcedPlan, SplitPolicy, XPlace};
+use super::tuning::{CudaTuning, SplitPolicy, XPlace};
+use crate::backend::forced::ForcedPlan;
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
 

@@ -60,17 +60,6 @@ pub struct CudaTuning {
     pub spread: Option<bool>,
 }
 
-/// A tuning that forces one non-default plan, with a predicate on the plan that says the
-/// forced plan was taken (the cross-backend suite asserts it).
-pub struct ForcedPlan<T, P> {
-    /// Name of the case in test output.
-    pub name: &'static str,
-    /// The tuning that forces it.
-    pub tuning: T,
-    /// Whether a plan is the forced one.
-    pub taken: fn(&P) -> bool,
-}
-
 /// An on/off value: `on`/`1` or `off`/`0`, `None` for `auto` or empty.
 fn on_off(value: &str) -> Result<Option<bool>, String> {
     match value {

@@ -1,0 +1,235 @@
+//! How a device is opened, and the one place the environment is read.
+//!
+//! Variables for users (README, "Environment variables"):
+//! - `MACKO_BACKEND=cpu|wgpu|cuda` forces a backend ([`crate::Device::from_env`]);
+//! - `MACKO_WGPU_SUBGROUPS=0` turns off wgpu's subgroup kernels (the workgroup-memory path).
+//!
+//! For maintainers, `MACKO_TUNING` forces plan choices the rules otherwise make, for the sweep
+//! scripts of kernels/ and shaders/: whitespace-separated `backend.key=value` items, e.g.
+//! `MACKO_TUNING="cuda.split=3 cuda.lanes=16 wgpu.x_tiles=off"`. Each item is checked; a
+//! wrong one is an error naming it and the rule it broke, never silently ignored. The typed
+//! form is [`DeviceOptions::tuning`].
+
+#[cfg(feature = "cuda")]
+use crate::backend::cuda::tuning::CudaTuning;
+#[cfg(all(feature = "wgpu", any()))]
+use crate::backend::wgpu::WgpuTuning;
+use crate::backend::BackendKind;
+use crate::error::{Error, Result};
+
+/// Environment variable that forces a backend (`cpu`, `wgpu` or `cuda`).
+pub const ENV_BACKEND: &str = "MACKO_BACKEND";
+/// Environment variable that, set to `0`, turns off the wgpu subgroup kernels.
+pub const ENV_WGPU_SUBGROUPS: &str = "MACKO_WGPU_SUBGROUPS";
+/// Environment variable of plan choices forced for measurements (see the module docs).
+pub const ENV_TUNING: &str = "MACKO_TUNING";
+
+/// How to open a device. `Default` is what [`crate::Device::auto`] uses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DeviceOptions {
+    /// Open this backend, or the first that works when `None`.
+    pub backend: Option<BackendKind>,
+    /// wgpu: accept a software adapter (lavapipe, llvmpipe, WARP). Off for `auto`, where the
+    /// CPU backend is the better choice; on when wgpu is asked for by name.
+    pub allow_software_adapter: bool,
+    /// wgpu: use subgroup operations where the adapter has them (`MACKO_WGPU_SUBGROUPS=0`
+    /// turns them off, so the workgroup-memory kernels can be tested anywhere).
+    pub wgpu_subgroups: bool,
+    /// wgpu: an artificial cap on the bytes of one buffer binding, below the adapter's own, so
+    /// tests can exercise the splitting of big matrices into row blocks with small ones.
+    pub max_binding_bytes: Option<u64>,
+    /// CUDA: ordinal of the GPU to use.
+    pub cuda_ordinal: usize,
+    /// Plan choices forced for measurements and tests; `Default` lets the rules decide. A
+    /// device opened with the default takes `MACKO_TUNING`'s instead (an override for the
+    /// sweep scripts, which run programs and tests they do not control).
+    #[doc(hidden)]
+    pub tuning: Tuning,
+}
+
+impl Default for DeviceOptions {
+    fn default() -> Self {
+        Self {
+            backend: None,
+            allow_software_adapter: false,
+            wgpu_subgroups: true,
+            max_binding_bytes: None,
+            cuda_ordinal: 0,
+            tuning: Tuning::default(),
+        }
+    }
+}
+
+/// Forced plan choices of every backend compiled in (see the module docs).
+#[doc(hidden)]
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Tuning {
+    /// The CUDA backend's (`cuda.` items).
+    #[cfg(feature = "cuda")]
+    pub cuda: CudaTuning,
+    /// The wgpu backend's (`wgpu.` items).
+    #[cfg(all(feature = "wgpu", any()))]
+    pub wgpu: WgpuTuning,
+}
+
+impl Tuning {
+    /// Parses the text of `MACKO_TUNING`: whitespace-separated `backend.key=value` items, the
+    /// value being everything after the first `=`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let mut t = Self::default();
+        for item in text.split_whitespace() {
+            t.set(item)?;
+        }
+        Ok(t)
+    }
+
+    /// Applies one `backend.key=value` item.
+    pub fn set(&mut self, item: &str) -> Result<()> {
+        let bad = |reason: String| Error::Tuning {
+            item: item.to_string(),
+            reason,
+        };
+        let (name, value) = item
+            .split_once('=')
+            .ok_or_else(|| bad("expected backend.key=value".into()))?;
+        let (backend, key) = name
+            .split_once('.')
+            .ok_or_else(|| bad("expected backend.key=value".into()))?;
+        let keys = |all: &[&str]| format!("unknown key; the keys are {}", all.join(", "));
+        match backend {
+            #[cfg(feature = "cuda")]
+            "cuda" => {
+                if !CudaTuning::KEYS.contains(&key) {
+                    return Err(bad(keys(CudaTuning::KEYS)));
+                }
+                self.cuda.set(key, value).map_err(bad)
+            }
+            #[cfg(all(feature = "wgpu", any()))]
+            "wgpu" => {
+                if !WgpuTuning::KEYS.contains(&key) {
+                    return Err(bad(keys(WgpuTuning::KEYS)));
+                }
+                self.wgpu.set(key, value).map_err(bad)
+            }
+            #[allow(unreachable_patterns)]
+            "cuda" | "wgpu" => Err(bad(format!(
+                "the {backend} backend is not compiled in (cargo feature `{backend}`)"
+            ))),
+            _ => Err(bad(format!(
+                "unknown backend {backend:?}: tuning items start with cuda. or wgpu."
+            ))),
+        }
+    }
+}
+
+impl DeviceOptions {
+    /// Options for one backend, asked for by name: software adapters allowed.
+    pub fn for_backend(kind: BackendKind) -> Self {
+        Self {
+            backend: Some(kind),
+            allow_software_adapter: true,
+            ..Self::default()
+        }
+    }
+
+    /// Options from the environment: `MACKO_BACKEND`, `MACKO_WGPU_SUBGROUPS` and
+    /// `MACKO_TUNING`. A variable that is set but wrong is an error naming it.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// [`DeviceOptions::from_env`] over any source of variables (tests pass a table).
+    pub fn from_lookup(get: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let mut opts = match get(ENV_BACKEND) {
+            Some(name) if !name.trim().is_empty() => Self::for_backend(name.parse()?),
+            _ => Self::default(),
+        };
+        if let Some(v) = get(ENV_WGPU_SUBGROUPS) {
+            opts.wgpu_subgroups = !matches!(
+                v.trim().to_ascii_lowercase().as_str(),
+                "0" | "false" | "off" | "no"
+            );
+        }
+        if let Some(text) = get(ENV_TUNING) {
+            opts.tuning = Tuning::parse(&text)?;
+        }
+        Ok(opts)
+    }
+}
+
+/// The tuning `MACKO_TUNING` sets (the default where it is unset), for devices opened with no
+/// tuning of their own.
+pub(crate) fn tuning_from_env() -> Result<Tuning> {
+    std::env::var(ENV_TUNING).map_or(Ok(Tuning::default()), |text| Tuning::parse(&text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            vars.iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn nothing_set_is_the_default() {
+        assert_eq!(
+            DeviceOptions::from_lookup(table(&[])).unwrap(),
+            DeviceOptions::default()
+        );
+    }
+
+    #[test]
+    fn backend_and_subgroups_are_read() {
+        let o = DeviceOptions::from_lookup(table(&[
+            (ENV_BACKEND, " WGPU "),
+            (ENV_WGPU_SUBGROUPS, "off"),
+        ]))
+        .unwrap();
+        assert_eq!(o.backend, Some(BackendKind::Wgpu));
+        assert!(o.allow_software_adapter);
+        assert!(!o.wgpu_subgroups);
+        assert!(matches!(
+            DeviceOptions::from_lookup(table(&[(ENV_BACKEND, "tpu")])),
+            Err(Error::UnknownBackend { .. })
+        ));
+    }
+
+    #[test]
+    fn bad_tuning_items_name_the_item_and_the_rule() {
+        for (text, needle) in [
+            ("split=3", "backend.key=value"),
+            ("cuda.split", "backend.key=value"),
+            ("tpu.split=3", "unknown backend"),
+            ("cuda.no_such_key=1", "unknown key"),
+            ("wgpu.no_such_key=1", "unknown key"),
+        ] {
+            match Tuning::parse(text) {
+                Err(Error::Tuning { item, reason }) => {
+                    assert_eq!(item, text);
+                    assert!(reason.contains(needle), "{text}: {reason}");
+                }
+                other => panic!("{text}: {other:?}"),
+            }
+        }
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn cuda_items_reach_the_cuda_tuning() {
+        let t = Tuning::parse("  cuda.lean=on\tcuda.lanes=16 ").unwrap();
+        let mut expected = CudaTuning::default();
+        expected.set("lean", "on").unwrap();
+        expected.set("lanes", "16").unwrap();
+        assert_eq!(t.cuda, expected);
+        assert_ne!(t.cuda, CudaTuning::default());
+        assert!(matches!(
+            Tuning::parse("cuda.lanes=7"),
+            Err(Error::Tuning { .. })
+        ));
+    }
+}

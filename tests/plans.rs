@@ -1,0 +1,113 @@
+//! Every plan a backend can be forced into, in one process: for each entry of a backend's
+//! `forced_plans()` (split rows, tiled x, the lean kernel, the workgroup path, …) a device is
+//! opened with that tuning, and every matrix of the suite must agree with the f64 reference in
+//! f16 and f32 output. The typed plan of each upload is read back ([`Device::plan`]): a forced
+//! plan that is never taken fails the test, so a tuning that silently falls back to the default
+//! cannot pass for coverage.
+//!
+//! The default plans are covered by tests/agreement.rs; this file covers the others, which the
+//! rules pick only on shapes too large for a test (or only on some GPUs).
+
+mod common;
+
+use common::*;
+use macko::{
+    reference, BackendKind, Device, DeviceOptions, ForcedPlan, MackoMatrix, Plan, Precision,
+};
+
+/// Shapes that reach every row loop and staging path at test sizes: one entry, short and long
+/// rows, nearly dense rows, a very sparse matrix, an x wider than most staging limits, and
+/// many rows for the grid's later passes.
+const SHAPES: [(usize, usize, f64); 8] = [
+    (1, 1, 1.0),
+    (37, 1001, 0.3),
+    (130, 4099, 0.7),
+    (300, 2000, 1.0),
+    (64, 96, 0.05),
+    (5, 9000, 0.5),
+    (200, 12288, 0.1),
+    (2500, 256, 0.5),
+];
+
+/// Multiplies every shape on `dev`, checks each against the reference, and says whether the
+/// forced plan was taken on at least one of them.
+fn products_agree_and_plan_taken<P>(
+    label: &str,
+    dev: &Device,
+    plan_of: fn(&Plan) -> Option<&P>,
+    taken: fn(&P) -> bool,
+) -> bool {
+    let mut seen = false;
+    for (i, &(rows, cols, d)) in SHAPES.iter().enumerate() {
+        let seed = 500 + i as u64;
+        let m = MackoMatrix::from_dense(&random_dense(rows, cols, d, seed)).unwrap();
+        let x = random_x(cols, seed);
+        let r = reference::spmv_macko(&m, &x).unwrap();
+        let a = dev.upload(&m).unwrap();
+        let plan = dev.plan(&a).unwrap();
+        let own = plan_of(&plan).unwrap_or_else(|| panic!("{label}: a foreign plan {plan:?}"));
+        seen |= taken(own);
+        let x_dev = dev.upload_vector(&x).unwrap();
+        for precision in [Precision::F16, Precision::F32] {
+            let mut y = dev.zeros(rows, precision).unwrap();
+            dev.spmv(&a, &x_dev, &mut y).unwrap();
+            let what = format!("{rows}×{cols} d={d} ({plan:?})");
+            assert_agrees(label, &what, &r, &dev.download(&y).unwrap());
+        }
+    }
+    seen
+}
+
+/// Runs every forced plan of one backend; `options` turns a tuning into device options.
+fn every_forced_plan<T, P>(
+    kind: BackendKind,
+    forced: Vec<ForcedPlan<T, P>>,
+    options: impl Fn(T) -> DeviceOptions,
+    plan_of: fn(&Plan) -> Option<&P>,
+) {
+    assert!(!forced.is_empty(), "{kind}: no forced plans to test");
+    for f in forced {
+        let Some(dev) = open_or_skip(f.name, &options(f.tuning)) else {
+            return;
+        };
+        assert!(
+            products_agree_and_plan_taken(f.name, &dev, plan_of, f.taken),
+            "{}: the forced plan was never taken on the suite's shapes",
+            f.name
+        );
+    }
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn every_forced_cuda_plan_agrees_and_is_taken() {
+    use macko::backend::cuda::{plan::CudaPlan, tuning::CudaTuning};
+    every_forced_plan(
+        BackendKind::Cuda,
+        CudaTuning::forced_plans(),
+        |tuning| {
+            let mut o = DeviceOptions::for_backend(BackendKind::Cuda);
+            o.tuning.cuda = tuning;
+            o
+        },
+        |p: &Plan| -> Option<&CudaPlan> {
+            match p {
+                Plan::Cuda(p) => Some(p),
+                _ => None,
+            }
+        },
+    );
+}
+
+#[test]
+fn the_cpu_plan_is_typed() {
+    let dev = Device::new(BackendKind::Cpu).unwrap();
+    let m = MackoMatrix::from_dense(&random_dense(8, 16, 0.5, 1)).unwrap();
+    let a = dev.upload(&m).unwrap();
+    assert!(matches!(dev.plan(&a).unwrap(), Plan::Cpu(_)));
+    let other = Device::new(BackendKind::Cpu).unwrap();
+    assert!(matches!(
+        other.plan(&a),
+        Err(macko::Error::WrongDevice { .. })
+    ));
+}
