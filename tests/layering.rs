@@ -1,8 +1,11 @@
 //! The layering rules of ARCHITECTURE (README, "Layout"), checked on the sources themselves so
 //! that a change which breaks one fails here, naming the files:
 //!
-//! - no import cycles between source files (a file's imports are the `crate::`, `super::` and
-//!   `self::` paths it names; `mod x;` declarations are not imports);
+//! - no import cycles between source files (a file's imports are the paths it names that lead
+//!   into another file of the crate; `mod x;` declarations are not imports, and neither are
+//!   names a module takes from its ancestors (`super::Backend`, `crate::Error`): a folder's
+//!   `mod.rs` holds what its files share, as the crate root does for the crate, and may use
+//!   them in turn, so the cycles that count are between siblings and cousins);
 //! - no source file over 800 lines outside `tests/`;
 //! - the environment is read in one place, `src/options.rs`;
 //! - backends never reach `crate::device` or `crate::options` (they receive their
@@ -150,8 +153,8 @@ fn expand(tree: &str) -> Vec<String> {
         .collect()
 }
 
-/// Every path starting at `crate`, `super` or `self` that the code names: in `use` trees and
-/// inline (`crate::device::DeviceOptions::default()`).
+/// Every path the code names, in `use` trees and inline (`crate::device::DeviceOptions`,
+/// `super::plan::Plan`, `cuda::plan::CudaPlan` relative to the module).
 fn named_paths(code: &str) -> Vec<String> {
     let mut paths = Vec::new();
     // Use trees, which may span lines and nest braces.
@@ -169,13 +172,15 @@ fn named_paths(code: &str) -> Vec<String> {
         }
         rest = &after[end.min(after.len())..];
     }
-    // Inline paths.
+    // Inline paths: any `a::b…` (those that name no module of the crate are dropped later).
     let chars: Vec<char> = code.chars().collect();
     let mut i = 0;
     while i < chars.len() {
         let start_ok = i == 0 || !is_ident(chars[i - 1]) && chars[i - 1] != ':';
         let word: String = chars[i..].iter().take_while(|c| is_ident(**c)).collect();
-        if start_ok && matches!(word.as_str(), "crate" | "super" | "self") {
+        let followed = chars.get(i + word.chars().count()) == Some(&':')
+            && chars.get(i + word.chars().count() + 1) == Some(&':');
+        if start_ok && !word.is_empty() && followed {
             let mut j = i;
             let mut path = String::new();
             loop {
@@ -216,6 +221,10 @@ fn resolve<'a>(
     let mut abs: Vec<String> = match segs.first() {
         Some(&"crate") => Vec::new(),
         Some(&"self") | Some(&"super") => module.to_vec(),
+        // A path relative to the module: it starts with one of its child modules.
+        Some(first) if files.contains_key(&[module, &[first.to_string()]].concat()) => {
+            module.to_vec()
+        }
         _ => return None,
     };
     for s in &segs[if segs[0] == "crate" { 1 } else { 0 }..] {
@@ -243,7 +252,7 @@ fn graph(c: &CrateSources) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
         let targets: BTreeSet<Vec<String>> = named_paths(&code_only(lib_part))
             .iter()
             .filter_map(|p| resolve(module, is_dir, p, &c.files))
-            .filter(|t| *t != module)
+            .filter(|t| !module.starts_with(t))
             .cloned()
             .collect();
         g.insert(module.clone(), targets);
