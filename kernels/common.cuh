@@ -13,8 +13,8 @@
 // Slots of x staged in shared memory in front of column 0 and after column cols-1. Masked MACKO
 // entries compute columns up to 8 before the row's first entry and up to 15 after the last
 // column (see macko.cu; with row-aligned uploads, up to 15 after the last column too: README.md,
-// "Correctness arguments"); the slack keeps those indices inside the staged array, so the inner
-// loop needs no clamp.
+// "Correctness: every read in bounds"); the slack keeps those indices inside the staged array, so
+// the inner loop needs no clamp.
 #define MACKO_X_SLACK 8
 #define MACKO_X_TAIL 16
 static_assert(MACKO_X_TAIL >= 15, "masked and row-aligned padding gathers reach 15 past x");

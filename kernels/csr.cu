@@ -1,6 +1,6 @@
 // CSR sparse matrix-vector product y = A·x: u32 row pointers and column indices, binary16 values,
-// f32 accumulation (see README.md). The library's own CSR kernel, a comparison point for MACKO
-// beside cuSPARSE.
+// f32 accumulation (README.md, "Dense GEMV, CSR and the streaming read"). The library's own CSR
+// kernel, a comparison point for MACKO beside cuSPARSE.
 //
 // One warp per row over a persistent grid; lane l takes entries start + l, start + l + 32, …,
 // CSR_CHUNKS of them in flight before the first use (coalesced: a warp reads 64 bytes of values

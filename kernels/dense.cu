@@ -1,10 +1,10 @@
-// Dense binary16 GEMV y = A·x, row-major A, f32 accumulation (see README.md).
+// Dense binary16 GEMV y = A·x, row-major A, f32 accumulation.
 //
 // One warp per row, rows handed out grid-stride over a persistent grid. Each lane reads A in
 // 16-byte words (8 halves), DENSE_CHUNKS words in flight before the first use, and the matching
 // 16-byte words of x through the read-only cache (every warp reads the same x, so it stays in L1
 // and L2). The warp's lanes are then summed with shuffles. IEEE semantics, as every dense GEMV:
-// a stored zero times ∞ is NaN.
+// a stored zero times ∞ is NaN (README.md, "Dense GEMV, CSR and the streaming read").
 //
 // When cols is not a multiple of 8, a row does not start on a 16-byte boundary: its first
 // (8 - (row·cols) mod 8) mod 8 elements are read one by one, the aligned middle in 16-byte words

@@ -1,4 +1,4 @@
-// MACKO-16-4 sparse matrix-vector product y = A·x (see ../shared/design/FORMAT.md and README.md).
+// MACKO-16-4 sparse matrix-vector product y = A·x (see ../docs/FORMAT.md and README.md).
 //
 // One team per work item — a warp, or a half-warp (two items side by side) for short rows or
 // where that spreads the rows more evenly; the host chooses per matrix — items handed out
@@ -30,16 +30,16 @@
 #include "common.cuh"
 #endif
 
-// Chunks per batch: loads of this many 16-byte value words and 4-byte code words are in flight
-// per lane before the first is used. Even: chunks are scanned in pairs. MACKO_CHUNKS for nearly
-// dense matrices, MACKO_CHUNKS_SHORT for the others (the host chooses, flags bit 1; README.md).
+// Chunks per batch: loads of this many 16-byte value words and 4-byte code words in flight per
+// lane before the first is used; even (chunks are scanned in pairs). MACKO_CHUNKS where nearly
+// dense, else MACKO_CHUNKS_SHORT (the host's flags bit 1; README.md, "Batches of 2 or 4 chunks").
 #define MACKO_CHUNKS 4
 #define MACKO_CHUNKS_SHORT 2
-// Kept settled (kernels/README.md, "Instructions per entry"): the per-entry zero select is
-// skipped when the staged x is finite (see above); batches that lie wholly inside their row
-// (every batch of a long row but its first and last) skip the per-chunk computation of the row's
-// bounds in the group and the masking test. Refuted there: prefetching the next batch into L2
-// while one is in flight (lost up to 10 points of the ceiling at d = 1).
+// Settled: the per-entry zero select is skipped when the staged x is finite (see above; README.md,
+// "Zero values and non-finite x"); batches wholly inside their row (every batch of a long row but
+// its first and last) skip the per-chunk computation of the row's bounds in the group and the
+// masking test ("Decoding a group"). Refuted ("Measured and removed"): prefetching the next batch
+// into L2 while one is in flight (lost up to 10 points of the ceiling at d = 1).
 // Where x is read: global memory, shared memory padded, shared memory plain, shared memory plain
 // as binary16.
 #define MACKO_XG 0
@@ -368,7 +368,7 @@ __device__ __forceinline__ float macko_team_sum(float v) {
 // second launch on the same stream) adds each row's partials in item order into y. Combining in
 // a second kernel keeps the product free of fences: a per-item "last arriver" combine (a
 // __threadfence and an atomic per item) cost about two loaded memory round trips per item on an
-// H200 and lost up to 21 points of the ceiling (kernels/README.md).
+// H200 and lost up to 21 points of the ceiling (kernels/README.md, "Measured and removed").
 struct MackoSplit {
     const uint2* __restrict__ desc;
     float* __restrict__ partials;
@@ -534,7 +534,7 @@ MACKO_SPMV_ENTRY(macko_spmv_xh_f32, float, MACKO_XH, MACKO_BLOCK, MACKO_MINB)
 // regular entries). The one path alone fits 40 registers (one 4-byte spill, before the row
 // loop; all paths together spill over 100 bytes at 40), so half again as many warps are
 // resident. The host picks them where that many warps spread the rows more evenly, or as
-// evenly in few rounds where the regular plan cuts no rows (launch.rs, `lean_rows`):
+// evenly in few rounds where the regular plan cuts no rows (rules.rs, `lean_rows`):
 // 5120 rows take 0.81 of a round of 6336 warps, against 1.21 rounds of 4224 warps with the
 // regular entries.
 #define MACKO_LEAN_ENTRY(NAME, OUT, XM)                                                         \

@@ -4,7 +4,8 @@
 //!
 //! Without a GPU (or driver, or NVRTC) every test prints why and passes, unless
 //! `MACKO_REQUIRE_BACKENDS` names `cuda`. The `edge_` tests are small and quick: run them under
-//! `compute-sanitizer --tool memcheck` (kernels/README.md has the command).
+//! `compute-sanitizer --tool memcheck` (the command is in kernels/README.md, "Correctness: every
+//! read in bounds").
 #![cfg(feature = "cuda")]
 
 mod common;

@@ -1,4 +1,4 @@
-//! `macko verify`: every matrix of a file checked against the rules of FORMAT.md, and with
+//! `macko verify`: every matrix of a file checked against the rules of docs/FORMAT.md, and with
 //! `--against` compared bit for bit with the (pruned) f16 source. Prints one line per matrix;
 //! exits non-zero naming every matrix and rule that failed.
 

@@ -1,7 +1,8 @@
 //! The row-aligned layout of a MACKO matrix: the device layout GPU backends upload by default
-//! (macko's CUDA and wgpu backends; shaders/NOTES.md "Session 9", kernels/NOTES.md "Step 7").
+//! (macko's CUDA and wgpu backends; kernels/README.md and shaders/README.md, "Rows aligned to
+//! groups").
 //!
-//! In the interchange format (FORMAT.md) a row may start anywhere inside a group of 8 entries,
+//! In the interchange format (docs/FORMAT.md) a row may start anywhere inside a group of 8 entries,
 //! so a GPU kernel that reads whole groups must mask the entries of the neighbouring rows in a
 //! row's first and last group: at low density, where a row is one or two steps of a subgroup,
 //! that masking is a large part of the row's instructions. Here every row starts at a multiple

@@ -13,7 +13,7 @@
 //!
 //! and described by the metadata entry `macko.w`, a JSON object such as
 //! `{"format":"MACKO-16-4","version":1,"kind":"macko","rows":4096,"cols":11008}`. The arrays
-//! are exactly those of FORMAT.md, little-endian, so a GPU backend can upload them unchanged.
+//! are exactly those of docs/FORMAT.md, little-endian, so a GPU backend can upload them unchanged.
 //! `cols` lives in the metadata because MACKO arrays do not determine it. On loading, row
 //! pointers and column indices stored as I32 (the reference implementation's dtype) are
 //! accepted too, and refused if any is negative.
@@ -24,7 +24,7 @@
 //! size below is bounded by the file's real length), parses the header with explicit bounds,
 //! checks that the tensors cover exactly the data that the file holds, checks every tensor's
 //! dtype and rank, and builds matrices only through `from_parts`, which checks every validity
-//! rule of FORMAT.md. Nothing on this path panics or allocates more than the file's size.
+//! rule of docs/FORMAT.md. Nothing on this path panics or allocates more than the file's size.
 //!
 //! ```
 //! use half::f16;

@@ -83,7 +83,7 @@ impl DenseMatrix {
     }
 }
 
-/// FORMAT.md's notion of zero: compares equal to 0.0 (so ±0.0), and NaN is not zero.
+/// docs/FORMAT.md's notion of zero: compares equal to 0.0 (so ±0.0), and NaN is not zero.
 #[inline(always)]
 pub fn is_zero(v: f16) -> bool {
     v.to_bits() & 0x7fff == 0

@@ -1,9 +1,9 @@
 //! Encoders into MACKO-16-4: from dense rows (parallel over rows), from CSR, from COO triplets.
 //!
-//! All three share one rule (FORMAT.md, "Canonical encoding"): a non-zero at column c, with
-//! `next` the column after the previous entry of its row, skips `g = c − next` zeros; it is
-//! preceded by ⌊g/16⌋ padding entries (+0.0, code 15, each covering 16 columns) and stored with
-//! code `g mod 16`. Zeros after the last non-zero of a row produce nothing.
+//! All three share one rule (docs/FORMAT.md, "Canonical encoding of a dense row"): a non-zero at
+//! column c, with `next` the column after the previous entry of its row, skips `g = c − next`
+//! zeros; it is preceded by ⌊g/16⌋ padding entries (+0.0, code 15, each covering 16 columns) and
+//! stored with code `g mod 16`. Zeros after the last non-zero of a row produce nothing.
 
 use half::f16;
 use rayon::prelude::*;

@@ -1,5 +1,5 @@
 //! Typed errors of the format crate. Every variant names the offending value and the rule of
-//! FORMAT.md (or of the container) that it breaks, so a caller can tell a user exactly what is
+//! docs/FORMAT.md (or of the container) that it breaks, so a caller can tell a user exactly what is
 //! wrong with a file without reading the code.
 
 use thiserror::Error;

@@ -3,8 +3,8 @@
 //! The MACKO-16-4 sparse matrix format, and the dense and CSR formats beside it: types,
 //! encoders, decoders, validation of untrusted arrays, storage accounting, safetensors I/O and
 //! the f64 reference product. No GPU code lives here: every backend of `macko` is fed from this
-//! crate and never re-derives a layout on its own. The contract is FORMAT.md (MACKO-16-4 is CSR
-//! whose column indices are 4-bit gap codes, with explicit zeros where a gap does not fit).
+//! crate and never re-derives a layout on its own. The contract is docs/FORMAT.md (MACKO-16-4 is
+//! CSR whose column indices are 4-bit gap codes, with explicit zeros where a gap does not fit).
 //!
 //! ```
 //! use half::f16;

@@ -1,6 +1,6 @@
 //! The MACKO-16-4 matrix: validated arrays, entry decoding, canonical form and storage.
-//! See FORMAT.md: `row_ptr` (u32, rows + 1), `values` (binary16, P) and `codes` (4-bit gap codes,
-//! two per byte, P / 2), with P = ⌈N/8⌉·8 and N = row_ptr[rows].
+//! See docs/FORMAT.md, "Arrays": `row_ptr` (u32, rows + 1), `values` (binary16, P) and `codes`
+//! (4-bit gap codes, two per byte, P / 2), with P = ⌈N/8⌉·8 and N = row_ptr[rows].
 
 use half::f16;
 
@@ -20,8 +20,8 @@ pub const FORMAT_NAME: &str = "MACKO-16-4";
 /// Version of the array layout (bumped on any incompatible change).
 pub const FORMAT_VERSION: u32 = 1;
 
-/// A validated MACKO-16-4 matrix. Every instance satisfies rules 1–4 of FORMAT.md, so any backend
-/// can multiply it without further checks.
+/// A validated MACKO-16-4 matrix. Every instance satisfies rules 1–4 of docs/FORMAT.md
+/// ("Validity of untrusted arrays"), so any backend can multiply it without further checks.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MackoMatrix {
     rows: usize,
@@ -47,8 +47,9 @@ pub fn code_at(codes: &[u8], i: usize) -> u8 {
 }
 
 impl MackoMatrix {
-    /// Builds a matrix from untrusted arrays, checking rules 1–4 of FORMAT.md. The error names
-    /// the rule and the row or index that breaks it. Runs in O(rows + P), allocates nothing.
+    /// Builds a matrix from untrusted arrays, checking rules 1–4 of docs/FORMAT.md ("Validity of
+    /// untrusted arrays"). The error names the rule and the row or index that breaks it. Runs in
+    /// O(rows + P), allocates nothing.
     pub fn from_parts(
         rows: usize,
         cols: usize,

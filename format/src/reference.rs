@@ -1,7 +1,7 @@
 //! The f64 reference product y = A·x that every backend is tested against, and the tolerance
 //! a backend's f32-accumulated result must meet.
 //!
-//! Semantics (FORMAT.md, "Multiplication semantics"): in the sparse formats (MACKO and CSR) an
+//! Semantics (docs/FORMAT.md, "Multiplication semantics"): in the sparse formats (MACKO and CSR) an
 //! entry whose value is ±0 — padding entries, tail padding — contributes nothing, even where x
 //! holds NaN or ±∞. Dense follows IEEE arithmetic, as every dense GEMV (cuBLAS included) does:
 //! a stored zero times ∞ is NaN.

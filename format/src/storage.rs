@@ -1,4 +1,4 @@
-//! Storage accounting from the formulas of FORMAT.md ("Storage"): what a density costs in
+//! Storage accounting from the formulas of docs/FORMAT.md ("Storage"): what a density costs in
 //! MACKO-16-4 and in CSR, relative to dense binary16.
 
 /// Effective density (bytes over dense binary16 bytes) of MACKO-16-4 at density `d` when no

@@ -151,7 +151,8 @@ fn every_format_round_trips_through_one_file() {
 
 #[test]
 fn stored_arrays_are_the_format_arrays() {
-    // The tensors hold FORMAT.md's arrays unchanged, so a backend could upload them as they are.
+    // The tensors hold the arrays of docs/FORMAT.md unchanged, so a backend could upload them
+    // as they are.
     let dense = random_dense(5, 40, 0.2, 2);
     let m = MackoMatrix::from_dense(&dense).unwrap();
     let bytes = container::to_bytes(&[("m", (&m).into())]).unwrap();

@@ -102,7 +102,7 @@ fn cases() -> Vec<Case> {
     cases
 }
 
-/// −0.0 decodes as +0.0 (FORMAT.md: −0.0 is not preserved), so it is compared as +0.0.
+/// −0.0 decodes as +0.0 (docs/FORMAT.md: −0.0 is not preserved), so it is compared as +0.0.
 fn normalise_zero(v: &[f16]) -> Vec<u16> {
     v.iter()
         .map(|x| {

@@ -1,4 +1,4 @@
-//! The f64 reference product: FORMAT.md's semantics (padding never contributes, even against
+//! The f64 reference product: docs/FORMAT.md's semantics (padding never contributes, even against
 //! NaN or ±∞; dense follows IEEE; an empty row is +0.0) and the tolerance a backend must meet.
 
 mod common;

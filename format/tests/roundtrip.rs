@@ -1,6 +1,6 @@
 //! Round trips between dense, CSR, COO and MACKO over random shapes and densities (proptest),
-//! with forced gaps around the padding thresholds, and the small cases FORMAT.md lists under
-//! "Consequences worth testing".
+//! with forced gaps around the padding thresholds, and the small cases docs/FORMAT.md lists as
+//! consequences worth testing ("Canonical encoding of a dense row").
 
 mod common;
 
@@ -80,7 +80,7 @@ fn expected_decode(d: &DenseMatrix) -> Vec<u16> {
 }
 
 /// Σ over non-zeros of (1 + ⌊g/16⌋), g the zeros skipped before it in its row: the entry count
-/// FORMAT.md's encoding implies, computed straight from the dense rows.
+/// docs/FORMAT.md's encoding implies, computed straight from the dense rows.
 fn entries_by_formula(d: &DenseMatrix) -> usize {
     (0..d.rows())
         .map(|r| {
@@ -97,7 +97,7 @@ fn entries_by_formula(d: &DenseMatrix) -> usize {
         .sum()
 }
 
-/// FORMAT.md's canonical encoding, transcribed literally (one element at a time with a counter
+/// docs/FORMAT.md's canonical encoding, transcribed literally (one element at a time with a counter
 /// z of skipped columns, then the entries after a row's last non-zero dropped): an oracle that
 /// shares no code with the library's encoder. Returns row_ptr, values and one code per entry.
 fn naive_encode(d: &DenseMatrix) -> (Vec<u32>, Vec<u16>, Vec<u8>) {
@@ -188,7 +188,7 @@ proptest! {
         let dense = generate(rows, cols, density, gaps, seed);
         let m = MackoMatrix::from_dense(&dense).unwrap();
 
-        // The literal scan of FORMAT.md gives the same arrays.
+        // The literal scan of docs/FORMAT.md gives the same arrays.
         assert_matches_naive(&m, &dense);
 
         // Entry count and padded length follow the formulas.
@@ -239,7 +239,7 @@ proptest! {
     }
 }
 
-// ---- Small deterministic cases (FORMAT.md, "Consequences worth testing") ----------------------
+// ---- Small deterministic cases (docs/FORMAT.md, "Canonical encoding of a dense row") --------
 
 /// A one-row matrix of width `cols` with non-zeros (value 1, 2, …) at the given columns.
 fn row_with(cols: usize, nonzeros: &[usize]) -> DenseMatrix {

@@ -1,11 +1,11 @@
-//! Storage accounting: the table of effective densities that FORMAT.md's formulas give, and
+//! Storage accounting: the table of effective densities that docs/FORMAT.md's formulas give, and
 //! random matrices measured against it.
 
 use macko_format::{f16, storage, CsrMatrix, DenseMatrix, MackoMatrix};
 use rand::rngs::StdRng;
 use rand::{RngCore, SeedableRng};
 
-/// FORMAT.md's storage formulas evaluated independently (Python, 6 decimals):
+/// docs/FORMAT.md's storage formulas evaluated independently (Python, 6 decimals):
 /// d, best 1.25·d, expected 1.25·d·(1 + z/(1 − z)) with z = (1 − d)¹⁶, worst
 /// 1.25·(d + (1 − d)/16), CSR 3·d.
 const TABLE: [(f64, f64, f64, f64, f64); 10] = [

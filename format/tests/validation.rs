@@ -1,5 +1,6 @@
-//! Untrusted arrays: every validity rule of FORMAT.md broken at least once, with the exact error
-//! asserted; the CSR rules; `is_canonical`; and random corruption that must never panic.
+//! Untrusted arrays: every validity rule of docs/FORMAT.md ("Validity of untrusted arrays") broken
+//! at least once, with the exact error asserted; the CSR rules; `is_canonical`; and random
+//! corruption that must never panic.
 
 mod common;
 

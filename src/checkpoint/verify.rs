@@ -1,4 +1,4 @@
-//! `verify`: every matrix of a converted file validated against the rules of FORMAT.md, and
+//! `verify`: every matrix of a converted file validated against the rules of docs/FORMAT.md, and
 //! optionally compared with the dense source it was converted from.
 
 use std::collections::BTreeSet;
@@ -126,7 +126,7 @@ fn first_difference(stored: &DenseMatrix, expected: &DenseMatrix, what: &str) ->
 
 /// Checks every matrix the file's metadata describes.
 ///
-/// Each is loaded through `from_parts`, which checks every validity rule of FORMAT.md; a
+/// Each is loaded through `from_parts`, which checks every validity rule of docs/FORMAT.md; a
 /// matrix that breaks one gets a problem naming the rule (`rule 3 (tail padding): …`). With
 /// `against`, each matrix is also decoded to dense and compared with the tensor of the same
 /// name in the source, converted to binary16 as `convert` does and, where the conversion record

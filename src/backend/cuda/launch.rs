@@ -195,7 +195,8 @@ fn macko_into<T: DeviceRepr>(
     // of a valid matrix, which macko-format guarantees (or of its row-aligned copy, whose row
     // pointers, values and codes macko_format::aligned keeps consistent; kernels/README.md,
     // "Rows aligned to groups", for its columns past x), and the split table's entries lie
-    // inside them (split.rs; argued in kernels/README.md).
+    // inside them (split.rs; argued in kernels/README.md, "Correctness: split rows and flat
+    // ranges").
     unsafe { args.launch(config(&m.plan)) }
         .map(|_| ())
         .map_err(|e| cuda_error("launching the MACKO kernel", e))

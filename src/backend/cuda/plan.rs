@@ -339,7 +339,7 @@ impl Planner<'_> {
                 .unwrap_or(pipelined_by_default(item_entries, items, warps));
         // The flat kernel runs 512-thread blocks with x staged (the upload checks the rows): by
         // default where whole rows would spread unevenly enough to be split. Measured on an H200
-        // (kernels/README.md, "Plan rules"): 5120×13824 gained 4–9 points of the ceiling at
+        // (kernels/README.md, "Flat ranges"): 5120×13824 gained 4–9 points of the ceiling at
         // d = 0.3–1 over split rows, while matrices of short or evenly spread rows lost 1–25.
         // And where fewer long rows than warps leave warps idle (flat_for_one_round).
         let flat_ok = plan.x_in_smem() && plan.block == BLOCK && rows > 0;
@@ -524,10 +524,10 @@ impl Planner<'_> {
     /// of x for all its warps) where the 512-thread kernel would get fewer resident threads — as
     /// long as the rows (split as `split_for` would split them) spread about as evenly over the
     /// larger number of warps (within 0.05 of the balance) — or as the tuning says; the grid
-    /// follows. Measured on an H200 (kernels/README.md, "Plan rules"): 9216×36864 went from
-    /// 66–67 % of the ceiling to 71–80 % at d = 0.3–0.7 with 1024-thread blocks and split rows,
-    /// but lost 6 points at d = 0.1, where rows too short to split fell into an uneven last
-    /// round.
+    /// follows. Measured on an H200 (kernels/README.md, "Blocks of 512 or 1024 threads"):
+    /// 9216×36864 went from 66–67 % of the ceiling to 71–80 % at d = 0.3–0.7 with 1024-thread
+    /// blocks and split rows, but lost 6 points at d = 0.1, where rows too short to split fell into
+    /// an uneven last round.
     fn choose_block(
         &self,
         plan: &mut CudaPlan,

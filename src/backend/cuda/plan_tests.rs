@@ -257,7 +257,8 @@ fn the_notes_cases_are_among_the_pinned_plans() {
     let plan = |rows, cols, entries| {
         macko_plan(&h100, &CudaTuning::default(), &stats(rows, cols, entries)).expect("plan")
     };
-    // 5120×13824 (kernels/README.md, "Plan rules"): lean, binary16 x, 320 of 396 blocks spread.
+    // 5120×13824 (kernels/README.md, "Every resident block"): lean, binary16 x, 320 of 396 blocks
+    // spread.
     let p = plan(5120, 13824, 35_394_560);
     assert!(p.lean && p.half_x && p.spread && p.grid == 396);
     // 3584×20480: 224 of 264 blocks spread.

@@ -1,7 +1,8 @@
 //! The measured rules of the CUDA planner: each predicate or constant here decides one choice of
-//! a MACKO plan, with the measurement that set it (kernels/README.md, "Plan rules"). They are
-//! pure functions of counts (rows, resident warps, entries) and of the GPU's DRAM bytes per SM
-//! cycle; `plan.rs` composes them with the occupancy of `caps.rs`.
+//! a MACKO plan, with the measurement that set it (kernels/README.md, one section per rule, from
+//! "Teams: warps and half-warps" to "GPU-dependent rules"). They are pure functions of counts
+//! (rows, resident warps, entries) and of the GPU's DRAM bytes per SM cycle; `plan.rs` composes
+//! them with the occupancy of `caps.rs`.
 
 /// Entries per row over columns from which the MACKO kernel stages x padded. Lanes then read
 /// columns about 8 apart, which the plain layout puts in 4 banks (8-way conflicts); below it the
@@ -15,9 +16,9 @@ pub(super) const SPARSE_LAST_ROUND: f64 = 0.3;
 /// Whether whole rows on `warps` warps take more than one round and the last is at most
 /// [`SPARSE_LAST_ROUND`] full. Such a round is cheap (its few warps stream faster than in a full
 /// one), so half-warps, which even out the rounds at the price of the slower 16-lane path, lose.
-/// Measured on an H200 (kernels/README.md, "Plan rules"), warps against half-warps at d = 0.5 /
-/// 0.7: 5120² (last round 21 % full) +6 / +8 points of the ceiling, 13824×5120 (27 %) +7 / +8,
-/// 21504×7168 (9 %) +7 / +9; but 14336×4096 (39 %) −2.4 / +0.6 and 7168² (70 %) −2 / 0.
+/// Measured on an H200 (kernels/README.md, "Teams: warps and half-warps"), warps against half-warps
+/// at d = 0.5 / 0.7: 5120² (last round 21 % full) +6 / +8 points of the ceiling, 13824×5120 (27 %)
+/// +7 / +8, 21504×7168 (9 %) +7 / +9; but 14336×4096 (39 %) −2.4 / +0.6 and 7168² (70 %) −2 / 0.
 pub(super) fn sparse_last_round(rows: u32, warps: u64) -> bool {
     if warps == 0 || u64::from(rows) <= warps {
         return false;
@@ -67,12 +68,12 @@ pub(super) const FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE: f64 = 15.0;
 /// than a tenth of them idle (balance below [`SPLIT_MIN_BALANCE`]) and whose rows are long (≥
 /// [`FLAT_ONE_ROUND_MIN_ENTRIES`]) and not nearly dense (where split rows found no better balance
 /// in segments long enough). Its ranges keep every warp busy to the entry. Measured on an H200
-/// (kernels/README.md, "Plan rules"), flat against whole rows: 3584×20480 +4.2 / +2.0 points of the
-/// ceiling at d = 0.7 / 0.5 (14 336 / 10 240 entries per row), 3584×18944 +4.2 / +1.2, but −2.7 and
-/// −2.2 at d = 0.3 (~6 000 entries), where the flat kernel's per-chunk costs weigh more. Only on
-/// GPUs of many DRAM bytes per SM cycle (≥ [`FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE`], unknown: no):
-/// full benchmark runs measured the same two shapes at d = 0.7 / 0.5 +2.2 to +4.9 points on the
-/// H200 (18.8 bytes per SM cycle, whole rows at 71–73 % of the ceiling) but −3.9 to −5.1 on the
+/// (kernels/README.md, "Flat ranges"), flat against whole rows: 3584×20480 +4.2 / +2.0 points of
+/// the ceiling at d = 0.7 / 0.5 (14 336 / 10 240 entries per row), 3584×18944 +4.2 / +1.2, but −2.7
+/// and −2.2 at d = 0.3 (~6 000 entries), where the flat kernel's per-chunk costs weigh more. Only
+/// on GPUs of many DRAM bytes per SM cycle (≥ [`FLAT_ONE_ROUND_MIN_BYTES_PER_SM_CYCLE`], unknown:
+/// no): full benchmark runs measured the same two shapes at d = 0.7 / 0.5 +2.2 to +4.9 points on
+/// the H200 (18.8 bytes per SM cycle, whole rows at 71–73 % of the ceiling) but −3.9 to −5.1 on the
 /// H100 (12.8, whole rows at 84–86 %): idle warps cost only where the SMs, not the memory, set the
 /// pace.
 pub(super) fn flat_for_one_round(
@@ -96,12 +97,12 @@ pub(super) fn flat_measured_for(bytes_per_sm_cycle: Option<f64>) -> bool {
 }
 
 /// Mean 8-entry groups per row beyond which rows that are not nearly dense stay on warps even where
-/// half-warps would spread them as evenly. Measured on an H200 (kernels/README.md, "Plan rules"),
-/// warps against half-warps where both spread the rows equally, d = 0.5 / 0.7: 8192×28672 (1 792 /
-/// 2 509 groups) +3.5 / +3.7 points of the ceiling, 49152×12288 (768 / 1 075) +2.4 / +4.4,
-/// 32000×8192 (512 / 717) +1.9 / +0.6; 32000×4096 and 14336×4096 at d = 0.5 (256 groups) −4.4 and
-/// −3.2; 7168² (448 / 627) −1.1 / −1.4, the one loss above the threshold. 300, not 256: rows of
-/// 4096 columns at d = 0.5 hold a few padding entries more than 2 048.
+/// half-warps would spread them as evenly. Measured on an H200 (kernels/README.md, "Teams: warps
+/// and half-warps"), warps against half-warps where both spread the rows equally, d = 0.5 / 0.7:
+/// 8192×28672 (1 792 / 2 509 groups) +3.5 / +3.7 points of the ceiling, 49152×12288 (768 / 1 075)
+/// +2.4 / +4.4, 32000×8192 (512 / 717) +1.9 / +0.6; 32000×4096 and 14336×4096 at d = 0.5 (256
+/// groups) −4.4 and −3.2; 7168² (448 / 627) −1.1 / −1.4, the one loss above the threshold. 300, not
+/// 256: rows of 4096 columns at d = 0.5 hold a few padding entries more than 2 048.
 pub(super) const HALF_WARP_TIE_MAX_GROUPS: f64 = 300.0;
 
 /// Mean 8-entry groups per row up to which the MACKO kernel always gives each row a half-warp: a
@@ -110,9 +111,9 @@ pub(super) const HALF_WARP_TIE_MAX_GROUPS: f64 = 300.0;
 /// rows get a half-warp only where that splits the rows more evenly over the resident teams (see
 /// `plan::macko_plan`). 144, not 128: rows of 129–144 groups fill a warp's third two-chunk batch
 /// (64 groups) a fifth, a half-warp's fifth (32 groups) two fifths; measured on an H200
-/// (kernels/README.md, "Plan rules"), half-warps against warps: 27648×9216 and 36864×9216 at d =
-/// 0.1 (141 groups) +8.7 and +5.6 points of the ceiling, 18944×3584 and 20480×3584 at d = 0.3 (134)
-/// +6.0 and +1.7, 9216² at d = 0.1 −1.5.
+/// (kernels/README.md, "Teams: warps and half-warps"), half-warps against warps: 27648×9216 and
+/// 36864×9216 at d = 0.1 (141 groups) +8.7 and +5.6 points of the ceiling, 18944×3584 and
+/// 20480×3584 at d = 0.3 (134) +6.0 and +1.7, 9216² at d = 0.1 −1.5.
 pub(super) const HALF_WARP_MAX_GROUPS: f64 = 144.0;
 
 /// How evenly `rows` rows spread over `teams` teams taking them round-robin: the mean rows per
@@ -132,10 +133,10 @@ pub(super) fn balance(rows: u32, teams: u64) -> f64 {
 /// the others, and the most loaded SM sets the time. With every resident block launched, warps
 /// numbered across blocks (kernels/macko.cu, `macko_spmv_impl`) take the items, so every SM
 /// gets the same number of them, give or take one per block; the extra warps find no item after
-/// their block has staged x. Measured on an H100 (kernels/README.md, "Plan rules"), on against off
-/// in time at d = 0.7 / 0.5 / 0.3 / 0.1: 5120×13824 (lean, 320 of 396 blocks) 1.01 / 1.03 /
-/// 1.06 / 1.10×, 5120² 1.06 / 1.05 / 1.09 / 1.02×, 3584×20480 (224 of 264) 1.00 / 1.01 / 1.01 /
-/// 1.03×, 3584×18944 1.00 / 1.00 / 1.01 / 1.02×; 4096 rows (256 of 264) 1.00–1.02×.
+/// their block has staged x. Measured on an H100 (kernels/README.md, "Every resident block"), on
+/// against off in time at d = 0.7 / 0.5 / 0.3 / 0.1: 5120×13824 (lean, 320 of 396 blocks) 1.01 /
+/// 1.03 / 1.06 / 1.10×, 5120² 1.06 / 1.05 / 1.09 / 1.02×, 3584×20480 (224 of 264) 1.00 / 1.01 /
+/// 1.01 / 1.03×, 3584×18944 1.00 / 1.00 / 1.01 / 1.02×; 4096 rows (256 of 264) 1.00–1.02×.
 pub(super) fn spread_grid(grid: u32, resident: u32, sms: u32) -> bool {
     grid >= sms && grid < resident
 }
@@ -144,8 +145,8 @@ pub(super) fn spread_grid(grid: u32, resident: u32, sms: u32) -> bool {
 pub(super) const MAX_SPLIT: u32 = 8;
 
 /// DRAM bytes per SM cycle (`CudaCaps::dram_bytes_per_sm_cycle`) under which `auto` may pick the
-/// lean kernel: the H100 (12.8), where it was measured (kernels/README.md, "Plan rules"), is under
-/// it; the H200 (18.4), SM-bound rather than DRAM-bound and not yet measured with it, is not.
+/// lean kernel: the H100 (12.8), where it was measured (kernels/README.md, "The lean kernel"), is
+/// under it; the H200 (18.4), SM-bound rather than DRAM-bound and not yet measured with it, is not.
 pub(super) const LEAN_MAX_BYTES_PER_SM_CYCLE: f64 = 15.0;
 
 /// Whether `auto` may pick the lean kernel on a GPU of `bytes_per_sm_cycle` (unknown: no).
@@ -176,7 +177,7 @@ pub(super) fn gpu_dependent_rules(bytes_per_sm_cycle: Option<f64>) -> String {
 /// only one (about 56 K columns on an H100: wider, x stays in global memory, two blocks per SM,
 /// as before; binary16 at one block per SM there is not measured). One conversion more per
 /// entry buys the second block, and three lean blocks up to about 37 K columns. Measured on an
-/// H100 (kernels/README.md, "Plan rules"), `cuda.xhalf=on` against the f32 plans at
+/// H100 (kernels/README.md, "x staged as binary16"), `cuda.xhalf=on` against the f32 plans at
 /// d = 0.5 / 0.3 / 0.1: 7168×28672 +9 / +9 / −2 points of the
 /// ceiling (the f32 plan ran the flat kernel at 16 warps per SM at d ≥ 0.3), 12288×49152
 /// +4 to +5, 9216×36864 +3 at d = 0.3 and 0.1; 3584×20480, where f32 already fits two
@@ -184,7 +185,7 @@ pub(super) fn gpu_dependent_rules(bytes_per_sm_cycle: Option<f64>) -> String {
 /// (`wide_measured`: [`wide_half_x_measured_for`]), wherever x has at least
 /// [`HALF_X_WIDE_MIN_COLS`] columns and binary16 fits as many blocks as the f32 copy: each
 /// block then copies half the bytes and its gathers take fewer shared-memory wavefronts
-/// (kernels/README.md, "Plan rules").
+/// (kernels/README.md, "x staged as binary16").
 pub(super) fn half_x_by_default(
     now_blocks: Option<u32>,
     half_blocks: u32,
@@ -197,8 +198,8 @@ pub(super) fn half_x_by_default(
 
 /// Narrowest x (columns) that [`half_x_by_default`] stages as binary16 on a GPU where that was
 /// measured ([`wide_half_x_measured_for`]) even where it fits no more blocks than the f32 copy.
-/// Measured on an H100 (kernels/README.md, "Plan rules"), `cuda.xhalf=on` against the plans
-/// without it at d = 0.7 / 0.5 / 0.3 / 0.1, in time: 5120×13824 1.04 / 1.04 / 1.04 / 1.03×,
+/// Measured on an H100 (kernels/README.md, "x staged as binary16"), `cuda.xhalf=on` against the
+/// plans without it at d = 0.7 / 0.5 / 0.3 / 0.1, in time: 5120×13824 1.04 / 1.04 / 1.04 / 1.03×,
 /// 3584×20480 1.01 / 1.01 / 1.02 / 1.03×, 4096×14336 1.01 / 1.02 / 1.01 / 1.03×, 12288²
 /// 1.00 / 1.01 / 1.01 / 1.03×; from 11 008 columns down (4096×11008, 9216², 5120 columns and
 /// narrower) within ±2 %, the spread of two runs of the same plan.
@@ -237,7 +238,7 @@ pub(super) const LEAN_EVEN_MAX_ROUNDS: u64 = 3;
 /// and those spread the rows more evenly than the regular teams (by [`LEAN_MIN_GAIN`]), or as
 /// evenly where the teams take at most [`LEAN_EVEN_MAX_ROUNDS`] rounds. Rows on half-warps (short
 /// ones) need more than one round of lean warps besides. Measured on an H100
-/// (kernels/README.md, "Plan rules"; `cuda.lean=on` against the default plans, 17 shapes):
+/// (kernels/README.md, "The lean kernel"; `cuda.lean=on` against the default plans, 17 shapes):
 /// - more even: 5120² and 5120×13824 +2 to +10 % at d ≥ 0.3 (0.61 → 0.81: 1.21 rounds of 4224
 ///   warps become 0.81 of 6336); short rows on half-warps 18944×3584 +6 / +8 % at d = 0.3 / 0.1
 ///   (0.75 → 1.00), 28672×8192 +6 % and 9216² +9 % at d = 0.1;
@@ -276,18 +277,19 @@ pub(super) fn lean_rows(
 pub(super) const FLAT_SNAP: f64 = 0.0625;
 
 /// Mean entries per work item from which a warp's two-chunk batches are pipelined (measured on an
-/// H200, kernels/README.md, "Plan rules": +2 to +4.5 points of the ceiling for items of 2 458 to 8
-/// 601 entries with several items per warp; −2 to −4 points for items of 1 229 to 2 048 entries in
-/// few rounds or a single round of rows, where the extra batch in flight delays the staging of x
-/// and the next item's bounds more than it hides; in ≥ 3 rounds, items from 1 500 entries gain:
-/// [`PIPE_MIN_ENTRIES_MANY_ROUNDS`]).
+/// H200, kernels/README.md, "Pipelined batches": +2 to +4.5 points of the ceiling for items of
+/// 2 458 to 8 601 entries with several items per warp; −2 to −4 points for items of 1 229 to
+/// 2 048 entries in few rounds or a single round of rows, where the extra batch in flight delays
+/// the staging of x and the next item's bounds more than it hides; in ≥ 3 rounds, items from
+/// 1 500 entries gain: [`PIPE_MIN_ENTRIES_MANY_ROUNDS`]).
 pub(super) const PIPE_MIN_ENTRIES: f64 = 2400.0;
 
 /// Mean entries per work item from which batches are pipelined where items take at least
-/// [`PIPE_MANY_ROUNDS`] rounds of the warps. Measured on an H200 (kernels/README.md, "Plan rules"),
-/// with pipelining against without: 28672×7168, 21504×7168 and 13824×5120 at d = 0.3 (1 536 to 2
-/// 150 entries, 3.3 to 6.8 rounds) +2.1 to +2.3 points, 36864×12288 and 49152×12288 at d = 0.1 (1
-/// 510 entries) +0.9 to +1.1; 12288² at d = 0.1 (2.9 rounds) −1.1, 11008×4096 at d = 0.3 −2.5.
+/// [`PIPE_MANY_ROUNDS`] rounds of the warps. Measured on an H200 (kernels/README.md, "Pipelined
+/// batches"), with pipelining against without: 28672×7168, 21504×7168 and 13824×5120 at
+/// d = 0.3 (1 536 to 2 150 entries, 3.3 to 6.8 rounds) +2.1 to +2.3 points, 36864×12288 and
+/// 49152×12288 at d = 0.1 (1 510 entries) +0.9 to +1.1; 12288² at d = 0.1 (2.9 rounds) −1.1,
+/// 11008×4096 at d = 0.3 −2.5.
 pub(super) const PIPE_MIN_ENTRIES_MANY_ROUNDS: f64 = 1500.0;
 
 /// Rounds of items per warp from which [`PIPE_MIN_ENTRIES_MANY_ROUNDS`] applies.
@@ -297,10 +299,10 @@ pub(super) const PIPE_MANY_ROUNDS: u64 = 3;
 pub(super) const SPLIT_MIN_BALANCE: f64 = 0.9;
 
 /// Shortest segment worth its own work item, in entries. Measured on an H200 (kernels/README.md,
-/// "Plan rules"): segments of 4 600 to 9 000 entries gained up to 15 points of the ceiling,
-/// segments of 2 000 to 3 100 entries lost 5 to 11 points on matrices whose whole rows spread at
-/// least 0.73 evenly (each segment's last batch is partly empty, and that waste outweighed the
-/// balance).
+/// "Rows split into segments"): segments of 4 600 to 9 000 entries gained up to 15 points of the
+/// ceiling, segments of 2 000 to 3 100 entries lost 5 to 11 points on matrices whose whole rows
+/// spread at least 0.73 evenly (each segment's last batch is partly empty, and that waste
+/// outweighed the balance).
 pub(super) const MIN_SPLIT_ENTRIES: f64 = 4096.0;
 
 /// Shortest segment where whole rows spread very unevenly (balance below
@@ -383,7 +385,7 @@ mod tests {
     #[test]
     fn half_warps_take_tied_rows_only_when_short_enough_and_the_last_round_is_full() {
         // 32000 rows of 2 048 entries (256 groups) on 4224 warps: a tie, half-warps measured
-        // faster (kernels/README.md).
+        // faster (kernels/README.md, "Teams: warps and half-warps").
         assert!(half_warps_on_a_tie(32000, 4224, 2048.5, false));
         // The same rows at d = 0.7 (358 groups): warps, unless nearly dense.
         assert!(!half_warps_on_a_tie(32000, 4224, 2867.0, false));
@@ -479,8 +481,8 @@ mod tests {
 
     #[test]
     fn the_lean_kernel_takes_rows_its_extra_warps_spread_at_least_as_evenly() {
-        // 132 SMs: 32 warps each on the regular kernel, 48 on the lean one (kernels/README.md), and
-        // the shapes measured there.
+        // 132 SMs: 32 warps each on the regular kernel, 48 on the lean one (kernels/README.md, "The
+        // lean kernel"), and the shapes measured there.
         let (warps, lean) = (132 * 32, 132 * 48);
         assert!(
             lean_rows(5120, warps, lean, false, false),

@@ -113,9 +113,9 @@ impl RowCuts {
 /// starting mid-group), and the items partition the entries `[0, N)`, N = `row_ptr[rows]`, in order
 /// (the tail padding `N..P` belongs to no row and to no item).
 ///
-/// `codes` are the packed gap codes of FORMAT.md (entry i's code in byte i/2, low nibble for even
-/// i); `item_col` is computed from them, in parallel over items (rayon), so one long row costs no
-/// more wall time than many short ones.
+/// `codes` are the packed gap codes of docs/FORMAT.md, "Arrays" (entry i's code in byte i/2, low
+/// nibble for even i); `item_col` is computed from them, in parallel over items (rayon), so one
+/// long row costs no more wall time than many short ones.
 ///
 /// Errors (never panics, whatever the input): `seg` not a multiple of 8 or below 8; `row_ptr`
 /// empty (a valid one has rows + 1 ≥ 1 entries, so an empty one is refused, not taken as zero

@@ -4,7 +4,7 @@
 //!   one line per shape group (median over the group's shapes, min–max as thin bars), with
 //!   the dense break-even line and the CSR / cuSPARSE medians for contrast;
 //! - `effective_density.svg`: MACKO's measured effective density against the storage formulas
-//!   of FORMAT.md (expected, best, worst), CSR and dense;
+//!   of docs/FORMAT.md (expected, best, worst), CSR and dense;
 //! - `ceiling_<backend>.svg`: the fraction of the streaming-read ceiling that MACKO and the
 //!   dense kernels reach, with the 85 % goal marked.
 //!
