@@ -8,8 +8,8 @@ use std::sync::Arc;
 use half::f16;
 
 use crate::backend::{
-    self, Backend, BackendKind, DeviceInfo, HostVector, MatrixKind, MatrixRef, Plan, Precision,
-    Storage, VendorBaseline,
+    self, Backend, BackendKind, DeviceInfo, HostVector, MatrixKind, MatrixRef, MatrixStorage, Plan,
+    Precision, VectorStorage, VendorBaseline,
 };
 use crate::error::{Error, Result};
 use crate::options;
@@ -67,7 +67,7 @@ pub struct DeviceMatrix {
     cols: usize,
     format: MatrixKind,
     bytes: u64,
-    storage: Storage,
+    storage: MatrixStorage,
 }
 
 impl DeviceMatrix {
@@ -94,7 +94,7 @@ pub struct DeviceVector {
     device: u64,
     len: usize,
     precision: Precision,
-    storage: Storage,
+    storage: VectorStorage,
 }
 
 impl DeviceVector {
@@ -241,7 +241,7 @@ impl Device {
     }
 
     /// A handle for storage the backend made from `m`.
-    fn wrap_matrix(&self, m: MatrixRef<'_>, storage: Storage) -> Result<DeviceMatrix> {
+    fn wrap_matrix(&self, m: MatrixRef<'_>, storage: MatrixStorage) -> Result<DeviceMatrix> {
         let (rows, cols) = m.shape();
         Ok(DeviceMatrix {
             device: self.id,
@@ -358,7 +358,7 @@ impl Device {
         }
         // Checks x and y against the shape once, through the ordinary path.
         self.spmv(first, x, y)?;
-        let storages: Vec<&Storage> = a.iter().map(|m| &m.storage).collect();
+        let storages: Vec<&MatrixStorage> = a.iter().map(|m| &m.storage).collect();
         self.backend
             .time_spmv(&storages, &x.storage, &mut y.storage, warmup, iters)
     }

@@ -3,7 +3,6 @@
 //! from `macko-format` and shapes already checked by [`crate::Device`]; it owns its storage,
 //! which callers see only as opaque handles.
 
-use std::any::Any;
 use std::str::FromStr;
 
 use half::f16;
@@ -111,9 +110,115 @@ pub enum Plan {
     Cuda(cuda::plan::CudaPlan),
 }
 
-/// Backend-owned storage behind a [`crate::DeviceMatrix`] or [`crate::DeviceVector`]. Only the
-/// backend that made it knows its concrete type.
-pub type Storage = Box<dyn Any + Send + Sync>;
+/// A matrix as its backend stored it, behind a [`crate::DeviceMatrix`]. Only that backend looks
+/// inside: an enum of the backends' own types, so a handle that reaches the wrong backend is a
+/// typed internal error, not a failed downcast.
+#[doc(hidden)]
+pub struct MatrixStorage(pub(crate) StoredMatrix);
+
+/// A vector as its backend stored it, behind a [`crate::DeviceVector`].
+#[doc(hidden)]
+pub struct VectorStorage(pub(crate) StoredVector);
+
+/// The matrix of each backend compiled in. (Variants differ in size; a handle holds one
+/// matrix, so boxing would only add an indirection.)
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum StoredMatrix {
+    Cpu(cpu::CpuMatrix),
+    #[cfg(feature = "wgpu")]
+    Wgpu(wgpu::WgpuMatrix),
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::CudaMatrix),
+}
+
+/// The vector of each backend compiled in.
+pub(crate) enum StoredVector {
+    Cpu(cpu::CpuVector),
+    #[cfg(feature = "wgpu")]
+    Wgpu(wgpu::WgpuVector),
+    #[cfg(feature = "cuda")]
+    Cuda(cuda::CudaVector),
+}
+
+/// The error for storage of another backend: a bug in macko (the device checks ownership
+/// first), reported rather than panicking.
+fn foreign(backend: BackendKind, what: &str) -> Error {
+    Error::Backend {
+        backend,
+        message: format!("internal: the {what} is not storage of this backend"),
+    }
+}
+
+/// For one backend: wrapping its types into storage, and taking them out again.
+macro_rules! storage_of {
+    ($variant:ident, $kind:expr, $matrix:ty, $vector:ty, $get:ident, $get_mut:ident) => {
+        impl From<$matrix> for MatrixStorage {
+            fn from(m: $matrix) -> Self {
+                Self(StoredMatrix::$variant(m))
+            }
+        }
+        impl From<$vector> for VectorStorage {
+            fn from(v: $vector) -> Self {
+                Self(StoredVector::$variant(v))
+            }
+        }
+        impl MatrixStorage {
+            /// This backend's matrix, or an internal error.
+            #[allow(unreachable_patterns)]
+            pub(crate) fn $get(&self) -> Result<&$matrix> {
+                match &self.0 {
+                    StoredMatrix::$variant(m) => Ok(m),
+                    _ => Err(foreign($kind, "matrix")),
+                }
+            }
+        }
+        impl VectorStorage {
+            /// This backend's vector, or an internal error.
+            #[allow(unreachable_patterns)]
+            pub(crate) fn $get(&self) -> Result<&$vector> {
+                match &self.0 {
+                    StoredVector::$variant(v) => Ok(v),
+                    _ => Err(foreign($kind, "vector")),
+                }
+            }
+            /// This backend's vector, writable, or an internal error.
+            #[allow(unreachable_patterns)]
+            pub(crate) fn $get_mut(&mut self) -> Result<&mut $vector> {
+                match &mut self.0 {
+                    StoredVector::$variant(v) => Ok(v),
+                    _ => Err(foreign($kind, "vector")),
+                }
+            }
+        }
+    };
+}
+
+storage_of!(
+    Cpu,
+    BackendKind::Cpu,
+    cpu::CpuMatrix,
+    cpu::CpuVector,
+    cpu,
+    cpu_mut
+);
+#[cfg(feature = "wgpu")]
+storage_of!(
+    Wgpu,
+    BackendKind::Wgpu,
+    wgpu::WgpuMatrix,
+    wgpu::WgpuVector,
+    wgpu,
+    wgpu_mut
+);
+#[cfg(feature = "cuda")]
+storage_of!(
+    Cuda,
+    BackendKind::Cuda,
+    cuda::CudaMatrix,
+    cuda::CudaVector,
+    cuda,
+    cuda_mut
+);
 
 /// One implementation of the products on one device. Methods receive storage this backend made
 /// (the [`crate::Device`] checks the device id of every handle first) and shapes that fit.
@@ -121,20 +226,20 @@ pub trait Backend: Send + Sync {
     /// Name, backend and key properties.
     fn info(&self) -> DeviceInfo;
     /// Copies a validated host matrix to the device.
-    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<Storage>;
+    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<MatrixStorage>;
     /// Copies an f16 vector to the device.
-    fn upload_vector(&self, x: &[f16]) -> Result<Storage>;
+    fn upload_vector(&self, x: &[f16]) -> Result<VectorStorage>;
     /// Allocates a zero-filled vector of `len` elements.
-    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<Storage>;
+    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<VectorStorage>;
     /// Enqueues y = A·x. May return before the product is done; later calls on the same device
     /// see its result (products run in order).
-    fn spmv(&self, a: &Storage, x: &Storage, y: &mut Storage) -> Result<()>;
+    fn spmv(&self, a: &MatrixStorage, x: &VectorStorage, y: &mut VectorStorage) -> Result<()>;
     /// The plan `a` was uploaded with (an error for a vendor baseline's matrix, which has none).
-    fn plan(&self, a: &Storage) -> Result<Plan>;
+    fn plan(&self, a: &MatrixStorage) -> Result<Plan>;
     /// Waits until every enqueued product is done.
     fn synchronize(&self) -> Result<()>;
     /// Waits for pending work, then copies a vector back.
-    fn download(&self, v: &Storage) -> Result<HostVector>;
+    fn download(&self, v: &VectorStorage) -> Result<HostVector>;
 
     /// How [`Backend::time_spmv`] measures: "cuda events", "wgpu timestamp queries", or
     /// "wall clock" (the default, and the only choice where the device has no timer).
@@ -148,9 +253,9 @@ pub trait Backend: Send + Sync {
     /// synchronisation; GPU backends override it with device timers.
     fn time_spmv(
         &self,
-        a: &[&Storage],
-        x: &Storage,
-        y: &mut Storage,
+        a: &[&MatrixStorage],
+        x: &VectorStorage,
+        y: &mut VectorStorage,
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
@@ -177,7 +282,7 @@ pub trait Backend: Send + Sync {
 
     /// Uploads `m` for a vendor library's product instead of macko's own kernel (benchmarks
     /// only). Unavailable by default.
-    fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<Storage> {
+    fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<MatrixStorage> {
         let _ = m;
         Err(Error::Unavailable {
             backend: self.info().backend,
@@ -204,29 +309,4 @@ impl VendorBaseline {
             VendorBaseline::CusparseCsr => "cusparse",
         }
     }
-}
-
-/// Casts storage to the concrete type a backend made; a mismatch is a bug in macko, reported as
-/// an error rather than a panic.
-pub(crate) fn downcast<'a, T: 'static>(
-    s: &'a Storage,
-    backend: BackendKind,
-    what: &str,
-) -> Result<&'a T> {
-    s.downcast_ref::<T>().ok_or_else(|| Error::Backend {
-        backend,
-        message: format!("internal: {what} is not storage of this backend"),
-    })
-}
-
-/// Mutable version of [`downcast`].
-pub(crate) fn downcast_mut<'a, T: 'static>(
-    s: &'a mut Storage,
-    backend: BackendKind,
-    what: &str,
-) -> Result<&'a mut T> {
-    s.downcast_mut::<T>().ok_or_else(|| Error::Backend {
-        backend,
-        message: format!("internal: {what} is not storage of this backend"),
-    })
 }

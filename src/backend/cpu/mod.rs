@@ -9,8 +9,8 @@ use macko_format::{code_at, CsrMatrix, DenseMatrix, MackoMatrix, GROUP};
 use rayon::prelude::*;
 
 use super::{
-    downcast, downcast_mut, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Plan,
-    Precision, Storage,
+    Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, MatrixStorage, Plan, Precision,
+    VectorStorage,
 };
 use crate::error::Result;
 
@@ -28,7 +28,7 @@ pub struct CpuPlan {
 }
 
 /// A matrix "on" the CPU: a copy of the validated host arrays, and its plan.
-struct CpuMatrix {
+pub(crate) struct CpuMatrix {
     data: CpuData,
     plan: CpuPlan,
 }
@@ -41,7 +41,7 @@ enum CpuData {
 }
 
 /// A vector on the CPU.
-enum CpuVector {
+pub(crate) enum CpuVector {
     F16(Vec<f16>),
     F32(Vec<f32>),
 }
@@ -78,8 +78,8 @@ impl CpuBackend {
     }
 
     /// The plan an uploaded matrix was given.
-    pub(crate) fn plan_of(&self, a: &Storage) -> Result<CpuPlan> {
-        Ok(downcast::<CpuMatrix>(a, BackendKind::Cpu, "matrix")?.plan)
+    pub(crate) fn plan_of(&self, a: &MatrixStorage) -> Result<CpuPlan> {
+        Ok(a.cpu()?.plan)
     }
 }
 
@@ -106,34 +106,34 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<Storage> {
+    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<MatrixStorage> {
         let plan = self.plan(m.shape().1);
         let data = match m {
             MatrixRef::Macko(m) => CpuData::Macko(m.clone()),
             MatrixRef::Csr(m) => CpuData::Csr(m.clone()),
             MatrixRef::Dense(m) => CpuData::Dense(m.clone()),
         };
-        Ok(Box::new(CpuMatrix { data, plan }))
+        Ok(From::from(CpuMatrix { data, plan }))
     }
 
-    fn upload_vector(&self, x: &[f16]) -> Result<Storage> {
-        Ok(Box::new(CpuVector::F16(x.to_vec())))
+    fn upload_vector(&self, x: &[f16]) -> Result<VectorStorage> {
+        Ok(From::from(CpuVector::F16(x.to_vec())))
     }
 
-    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<Storage> {
-        Ok(Box::new(match precision {
+    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<VectorStorage> {
+        Ok(From::from(match precision {
             Precision::F16 => CpuVector::F16(vec![f16::ZERO; len]),
             Precision::F32 => CpuVector::F32(vec![0.0; len]),
         }))
     }
 
-    fn spmv(&self, a: &Storage, x: &Storage, y: &mut Storage) -> Result<()> {
-        let a = downcast::<CpuMatrix>(a, BackendKind::Cpu, "matrix")?;
-        let x = match downcast::<CpuVector>(x, BackendKind::Cpu, "x")? {
+    fn spmv(&self, a: &MatrixStorage, x: &VectorStorage, y: &mut VectorStorage) -> Result<()> {
+        let a = a.cpu()?;
+        let x = match x.cpu()? {
             CpuVector::F16(x) => widen(x),
             CpuVector::F32(x) => x.clone(),
         };
-        let y = downcast_mut::<CpuVector>(y, BackendKind::Cpu, "y")?;
+        let y = y.cpu_mut()?;
         // Whether x is finite is known only now: a product with NaN/∞ in x masks padding.
         let finite = x.iter().all(|v| v.is_finite());
         let avx2 = a.plan.avx2;
@@ -167,7 +167,7 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn plan(&self, a: &Storage) -> Result<Plan> {
+    fn plan(&self, a: &MatrixStorage) -> Result<Plan> {
         self.plan_of(a).map(Plan::Cpu)
     }
 
@@ -175,13 +175,11 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn download(&self, v: &Storage) -> Result<HostVector> {
-        Ok(
-            match downcast::<CpuVector>(v, BackendKind::Cpu, "vector")? {
-                CpuVector::F16(v) => HostVector::F16(v.clone()),
-                CpuVector::F32(v) => HostVector::F32(v.clone()),
-            },
-        )
+    fn download(&self, v: &VectorStorage) -> Result<HostVector> {
+        Ok(match v.cpu()? {
+            CpuVector::F16(v) => HostVector::F16(v.clone()),
+            CpuVector::F32(v) => HostVector::F32(v.clone()),
+        })
     }
 
     fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {

@@ -50,7 +50,8 @@ use self::caps::{CudaCaps, Kernel, BLOCK};
 use self::errors::{cuda_error, internal};
 use self::kernels::Kernels;
 use self::launch::{Launcher, Product};
-use self::memory::{CsrDev, CudaVector, DenseDev, DeviceArray, MackoDev, VectorData};
+pub(crate) use self::memory::CudaVector;
+use self::memory::{CsrDev, DenseDev, DeviceArray, MackoDev, VectorData};
 use self::plan::CudaPlan;
 use self::probe::{human_bytes, Gpu};
 use self::tuning::CudaTuning;
@@ -58,8 +59,8 @@ use self::upload::Uploader;
 use self::vendor::{CusparseCsr, Vendor};
 
 use super::{
-    downcast, downcast_mut, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision,
-    Storage, VendorBaseline,
+    Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, MatrixStorage, Precision,
+    VectorStorage, VendorBaseline,
 };
 use crate::error::{Error, Result};
 
@@ -177,8 +178,8 @@ impl CudaBackend {
 
     /// The plan an uploaded matrix is launched with (an error for the vendor baselines, which
     /// have none).
-    pub(crate) fn plan_of(&self, a: &Storage) -> Result<CudaPlan> {
-        let a = downcast::<CudaMatrix>(a, BackendKind::Cuda, "matrix")?;
+    pub(crate) fn plan_of(&self, a: &MatrixStorage) -> Result<CudaPlan> {
+        let a = a.cuda()?;
         a.plan().copied().ok_or_else(|| Error::Backend {
             backend: BackendKind::Cuda,
             message: "a vendor baseline's matrix has no macko plan".into(),
@@ -250,7 +251,7 @@ impl Backend for CudaBackend {
         self.info.clone()
     }
 
-    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<Storage> {
+    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<MatrixStorage> {
         let up = self.uploader();
         let matrix = match m {
             MatrixRef::Macko(m) => CudaMatrix::Macko(up.macko(m)?),
@@ -260,32 +261,32 @@ impl Backend for CudaBackend {
                 CudaMatrix::Dense(m, plan)
             }
         };
-        Ok(Box::new(matrix))
+        Ok(From::from(matrix))
     }
 
-    fn upload_vector(&self, x: &[f16]) -> Result<Storage> {
+    fn upload_vector(&self, x: &[f16]) -> Result<VectorStorage> {
         let bits: &[u16] = bytemuck::cast_slice(x);
-        Ok(Box::new(CudaVector {
+        Ok(From::from(CudaVector {
             data: VectorData::F16(DeviceArray::upload(self.stream(), bits, "a vector")?),
         }))
     }
 
-    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<Storage> {
+    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<VectorStorage> {
         let data = match precision {
             Precision::F16 => VectorData::F16(DeviceArray::zeros(self.stream(), len, "a vector")?),
             Precision::F32 => VectorData::F32(DeviceArray::zeros(self.stream(), len, "a vector")?),
         };
-        Ok(Box::new(CudaVector { data }))
+        Ok(From::from(CudaVector { data }))
     }
 
-    fn spmv(&self, a: &Storage, x: &Storage, y: &mut Storage) -> Result<()> {
-        let a = downcast::<CudaMatrix>(a, BackendKind::Cuda, "matrix")?;
-        let x = downcast::<CudaVector>(x, BackendKind::Cuda, "x")?;
-        let y = downcast_mut::<CudaVector>(y, BackendKind::Cuda, "y")?;
+    fn spmv(&self, a: &MatrixStorage, x: &VectorStorage, y: &mut VectorStorage) -> Result<()> {
+        let a = a.cuda()?;
+        let x = x.cuda()?;
+        let y = y.cuda_mut()?;
         self.product(a, x, y)
     }
 
-    fn plan(&self, a: &Storage) -> Result<super::Plan> {
+    fn plan(&self, a: &MatrixStorage) -> Result<super::Plan> {
         self.plan_of(a).map(super::Plan::Cuda)
     }
 
@@ -295,8 +296,8 @@ impl Backend for CudaBackend {
             .map_err(|e| cuda_error("waiting for queued products", e))
     }
 
-    fn download(&self, v: &Storage) -> Result<HostVector> {
-        let v = downcast::<CudaVector>(v, BackendKind::Cuda, "vector")?;
+    fn download(&self, v: &VectorStorage) -> Result<HostVector> {
+        let v = v.cuda()?;
         Ok(match &v.data {
             VectorData::F16(a) => HostVector::F16(
                 a.download(self.stream(), "a vector")?
@@ -314,21 +315,18 @@ impl Backend for CudaBackend {
 
     fn time_spmv(
         &self,
-        a: &[&Storage],
-        x: &Storage,
-        y: &mut Storage,
+        a: &[&MatrixStorage],
+        x: &VectorStorage,
+        y: &mut VectorStorage,
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
-        let matrices = a
-            .iter()
-            .map(|m| downcast::<CudaMatrix>(m, BackendKind::Cuda, "matrix"))
-            .collect::<Result<Vec<_>>>()?;
+        let matrices = a.iter().map(|m| m.cuda()).collect::<Result<Vec<_>>>()?;
         if matrices.is_empty() {
             return Ok(Vec::new());
         }
-        let x = downcast::<CudaVector>(x, BackendKind::Cuda, "x")?;
-        let y = downcast_mut::<CudaVector>(y, BackendKind::Cuda, "y")?;
+        let x = x.cuda()?;
+        let y = y.cuda_mut()?;
         timing::time_queued(
             &self.gpu.ctx,
             self.stream(),
@@ -364,7 +362,7 @@ impl Backend for CudaBackend {
         Ok(Some(times))
     }
 
-    fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<Storage> {
+    fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<MatrixStorage> {
         let matrix = match (vendor, m) {
             (VendorBaseline::CublasDense, MatrixRef::Dense(d)) => {
                 CudaMatrix::Cublas(self.vendor.upload_cublas(d)?)
@@ -377,7 +375,7 @@ impl Backend for CudaBackend {
             }
             (VendorBaseline::CusparseCsr, other) => return Err(wrong_format(vendor, "CSR", other)),
         };
-        Ok(Box::new(matrix))
+        Ok(From::from(matrix))
     }
 }
 

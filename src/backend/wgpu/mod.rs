@@ -27,15 +27,16 @@ use std::sync::{Arc, Mutex};
 use half::f16;
 
 use super::{
-    downcast, downcast_mut, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision,
-    Storage,
+    Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, MatrixStorage, Precision,
+    VectorStorage,
 };
 use crate::device::{DeviceOptions, ENV_WGPU_SUBGROUPS};
 use crate::error::Result;
 
 use gpu::Gpu;
 use pipelines::{KernelPath, Pipelines, X_WORDS_GRANULE};
-use products::{GpuMatrix, GpuVector, Pending};
+use products::Pending;
+pub(crate) use products::{GpuMatrix as WgpuMatrix, GpuVector as WgpuVector};
 
 /// Environment variable that, set to `0`, makes the MACKO subgroup kernel gather x from memory
 /// even where x fits in workgroup memory (for comparisons and tests of that path).
@@ -857,26 +858,26 @@ impl Backend for WgpuBackend {
         }
     }
 
-    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<Storage> {
-        Ok(Box::new(self.upload_matrix_impl(m)?))
+    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<MatrixStorage> {
+        Ok(From::from(self.upload_matrix_impl(m)?))
     }
 
-    fn upload_vector(&self, x: &[f16]) -> Result<Storage> {
-        Ok(Box::new(self.upload_vector_impl(x)?))
+    fn upload_vector(&self, x: &[f16]) -> Result<VectorStorage> {
+        Ok(From::from(self.upload_vector_impl(x)?))
     }
 
-    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<Storage> {
-        Ok(Box::new(self.alloc_vector_impl(len, precision)?))
+    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<VectorStorage> {
+        Ok(From::from(self.alloc_vector_impl(len, precision)?))
     }
 
-    fn spmv(&self, a: &Storage, x: &Storage, y: &mut Storage) -> Result<()> {
-        let a = downcast::<GpuMatrix>(a, BackendKind::Wgpu, "matrix")?;
-        let x = downcast::<GpuVector>(x, BackendKind::Wgpu, "x")?;
-        let y = downcast_mut::<GpuVector>(y, BackendKind::Wgpu, "y")?;
+    fn spmv(&self, a: &MatrixStorage, x: &VectorStorage, y: &mut VectorStorage) -> Result<()> {
+        let a = a.wgpu()?;
+        let x = x.wgpu()?;
+        let y = y.wgpu_mut()?;
         self.spmv_impl(a, x, y)
     }
 
-    fn plan(&self, _a: &Storage) -> Result<super::Plan> {
+    fn plan(&self, _a: &MatrixStorage) -> Result<super::Plan> {
         Err(crate::error::Error::Backend {
             backend: BackendKind::Wgpu,
             message: "TEMPORARY: plans arrive with the wgpu restructure".into(),
@@ -887,8 +888,8 @@ impl Backend for WgpuBackend {
         self.synchronize_impl()
     }
 
-    fn download(&self, v: &Storage) -> Result<HostVector> {
-        self.download_impl(downcast::<GpuVector>(v, BackendKind::Wgpu, "vector")?)
+    fn download(&self, v: &VectorStorage) -> Result<HostVector> {
+        self.download_impl(v.wgpu()?)
     }
 
     fn timer(&self) -> &'static str {
@@ -901,18 +902,15 @@ impl Backend for WgpuBackend {
 
     fn time_spmv(
         &self,
-        a: &[&Storage],
-        x: &Storage,
-        y: &mut Storage,
+        a: &[&MatrixStorage],
+        x: &VectorStorage,
+        y: &mut VectorStorage,
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
-        let a = a
-            .iter()
-            .map(|m| downcast::<GpuMatrix>(m, BackendKind::Wgpu, "matrix"))
-            .collect::<Result<Vec<_>>>()?;
-        let x = downcast::<GpuVector>(x, BackendKind::Wgpu, "x")?;
-        let y = downcast_mut::<GpuVector>(y, BackendKind::Wgpu, "y")?;
+        let a = a.iter().map(|m| m.wgpu()).collect::<Result<Vec<_>>>()?;
+        let x = x.wgpu()?;
+        let y = y.wgpu_mut()?;
         self.time_products(&a, x, y, warmup, iters)
     }
 

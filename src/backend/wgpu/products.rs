@@ -117,20 +117,20 @@ pub(super) struct Block {
 }
 
 /// A matrix on the device.
-pub(super) struct GpuMatrix {
-    pub format: MatrixKind,
+pub(crate) struct GpuMatrix {
+    pub(super) format: MatrixKind,
     /// MACKO: stored entries (explicit zeros included) over rows × columns; 0 for the other
     /// formats. Decides the staged x's padding (`X_PAD_MIN_FILL`).
-    pub fill: f64,
+    pub(super) fill: f64,
     /// MACKO whose x is staged in column tiles (too wide for workgroup memory): how it is cut.
     /// The blocks' row pointers are then the tile tables (tiles.rs).
-    pub tiles: Option<TilePlan>,
+    pub(super) tiles: Option<TilePlan>,
     /// MACKO uploaded row-aligned (`RowAligned`, or with tiles `AlignedTiles`): the subgroup
     /// kernel's pipelined loop may then skip its masks (`ALIGNED_ROWS`).
-    pub aligned_rows: bool,
-    pub rows: usize,
-    pub cols: usize,
-    pub blocks: Vec<Block>,
+    pub(super) aligned_rows: bool,
+    pub(super) rows: usize,
+    pub(super) cols: usize,
+    pub(super) blocks: Vec<Block>,
     /// Sparse formats: per block, the MACKO subgroup kernel's row counter and its count of
     /// finished workgroups. Zero-filled at creation and set back to zero by the last workgroup
     /// of every product, so no product clears them (a clear is a transfer between compute
@@ -138,20 +138,20 @@ pub(super) struct GpuMatrix {
     /// word per row after them: each row's partial sum over the tiles done (written before it
     /// is read in every product). Bound in the blocks' bind groups, which keep the buffer
     /// alive; held here too so that is not implicit.
-    pub _counters: Option<wgpu::Buffer>,
+    pub(super) _counters: Option<wgpu::Buffer>,
 }
 
 /// A vector on the device.
-pub(super) struct GpuVector {
-    pub buffer: wgpu::Buffer,
+pub(crate) struct GpuVector {
+    pub(super) buffer: wgpu::Buffer,
     /// The f32 copy of an f16 vector (kept alive here; bound in both groups).
     _wide: Option<wgpu::Buffer>,
-    pub len: usize,
-    pub precision: Precision,
+    pub(super) len: usize,
+    pub(super) precision: Precision,
     /// Bind group as x (f16 vectors only).
-    pub as_x: Option<wgpu::BindGroup>,
+    pub(super) as_x: Option<wgpu::BindGroup>,
     /// Bind group as y.
-    pub as_y: wgpu::BindGroup,
+    pub(super) as_y: wgpu::BindGroup,
 }
 
 /// Pending work: the encoder products are recorded into, the one compute pass they share, and
