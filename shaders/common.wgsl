@@ -1,7 +1,7 @@
 // common.wgsl: prepended to every kernel by the wgpu backend and by tests/wgpu_shaders.rs (then
 // the family's own prelude, e.g. macko.wgsl for macko_sg.wgsl, then the kernel). It holds what
 // every product shares: the vector bindings, the output precision switch and the f16 <-> f32
-// conversions. See NOTES.md.
+// conversions. See shaders/README.md.
 //
 // Binding groups of every product kernel:
 //   group 0: the matrix block (uniform MatrixParams at binding 0, the arrays after it),

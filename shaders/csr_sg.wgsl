@@ -1,5 +1,5 @@
 // CSR SpMV (binary16 values, u32 column indices) with subgroup operations (common.wgsl is
-// prepended). See NOTES.md.
+// prepended). See shaders/README.md.
 //
 // One row at a time per subgroup, rows grid-strided over the dispatch's subgroups (any subgroup
 // size and layout works). Lanes stride over the row's entries, two entries in

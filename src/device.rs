@@ -34,6 +34,11 @@ pub struct DeviceOptions {
     pub max_binding_bytes: Option<u64>,
     /// CUDA: ordinal of the GPU to use.
     pub cuda_ordinal: usize,
+    /// wgpu: the typed tuning of the plan rules (benchmark sweeps and tests; the default is
+    /// production behaviour).
+    #[cfg(feature = "wgpu")]
+    #[doc(hidden)]
+    pub wgpu_tuning: backend::wgpu::WgpuTuning,
 }
 
 impl Default for DeviceOptions {
@@ -44,6 +49,8 @@ impl Default for DeviceOptions {
             wgpu_subgroups: true,
             max_binding_bytes: None,
             cuda_ordinal: 0,
+            #[cfg(feature = "wgpu")]
+            wgpu_tuning: Default::default(),
         }
     }
 }
@@ -177,7 +184,12 @@ fn open_backend(kind: BackendKind, opts: &DeviceOptions) -> Result<Arc<dyn Backe
     match kind {
         BackendKind::Cpu => Ok(Arc::new(backend::cpu::CpuBackend::new())),
         #[cfg(feature = "wgpu")]
-        BackendKind::Wgpu => backend::wgpu::open(opts),
+        BackendKind::Wgpu => backend::wgpu::open(&backend::wgpu::WgpuConfig {
+            allow_software_adapter: opts.allow_software_adapter,
+            subgroups: opts.wgpu_subgroups,
+            max_binding_bytes: opts.max_binding_bytes,
+            tuning: opts.wgpu_tuning.clone(),
+        }),
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => backend::cuda::open(opts),
         #[allow(unreachable_patterns)]
@@ -227,6 +239,14 @@ impl Device {
             info,
             id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
         })
+    }
+
+    /// The plan of a matrix on a wgpu device (for tests; an error for other devices' matrices).
+    #[cfg(feature = "wgpu")]
+    #[doc(hidden)]
+    pub fn wgpu_plan(&self, a: &DeviceMatrix) -> Result<backend::wgpu::WgpuPlan> {
+        self.check_owner("matrix", a.device)?;
+        backend::wgpu::plan_of_storage(&a.storage)
     }
 
     /// Every backend, with the device it would use or the reason it is unavailable.
