@@ -50,7 +50,7 @@ fn main(
     let lane = subgroupExclusiveAdd(1u);
     let lanes = subgroupAdd(1u);
     // Rows grid-stride over the subgroups of the dispatch, whatever their size and number per
-    // workgroup. (Handing rows out through an atomic counter, as the MACKO kernel does, lost
+    // workgroup. (Handing rows out through an atomic counter, as the MACKO kernel once did, lost
     // rows near the end of long-row matrices on lavapipe; this mapping needs no counter.)
     let stride = nwg.x * nwg.y * nsg;
     for (var row = (wg.x + wg.y * nwg.x) * nsg + sg; row < params.rows; row += stride) {

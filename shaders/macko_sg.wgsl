@@ -12,7 +12,7 @@
 // subgroup-uniformly) runs on the builtin id and size, which a driver with a fixed subgroup
 // size (NVIDIA: 32) folds into constants, in pipelined steps (row_dot_piped); any other runs on
 // a lane index and count it counts itself (an exclusive scan and a sum of 1), in unpipelined
-// steps of 4 groups per lane (row_dot_late), with the zero select kept.
+// steps of 4 groups per lane (row_dot), with the zero select kept.
 //
 // A workgroup first stages x in workgroup memory where it fits (X_SHARED, see macko.wgsl), or,
 // where it does not, one column tile at a time (X_TILED): then the whole row loop runs once per
@@ -28,7 +28,7 @@
 // fma where the staged x is finite (a zero value selects x to 0 first where it is not).
 
 // With X_TILED, each row's partial sum over the tiles done, from word params.partials on.
-@group(0) @binding(4) var<storage, read_write> counters: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> partial_sums: array<atomic<u32>>;
 
 // Invocations per workgroup: a pipeline constant, so the backend can trade workgroups per
 // compute unit against the staged copies of x.
@@ -72,7 +72,7 @@ fn row_work(row: u32, tile: u32) -> vec4<u32> {
         let b = a + 2u * params.rows;
         var partial = 0u;
         if tile > 0u {
-            partial = atomicLoad(&counters[params.partials + row]);
+            partial = atomicLoad(&partial_sums[params.partials + row]);
         }
         return vec4<u32>(row_ptr[a], row_ptr[b], row_ptr[a + 1u], partial);
     }
@@ -91,7 +91,7 @@ fn finish_row(row: u32, tile: u32, work: vec4<u32>, sum: f32) {
             total = bitcast<f32>(work.w) + sum;
         }
         if tile + 1u < params.tiles {
-            atomicStore(&counters[params.partials + row], bitcast<u32>(total));
+            atomicStore(&partial_sums[params.partials + row], bitcast<u32>(total));
         } else {
             store_y(params.row_offset + row, total);
         }
@@ -132,31 +132,6 @@ fn pair_fma(v: u32, c_lo: u32, c_hi: u32, acc: vec2<f32>, guard: bool, shifted: 
 struct Scan {
     before: vec2<u32>,
     all: vec2<u32>,
-}
-
-// The scan of `v` over the subgroup. `exact` (a literal at every call) says the subgroup is
-// exact, `lane` and `lanes` its builtin invocation id and size, every lane active: then an
-// inclusive scan by shuffles up (log2(lanes) steps of one
-// shuffle per component and an add) whose last lane holds the sum. Why: the NVIDIA driver (580,
-// H100/H200) compiles subgroupExclusiveAdd into a scan over any set of active lanes, with no
-// path for a full subgroup: each of its 5 steps makes 3 dependent shuffles (one of them to find
-// the next active lane), 17 shuffles and about 55 instructions for a vec2, called as a
-// subroutine (SASS from the driver's shader cache, scripts/gpu/vk_sass.py). Ends: d doubles
-// up to lanes <= 128.
-fn exact_scan(v: vec2<u32>, lane: u32, lanes: u32) -> Scan {
-    var s = v;
-    for (var d = 1u; d < lanes; d *= 2u) {
-        let up = subgroupShuffleUp(s, d);
-        s += select(vec2<u32>(0u), up, vec2<bool>(lane >= d));
-    }
-    return Scan(s - v, subgroupShuffle(s, lanes - 1u));
-}
-
-fn step_scan(v: vec2<u32>, lane: u32, lanes: u32, exact: bool) -> Scan {
-    if exact {
-        return exact_scan(v, lane, lanes);
-    }
-    return Scan(subgroupExclusiveAdd(v), subgroupAdd(v));
 }
 
 // ---- Groups kept as raw code words until their products -----------------------------------
@@ -323,7 +298,7 @@ fn four_fma_raw(
 // subgroup (every lane gets the sum), in steps of 4 groups per lane, all loaded before the first
 // is used: the loop of subgroups that are not exact (`lane`, `lanes` counted). Ends: g0 grows by
 // at least 4 (lanes >= 1) towards gend <= 2^29 (P <= 2^32 entries), so it never wraps.
-fn row_dot_late(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
+fn row_dot(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
     var acc = vec2<f32>(0.0);
     if e > s {
         let gend = (e + 7u) / 8u;
@@ -343,12 +318,13 @@ fn row_dot_late(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool, exa
             // Group 0's total counts only its entries from s on (lo0 <= 7 < 8 <= its steps: no
             // borrow from the high half).
             let first = raw_totals(f) - vec2<u32>(lo0, 0u);
-            let scan = step_scan(first, lane, lanes, exact);
-            acc = four_fma_raw(f, column, scan.before, scan.all, live, lo0, acc, guard);
-            column += step_total(scan.all);
+            let before = subgroupExclusiveAdd(first);
+            let all = subgroupAdd(first);
+            acc = four_fma_raw(f, column, before, all, live, lo0, acc, guard);
+            column += step_total(all);
         }
     }
-    return lane_sum(acc.x + acc.y, lanes, exact);
+    return subgroupAdd(acc.x + acc.y);
 }
 
 // ---- Steps of 2 groups, the next step loading while this one is computed -----------------
@@ -421,8 +397,14 @@ fn mask_step2(r: Raw2, g0: u32, lane: u32, lanes: u32, s: u32, e: u32) -> Raw2 {
     return m;
 }
 
-// The scan of a u32 over an exact subgroup, as exact_scan (the 2 groups' totals travel as its
-// 16-bit halves: one shuffle per scan step instead of two).
+// The scan of `v` over an exact subgroup (`lane` and `lanes` its builtin invocation id and size,
+// every lane active): the exclusive scan and the sum, by an inclusive scan of shuffles up
+// (log2(lanes) steps of one shuffle and an add) whose last lane holds the sum. The 2 groups'
+// totals travel as its 16-bit halves. Why not subgroupExclusiveAdd: the NVIDIA driver (580,
+// H100/H200) compiles it into a scan over any set of active lanes, with no path for a full
+// subgroup: each of its 5 steps makes 3 dependent shuffles (one of them to find the next active
+// lane), called as a subroutine (SASS from the driver's shader cache, scripts/gpu/vk_sass.py).
+// Ends: d doubles up to lanes <= 128.
 fn exact_scan1(v: u32, lane: u32, lanes: u32) -> vec2<u32> {
     var s = v;
     for (var d = 1u; d < lanes; d *= 2u) {
@@ -432,7 +414,7 @@ fn exact_scan1(v: u32, lane: u32, lanes: u32) -> vec2<u32> {
     return vec2<u32>(s - v, subgroupShuffle(s, lanes - 1u));
 }
 
-// row_dot_late in steps of 2 groups per lane, pipelined: `lane` and `lanes` are an
+// row_dot in steps of 2 groups per lane, pipelined: `lane` and `lanes` are an
 // exact subgroup's builtin id and size. Ends: g0 grows by 2 · lanes >= 2 towards gend <= 2^29.
 //
 // Columns are counted shifted by X_FRONT (x_at_shifted). With BOUNDED_GATHERS every gather then
@@ -475,7 +457,7 @@ fn row_dot_piped(
             if !ALIGNED_ROWS && !step2_inside(g0, lanes, s, e) {
                 cur = mask_step2(cur, g0, lane, lanes, s, e);
             }
-            // Group 0's total counts only its entries from s on (see row_dot_late).
+            // Group 0's total counts only its entries from s on (see row_dot).
             let mine = (code_steps(cur.c0) - lo0) | (code_steps(cur.c1) << 16u);
             let scan = exact_scan1(mine, lane, lanes);
             let t0 = scan.y & 0xffffu;
@@ -500,24 +482,20 @@ fn row_dot_piped(
             lo0 = 0u;
         }
     }
-    return lane_sum(acc.x + acc.y, lanes, true);
+    return lane_sum(acc.x + acc.y, lanes);
 }
 
-// The sum of `v` over the subgroup, in every lane. `exact` (a literal at every call) as in
-// step_scan: then log2(lanes) shuffles xor (lanes is a power of two: the
-// builtin size) after which every lane holds the same sum (each step adds the same two values in
-// both lanes of a pair, and addition commutes), instead of subgroupAdd, which the NVIDIA driver
-// compiles as a call to a routine that first checks which lanes are active. Ends: d halves from
-// lanes / 2 to 0.
-fn lane_sum(v: f32, lanes: u32, exact: bool) -> f32 {
-    if exact {
-        var s = v;
-        for (var d = lanes / 2u; d > 0u; d /= 2u) {
-            s += subgroupShuffleXor(s, d);
-        }
-        return s;
+// The sum of `v` over an exact subgroup (`lanes` its builtin size, a power of two), in every
+// lane: log2(lanes) shuffles xor, after which every lane holds the same sum (each step adds the
+// same two values in both lanes of a pair, and addition commutes), instead of subgroupAdd,
+// which the NVIDIA driver compiles as a call to a routine that first checks which lanes are
+// active. Ends: d halves from lanes / 2 to 0.
+fn lane_sum(v: f32, lanes: u32) -> f32 {
+    var s = v;
+    for (var d = lanes / 2u; d > 0u; d /= 2u) {
+        s += subgroupShuffleXor(s, d);
     }
-    return subgroupAdd(v);
+    return s;
 }
 
 // ---- HALF_ROWS: two rows per exact subgroup, one per half ----------------------------------
@@ -642,12 +620,13 @@ fn row_sum(w: vec4<u32>, lane: u32, lanes: u32, guard: bool, exact: bool, limit:
     if exact {
         return row_dot_piped(w.x, w.y, w.z, lane, lanes, guard, limit);
     }
-    return row_dot_late(w.x, w.y, w.z, lane, lanes, guard, exact);
+    return row_dot(w.x, w.y, w.z, lane, lanes, guard);
 }
 
 // Works through rows (with X_TILED, their parts in column tile `tile`) from `first`, with its
 // work `first_work` loaded (row_work), by the stride, until they run past the block. `guard` as
-// in pair_fma, `exact` as in step_scan.
+// in pair_fma, `exact`: the subgroup is full with ids 0..size, `lane` and `lanes` its builtin
+// ones.
 fn rows_loop(
     first: u32,
     first_work: vec4<u32>,

@@ -19,7 +19,7 @@ pub(super) const MAX_PENDING_PRODUCTS: usize = 256;
 /// Queued products share one pass because every pass costs wgpu two more command buffers and
 /// its own tracking when the encoder is finished (about 3 µs per product of host time on a 2-core
 /// VM, most of it in `finish`). Within a pass wgpu-core still tracks usage per dispatch and puts
-/// a barrier before each dispatch whose buffers a previous one wrote (y, the counters), so
+/// a barrier before each dispatch whose buffers a previous one wrote (y, the partial sums), so
 /// products stay ordered: a y read as the next product's x included.
 #[derive(Default)]
 pub(super) struct Pending {

@@ -35,10 +35,12 @@ struct MatrixParams {
     rows: u32,
     cols: u32,
     row_offset: u32,
+    /// The block's index in its matrix (read by no kernel; kept so the uniform's layout, and
+    /// the kernels, stay as they were).
     slot: u32,
     stride: u32,
     /// MACKO with x in column tiles only (0 otherwise): tiles, columns per tile, and the word of
-    /// the counter buffer where the block's partial row sums start.
+    /// the partial sums buffer where the block's partial row sums start.
     tiles: u32,
     tile_cols: u32,
     partials: u32,

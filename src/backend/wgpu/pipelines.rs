@@ -104,8 +104,8 @@ pub enum Kernel {
 /// Which bind group layout a kernel's group 0 uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum MatrixLayout {
-    /// Params, row_ptr, values, codes or col_idx, and the counters of the MACKO subgroup
-    /// kernel (two words per block; the other sparse kernels leave them alone).
+    /// Params, row_ptr, values, codes or col_idx, and the partial row sums of the MACKO
+    /// subgroup kernel with x in column tiles (the other sparse kernels leave them alone).
     Sparse,
     /// Params, values.
     Dense,
@@ -453,10 +453,10 @@ impl Pipelines {
 /// - `stage_x` (macko.wgsl) and `copy_x`: loops `i = t; i < bound; i += invocations`, with
 ///   `invocations` = the workgroup size (>= 32) and every bound at most `X_WORDS`, `X_HALVES`
 ///   or `cols / 4` (< 2³⁰), so `i` never wraps and each loop ends;
-/// - `row_dot_late` (macko_sg.wgsl): `g0` starts at `s / 8` and grows by `4 · lanes >= 4`
+/// - `row_dot` (macko_sg.wgsl): `g0` starts at `s / 8` and grows by `4 · lanes >= 4`
 ///   (lanes >= 1: counted at entry, when every invocation is active) while `g0 < gend <= 2²⁹`,
 ///   so it never wraps; `row_dot_piped` likewise by `2 · lanes >= 2`;
-/// - `exact_scan` and `exact_scan1`: the shift doubles up to the subgroup size (<= 128);
+/// - `exact_scan1`: the shift doubles up to the subgroup size (<= 128);
 ///   `lane_sum`: it halves from half the subgroup size down to 0; `half_scan` and `half_sum`
 ///   likewise up to and down from half of it;
 /// - `row_pair_piped`: `g0` grows by `2 · (size / 2) >= 2` while some half's next step starts
