@@ -272,7 +272,7 @@ impl PipelineKey {
     }
 
     /// The pipeline constants the key sets.
-    fn constants(&self) -> Vec<(&'static str, f64)> {
+    pub(super) fn constants(&self) -> Vec<(&'static str, f64)> {
         let flag = |on: bool| if on { 1.0 } else { 0.0 };
         let mut c = Vec::new();
         if self.kernel.writes_y() {

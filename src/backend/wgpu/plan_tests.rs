@@ -767,3 +767,54 @@ fn every_forced_plan_is_taken() {
         );
     }
 }
+
+/// The pipeline constants of default plans, as the kernels were built at 29b86e8 less the
+/// overrides of the settled and refuted variants (which are constants of the kernels now):
+/// the specialized modules of these settings were compared before and after (SPIR-V after
+/// spirv-opt), so a change here is a change of the code the GPU runs.
+#[test]
+fn default_plans_set_the_constants_the_kernels_were_compared_with() {
+    let t = WgpuTuning::default();
+    let constants = |stats: &MatrixStats, y_f16: bool| {
+        let mut c = plan(stats, &caps(H100), &t).pipeline_key(y_f16).constants();
+        c.sort_by(|a, b| a.0.cmp(b.0));
+        c
+    };
+    let on = |b: bool| if b { 1.0 } else { 0.0 };
+    for (fill, pad, mask, half) in [
+        (0.5, false, true, false),
+        (0.13, false, true, true),
+        (1.0, true, false, false),
+    ] {
+        // Padded or not, 4096 columns and their slack round up to 2304 words.
+        let words = 2304.0;
+        let want = vec![
+            ("ALIGNED_ROWS", 1.0),
+            ("BOUNDED_GATHERS", 1.0),
+            ("GATHER_PROBE", 0.0),
+            ("HALF_ROWS", on(half)),
+            ("MASK_TABLE", on(mask)),
+            ("WORKGROUP", 256.0),
+            ("X_HALVES", 2.0 * words),
+            ("X_PAD", on(pad)),
+            ("X_SHARED", 1.0),
+            ("X_TILED", 0.0),
+            ("Y_F16", 1.0),
+        ];
+        assert_eq!(
+            constants(&macko(4096, 4096, fill), true),
+            want,
+            "fill {fill}"
+        );
+    }
+    // x in column tiles (8192×29568 at d = 0.5): workgroups of 512, f32 y.
+    let c = constants(&macko(8192, 29568, 0.5), false);
+    assert!(
+        c.contains(&("X_TILED", 1.0)) && c.contains(&("WORKGROUP", 512.0)),
+        "{c:?}"
+    );
+    assert!(
+        c.contains(&("HALF_ROWS", 0.0)) && c.contains(&("Y_F16", 0.0)),
+        "{c:?}"
+    );
+}
