@@ -6,7 +6,7 @@
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
 
-use super::WgpuConfig;
+use super::config::WgpuConfig;
 
 /// Optional features macko uses where the adapter has them: subgroup operations for the fast
 /// kernels, timestamp queries for the device timer, f16 shader arithmetic (not needed by the

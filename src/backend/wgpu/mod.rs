@@ -1,10 +1,13 @@
 //! The wgpu backend: the products as WGSL compute shaders (shaders/, see shaders/README.md)
 //! on any adapter wgpu can open — Vulkan, Metal, DX12, GL — chosen at run time.
 //!
+//! - `config`: what opening a device needs (`WgpuConfig`); `backend`: the state of an opened
+//!   device (`WgpuBackend`) and its opening.
 //! - `adapter`: the instance, the choice of adapter and the device request.
 //! - `gpu`: the device with error capture (no wgpu panic reaches the caller), waiting, buffers,
-//!   staging uploads and downloads.
-//! - `tuning`: the typed tuning (`WgpuTuning`): the plan choices a sweep or a test may force.
+//!   staging uploads and downloads, and the pass products are queued in.
+//! - `tuning`: the typed tuning (`WgpuTuning`): the plan choices a sweep or a test may force;
+//!   `forced`: the named tunings that force each non-default plan.
 //! - `plan`: the pure planner: kernel, workgroup size, grid, x staging, layout of a matrix, from
 //!   its shape and fill, the device's capabilities (`WgpuCaps`) and the tuning.
 //! - `pipelines`: kernel sources, bind group layouts, pipelines compiled once on first use,
@@ -15,10 +18,16 @@
 //!   each row's entries cross from one tile into the next.
 //! - `timing`: timestamp-query timing of products and the streaming-read ceiling.
 //!
+//! No file imports this one: `mod.rs` is the `Backend` adapter on top, and the files below it
+//! import each other without cycles.
+//!
 //! Two kernel paths: with subgroup operations where the adapter has `SUBGROUP` (and
 //! `WgpuConfig::subgroups` is on), else workgroup memory only.
 
 mod adapter;
+mod backend;
+mod config;
+mod forced;
 mod gpu;
 mod launch;
 mod memory;
@@ -29,7 +38,7 @@ mod tiles;
 mod timing;
 mod tuning;
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use half::f16;
 
@@ -39,10 +48,10 @@ use super::{
 };
 use crate::error::Result;
 
-use gpu::Gpu;
-use launch::Pending;
+use backend::WgpuBackend;
+#[doc(hidden)]
+pub use memory::plan_of_storage;
 use memory::{GpuMatrix, GpuVector};
-use pipelines::Pipelines;
 
 #[doc(hidden)]
 pub use pipelines::{Kernel, KernelPath, XForm};
@@ -53,62 +62,11 @@ pub use tiles::TilePlan;
 #[doc(hidden)]
 pub use tuning::{ForcedPlan, WgpuTuning};
 
-/// What opening a wgpu device needs: the options that concern it and its tuning.
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) struct WgpuConfig {
-    /// Accept a software adapter (lavapipe, llvmpipe, WARP).
-    pub allow_software_adapter: bool,
-    /// Use subgroup operations where the adapter has them.
-    pub subgroups: bool,
-    /// An artificial cap on the bytes of one buffer binding, below the adapter's own (tests
-    /// split small matrices into row blocks with it).
-    pub max_binding_bytes: Option<u64>,
-    pub tuning: WgpuTuning,
-}
-
-impl Default for WgpuConfig {
-    fn default() -> Self {
-        Self {
-            allow_software_adapter: false,
-            subgroups: true,
-            max_binding_bytes: None,
-            tuning: WgpuTuning::default(),
-        }
-    }
-}
+pub(crate) use config::WgpuConfig;
 
 /// Opens the wgpu device `config` asks for.
 pub(crate) fn open(config: &WgpuConfig) -> Result<Arc<dyn Backend>> {
     Ok(Arc::new(WgpuBackend::open(config)?))
-}
-
-/// The plan of a matrix uploaded by the wgpu backend (`storage` from its `upload_matrix`).
-#[doc(hidden)]
-pub fn plan_of_storage(storage: &Storage) -> Result<WgpuPlan> {
-    Ok(downcast::<GpuMatrix>(storage, BackendKind::Wgpu, "matrix")?
-        .plan
-        .clone())
-}
-
-/// The products on one wgpu device.
-pub(crate) struct WgpuBackend {
-    gpu: Gpu,
-    pipelines: Pipelines,
-    /// What the planner knows of the device.
-    caps: WgpuCaps,
-    tuning: WgpuTuning,
-    /// Which kernels run the products, and why.
-    path_reason: String,
-    /// Bytes one matrix array may bind: the adapter's binding and buffer limits, or the
-    /// artificial cap of the config if smaller. Larger matrices are split into row blocks.
-    matrix_limit: u64,
-    /// Bytes one vector may bind (the adapter's limits; vectors are not split).
-    vector_limit: u64,
-    /// The artificial cap, for `info`.
-    binding_cap: Option<u64>,
-    /// Bound as the f32 copy of y when y is f32 (which has none): 16 bytes never written.
-    no_wide_copy: wgpu::Buffer,
-    pending: Mutex<Pending>,
 }
 
 /// "2 GiB", "64 KiB", "1000 B".
@@ -127,66 +85,7 @@ fn bytes_text(n: u64) -> String {
     }
 }
 
-/// The planner's view of an opened device.
-fn caps_of(gpu: &Gpu) -> WgpuCaps {
-    let (a, l) = (&gpu.adapter, &gpu.limits);
-    WgpuCaps {
-        subgroups: gpu.features.contains(wgpu::Features::SUBGROUP),
-        subgroup_min: a.subgroup_min_size.max(1),
-        subgroup_max: a.subgroup_max_size.max(1),
-        has_f16: gpu.features.contains(wgpu::Features::SHADER_F16),
-        workgroup_storage: l.max_compute_workgroup_storage_size,
-        max_invocations: l
-            .max_compute_invocations_per_workgroup
-            .min(l.max_compute_workgroup_size_x),
-        max_workgroups_per_dim: l.max_compute_workgroups_per_dimension,
-    }
-}
-
 impl WgpuBackend {
-    fn open(config: &WgpuConfig) -> Result<Self> {
-        let gpu = Gpu::new(adapter::open_device(config)?);
-        let pipelines = Pipelines::new(&gpu)?;
-        // Subgroups are not requested where the config turns them off (adapter.rs).
-        let caps = caps_of(&gpu);
-        let path_reason = if !config.subgroups {
-            "workgroup memory (subgroups turned off: option or MACKO_WGPU_SUBGROUPS=0)".to_string()
-        } else if caps.subgroups {
-            "subgroup operations".to_string()
-        } else {
-            "workgroup memory (the adapter lacks SUBGROUP)".to_string()
-        };
-        let adapter_limit = gpu
-            .limits
-            .max_storage_buffer_binding_size
-            .min(gpu.limits.max_buffer_size);
-        let cap = config.max_binding_bytes.unwrap_or(u64::MAX);
-        let no_wide_copy = gpu.create_buffer(
-            16,
-            wgpu::BufferUsages::STORAGE,
-            "placeholder for the f32 copy of an f32 y",
-        )?;
-        Ok(Self {
-            caps,
-            tuning: config.tuning.clone(),
-            no_wide_copy,
-            matrix_limit: adapter_limit.min(cap) / 16 * 16,
-            vector_limit: adapter_limit / 16 * 16,
-            binding_cap: config.max_binding_bytes,
-            gpu,
-            pipelines,
-            path_reason,
-            pending: Mutex::new(Pending::default()),
-        })
-    }
-
-    /// The plan of a matrix this backend uploaded (`Device::plan` calls it once the storage
-    /// is an enum; until then `Device::wgpu_plan` reads the plan from the storage alone).
-    #[allow(dead_code)]
-    pub(crate) fn plan_of(&self, a: &Storage) -> Result<WgpuPlan> {
-        plan_of_storage(a)
-    }
-
     fn properties(&self) -> Vec<(String, String)> {
         let a = &self.gpu.adapter;
         let l = &self.gpu.limits;

@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use crate::error::Result;
 
+use super::backend::WgpuBackend;
 use super::gpu::{buffer_size, round_up};
 use super::memory::{GpuMatrix, GpuVector};
 use super::pipelines::{Kernel, PipelineKey, STREAM_UNROLL, STREAM_WORKGROUP};
-use super::WgpuBackend;
 
 /// Timed passes per query set (two timestamps each).
 const PASSES_PER_QUERY_SET: usize = (wgpu::QUERY_SET_MAX_QUERIES / 2) as usize;
