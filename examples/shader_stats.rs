@@ -6,8 +6,8 @@
 //! wgpu cannot ask for these statistics, so this example compiles the kernels itself the way
 //! wgpu 30 does on Vulkan: the WGSL of shaders/ composed like src/backend/wgpu/pipelines.rs
 //! (common.wgsl, the family prelude, the kernel), pipeline constants resolved by naga and, as
-//! the backend does unless `MACKO_WGPU_SPECIALIZE=0`, the branches they rule out removed
-//! (src/backend/wgpu/specialize.rs, compiled in here), SPIR-V written by naga with wgpu's
+//! as the backend does, the branches they rule out removed (src/backend/wgpu/specialize.rs,
+//! compiled in here), SPIR-V written by naga with wgpu's
 //! options (index clamping, no buffer checks under
 //! `robustBufferAccess2`, loops bounded and integer divisions checked unless told otherwise),
 //! then a compute pipeline created with `CAPTURE_STATISTICS` on the first Vulkan device that has
@@ -23,7 +23,7 @@
 //! A setting is `KERNEL[:NAME=VALUE,...]`; KERNEL is a file stem of shaders/ (`macko_sg`,
 //! `dense_sg`, ...). `--checks` is `wgpu` (the default: what `create_shader_module` gives),
 //! `trusted` (loops not bounded, divisions unchecked, indices still clamped: what the backend
-//! builds the MACKO subgroup kernel with unless `MACKO_WGPU_LOOP_BOUNDS=1`) or `both`. A
+//! builds the MACKO subgroup kernel with) or `both`. A
 //! setting with `BOUNDED_GATHERS=1` drops the index clamps, as the backend does (which never
 //! combines it with bounded loops).
 
@@ -80,56 +80,36 @@ impl Setting {
     }
 }
 
-/// The settings compared when none are given: the MACKO subgroup kernel as the backend builds it
-/// (f16 x of 12288 columns in 6144 words, f32 x of 4096 columns, x from memory) in its workgroup
-/// sizes and step depths, with and without the finite-x fast path, its register-trimming
-/// variants, and the other subgroup kernels.
+/// The pipelines the backend's default plans build (src/backend/wgpu/plan.rs): the MACKO
+/// subgroup kernel with x staged whole as f16 scalars (12288 columns in 6272 words; padded for
+/// nearly dense rows; two rows per subgroup for sparse ones), in column tiles, as f16 pairs
+/// (adapters without SHADER_F16) and from memory, value masks from the table or built, in its
+/// two workgroup sizes; and the other kernels.
 fn default_settings() -> Vec<String> {
     let mut v = Vec::new();
-    for wg in [256, 512, 1024] {
+    for wg in [256, 512] {
+        let base = format!("macko_sg:Y_F16=0,WORKGROUP={wg},ALIGNED_ROWS=1");
         for (x, extra) in [
-            ("X_SHARED=1,X_WORDS=6144,X_F32=0", ""),
-            ("X_SHARED=1,X_WORDS=4096,X_F32=1", ""),
-            ("X_SHARED=0", ""),
+            (
+                "X_SHARED=1,X_HALVES=12544,X_PAD=0,BOUNDED_GATHERS=1",
+                "MASK_TABLE=1,HALF_ROWS=0",
+            ),
+            (
+                "X_SHARED=1,X_HALVES=12544,X_PAD=0,BOUNDED_GATHERS=1",
+                "MASK_TABLE=1,HALF_ROWS=1",
+            ),
+            (
+                "X_SHARED=1,X_HALVES=13312,X_PAD=1,BOUNDED_GATHERS=1",
+                "MASK_TABLE=0,HALF_ROWS=0",
+            ),
+            (
+                "X_SHARED=1,X_HALVES=15360,X_PAD=0,BOUNDED_GATHERS=1,X_TILED=1",
+                "MASK_TABLE=1,HALF_ROWS=0",
+            ),
+            ("X_SHARED=1,X_WORDS=6144", "MASK_TABLE=1,HALF_ROWS=0"),
+            ("X_SHARED=0", "MASK_TABLE=1,HALF_ROWS=0"),
         ] {
-            for ff in [1, 0] {
-                v.push(format!(
-                    "macko_sg:Y_F16=0,{x},WORKGROUP={wg},DEPTH=1,FAST_FINITE={ff}{extra}"
-                ));
-            }
-        }
-        v.push(format!(
-            "macko_sg:Y_F16=0,X_SHARED=1,X_WORDS=6144,X_F32=0,WORKGROUP={wg},DEPTH=2,FAST_FINITE=1"
-        ));
-    }
-    // The register-trimming variants (shaders/NOTES.md, "Session 3"; knobs MACKO_WGPU_LATE_DECODE,
-    // MACKO_WGPU_ROW_AHEAD, MACKO_WGPU_LANE_BUILTINS), each alone and all together, on the
-    // default configuration (f16 x staged, 1 set per step, finite-x fast path), and late decode
-    // with x from memory and with 2 sets per step.
-    for wg in [256, 512] {
-        let base = format!(
-            "macko_sg:Y_F16=0,X_SHARED=1,X_WORDS=6144,X_F32=0,WORKGROUP={wg},FAST_FINITE=1"
-        );
-        for variant in [
-            "DEPTH=1,LATE_DECODE=1",
-            "DEPTH=1,ROW_AHEAD=1",
-            "DEPTH=1,LANE_BUILTINS=1",
-            "DEPTH=1,LATE_DECODE=1,ROW_AHEAD=1",
-            "DEPTH=1,LATE_DECODE=1,ROW_AHEAD=1,LANE_BUILTINS=1",
-            "DEPTH=2,LATE_DECODE=1",
-        ] {
-            v.push(format!("{base},{variant}"));
-        }
-    }
-    v.push("macko_sg:Y_F16=0,X_SHARED=0,WORKGROUP=256,DEPTH=1,FAST_FINITE=1,LATE_DECODE=1".into());
-    // x staged as f16 scalars (macko_x_f16.wgsl, the default with SHADER_F16) and as f16 pairs
-    // (MACKO_WGPU_X_F16=0), in the default trim.
-    for wg in [256, 512] {
-        let trim = "FAST_FINITE=1,DEPTH=1,LATE_DECODE=1,ROW_AHEAD=1,LANE_BUILTINS=1";
-        for x in ["X_HALVES=12288", "X_WORDS=6144,X_F32=0"] {
-            v.push(format!(
-                "macko_sg:Y_F16=0,X_SHARED=1,{x},WORKGROUP={wg},{trim}"
-            ));
+            v.push(format!("{base},{x},{extra}"));
         }
     }
     v.push("macko_wg:Y_F16=0,X_SHARED=0".into());
@@ -166,17 +146,6 @@ fn source(dir: &Path, kernel: &str, x_f16: bool) -> Result<String, Error> {
 #[path = "../src/backend/wgpu/specialize.rs"]
 mod specialize;
 
-/// Whether kernels are specialized before SPIR-V is written, as the backend does unless
-/// `MACKO_WGPU_SPECIALIZE=0`.
-fn specialized() -> bool {
-    !matches!(
-        std::env::var("MACKO_WGPU_SPECIALIZE")
-            .as_deref()
-            .map(str::trim),
-        Ok("0" | "false" | "off" | "no")
-    )
-}
-
 /// SPIR-V of a setting, with the options wgpu-hal 30 uses on Vulkan 1.3 (see its adapter.rs).
 fn spirv(dir: &Path, setting: &Setting, checks: Checks) -> Result<(Vec<u32>, Layout), Error> {
     use naga::back::spv;
@@ -187,49 +156,31 @@ fn spirv(dir: &Path, setting: &Setting, checks: Checks) -> Result<(Vec<u32>, Lay
         &setting.kernel,
         setting.constants.contains_key("X_HALVES"),
     )?;
+    // Parsed and validated here first for errors that point into the source.
     let module = naga::front::wgsl::parse_str(&src)
         .map_err(|e| format!("{}: {}", setting.kernel, e.emit_to_string(&src)))?;
     let caps = Capabilities::SHADER_FLOAT16_IN_FLOAT32
         | Capabilities::SUBGROUP
         | Capabilities::SHADER_FLOAT16;
-    let info = Validator::new(ValidationFlags::all(), caps)
+    Validator::new(ValidationFlags::all(), caps)
         .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
         .subgroup_operations(naga::valid::SubgroupOperationSet::all())
         .validate(&module)
         .map_err(|e| format!("{}: {}", setting.kernel, e.emit_to_string(&src)))?;
-    let constants: naga::back::PipelineConstants = setting
+    // As the backend: constants set and the branches they rule out removed before the driver
+    // sees the module (src/backend/wgpu/specialize.rs, the same file).
+    let values: Vec<(&str, f64)> = setting
         .constants
         .iter()
-        .map(|(k, v)| (k.clone(), *v))
+        .map(|(k, v)| (k.as_str(), *v))
         .collect();
-    let (module, info) = if specialized() {
-        // As the backend: constants set and the branches they rule out removed before the
-        // driver sees the module (src/backend/wgpu/specialize.rs, the same file).
-        let values: Vec<(&str, f64)> = setting
-            .constants
-            .iter()
-            .map(|(k, v)| (k.as_str(), *v))
-            .collect();
-        let module = specialize::specialize(&setting.label(), &src, &values)
-            .map_err(|specialize::SpecializeError(e)| e)?;
-        let info = Validator::new(ValidationFlags::all(), caps)
-            .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
-            .subgroup_operations(naga::valid::SubgroupOperationSet::all())
-            .validate(&module)
-            .map_err(|e| format!("{}: specialized: {e}", setting.label()))?;
-        (
-            std::borrow::Cow::Owned(module),
-            std::borrow::Cow::Owned(info),
-        )
-    } else {
-        naga::back::pipeline_constants::process_overrides(
-            &module,
-            &info,
-            Some((naga::ShaderStage::Compute, "main")),
-            &constants,
-        )
-        .map_err(|e| format!("{}: {e}", setting.label()))?
-    };
+    let module = specialize::specialize(&setting.label(), &src, &values)
+        .map_err(|specialize::SpecializeError(e)| e)?;
+    let info = Validator::new(ValidationFlags::all(), caps)
+        .subgroup_stages(naga::valid::ShaderStages::COMPUTE)
+        .subgroup_operations(naga::valid::SubgroupOperationSet::all())
+        .validate(&module)
+        .map_err(|e| format!("{}: specialized: {e}", setting.label()))?;
     let layout = Layout::of(&module);
     let mut options = spv::Options {
         lang_version: (1, 6),

@@ -1,7 +1,7 @@
 // common.wgsl: prepended to every kernel by the wgpu backend and by tests/wgpu_shaders.rs (then
 // the family's own prelude, e.g. macko.wgsl for macko_sg.wgsl, then the kernel). It holds what
 // every product shares: the vector bindings, the output precision switch and the f16 <-> f32
-// conversions. See NOTES.md.
+// conversions. See shaders/README.md.
 //
 // Binding groups of every product kernel:
 //   group 0: the matrix block (uniform MatrixParams at binding 0, the arrays after it),
@@ -20,13 +20,14 @@ struct MatrixParams {
     cols: u32,
     // Row of y where this block's row 0 goes (blocks of a split matrix share one y).
     row_offset: u32,
-    // Index of this block's row counter (subgroup kernels hand out rows through an atomic).
+    // Index of this block in its matrix (read by no kernel since rows are dealt by stride; the
+    // field keeps the uniform's layout).
     slot: u32,
     // Dense only: vec4<u32> words per stored row (cols rounded up to 8 elements).
     stride: u32,
     // MACKO subgroup kernel with x staged in column tiles only (X_TILED in macko.wgsl; 0
     // otherwise): the tiles, the columns of each (a multiple of 64; the last may hold fewer),
-    // and the word of the counters array where this block's partial row sums start.
+    // and the word of the partial sums array where this block's partial row sums start.
     tiles: u32,
     tile_cols: u32,
     partials: u32,

@@ -1,5 +1,5 @@
 // CSR SpMV (binary16 values, u32 column indices) with subgroup operations (common.wgsl is
-// prepended). See NOTES.md.
+// prepended). See shaders/README.md.
 //
 // One row at a time per subgroup, rows grid-strided over the dispatch's subgroups (any subgroup
 // size and layout works). Lanes stride over the row's entries, two entries in
@@ -50,7 +50,7 @@ fn main(
     let lane = subgroupExclusiveAdd(1u);
     let lanes = subgroupAdd(1u);
     // Rows grid-stride over the subgroups of the dispatch, whatever their size and number per
-    // workgroup. (Handing rows out through an atomic counter, as the MACKO kernel does, lost
+    // workgroup. (Handing rows out through an atomic counter, as the MACKO kernel once did, lost
     // rows near the end of long-row matrices on lavapipe; this mapping needs no counter.)
     let stride = nwg.x * nwg.y * nsg;
     for (var row = (wg.x + wg.y * nwg.x) * nsg + sg; row < params.rows; row += stride) {

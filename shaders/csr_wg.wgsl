@@ -1,4 +1,4 @@
-// CSR SpMV without subgroup operations (common.wgsl is prepended). See NOTES.md.
+// CSR SpMV without subgroup operations (common.wgsl is prepended). See shaders/README.md.
 //
 // One row per workgroup of 64 invocations striding over its entries; tree sum in workgroup
 // memory.

@@ -1,4 +1,4 @@
-// Dense f16 GEMV with a subgroup reduction (common.wgsl is prepended). See NOTES.md.
+// Dense f16 GEMV with a subgroup reduction (common.wgsl is prepended). See shaders/README.md.
 //
 // A workgroup of 256 invocations computes ROWS = 4 consecutive rows. Invocation t reads the
 // 16-byte words t, t + 256, ... of each of the 4 rows (every load of the workgroup contiguous)

@@ -1,4 +1,4 @@
-// Dense f16 GEMV without subgroup operations (common.wgsl is prepended). See NOTES.md.
+// Dense f16 GEMV without subgroup operations (common.wgsl is prepended). See shaders/README.md.
 //
 // The loads of dense_sg.wgsl (4 rows per workgroup of 256, 16-byte words, x read once per word
 // for the 4 rows); the sums are a tree in workgroup memory.

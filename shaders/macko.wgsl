@@ -1,6 +1,6 @@
 // macko.wgsl: the MACKO-16-4 prelude, after common.wgsl and before macko_sg.wgsl or
 // macko_wg.wgsl: the matrix bindings, the decoding of a group of 8 entries, and the loads of the
-// 4 groups an invocation handles per step. See NOTES.md.
+// 4 groups an invocation handles per step. See shaders/README.md.
 
 @group(0) @binding(0) var<uniform> params: MatrixParams;
 // Row pointers of this block, rebased so that entry 0 is the block's first 16-byte word (with
@@ -30,23 +30,22 @@ override X_SHARED: bool = false;
 // params.tiles holding the rows' ends (src/backend/wgpu/tiles.rs builds it). Column c of tile
 // k sits at column c - k · tile_cols of the staged copy (at slot x_slot(that + X_FRONT) in the
 // f16 layout), so a row part gets its slots by starting its column count at the pair's second
-// word. See NOTES.md ("Session 7").
+// word. See shaders/README.md ("column tiles").
 override X_TILED: bool = false;
-// With FAST_FINITE (the default), staging checks whether x holds any ±∞ or NaN; where it holds
+// Staging checks whether x holds any ±∞ or NaN; where it holds
 // none, an entry whose value is zero (padding, or masked) adds 0·x = ±0 anyway, so the kernel
 // drops the per-entry select that keeps such entries from meeting a non-finite x (two
 // instructions of about twenty per entry). The check is OR-ed over the workgroup in
 // `x_nonfinite`, and `x_finite_copy` carries it out through a uniform load. (Workgroup memory
-// besides xs is reserved by the backend: MACKO_OTHER_WORKGROUP_BYTES in products.rs.)
-override FAST_FINITE: bool = true;
+// besides xs is reserved by the backend: MACKO_OTHER_WORKGROUP_BYTES in plan.rs.)
 // With BOUNDED_GATHERS (set by the backend only with x staged as f16 scalars, where
 // macko_x_f16.wgsl leaves slack around x, and only in a kernel it compiles without naga's
 // per-access clamps), the pipelined row loop keeps every gather inside xs by construction
 // (row_dot_piped: its column counts start X_FRONT slots in, and a step's group starts are
 // clamped to the tile's width), so a gather is one load with no clamp; x_at, which the other
 // row loops call, clamps explicitly. Every other index of the kernel is in range by
-// construction (src/backend/wgpu/mod.rs, MackoTuning::bounded_gathers, says why). See NOTES.md,
-// "Session 8".
+// construction (src/backend/wgpu/pipelines.rs, `BOUNDED_GATHERS_ARGUMENT`, says why). See
+// shaders/README.md ("bounded gathers").
 override BOUNDED_GATHERS: bool = false;
 var<workgroup> x_nonfinite: atomic<u32>;
 var<workgroup> x_finite_copy: u32;
@@ -74,13 +73,13 @@ fn tile_width(tile: u32) -> u32 {
 }
 
 // Copies x (with X_TILED, column tile `tile` of it) into workgroup memory (with X_SHARED; copy_x
-// also zeroes the staged slots past x: masked entries may read them, and with FAST_FINITE they
+// also zeroes the staged slots past x: masked entries may read them, and without the select they
 // must read finite values). Every invocation of the workgroup calls it in uniform control flow:
 // once, at the start, or once per tile after a barrier that ends the previous tile's gathers.
 // Returns, uniformly over the workgroup, whether the per-entry zero select may be skipped:
-// X_SHARED, FAST_FINITE and no ±∞ or NaN in the staged x.
+// X_SHARED and no ±∞ or NaN in the staged x.
 fn stage_x(t: u32, invocations: u32, tile: u32) -> bool {
-    let check = X_SHARED && FAST_FINITE;
+    let check = X_SHARED;
     if check {
         if t == 0u {
             atomicStore(&x_nonfinite, 0u);

@@ -1,151 +1,61 @@
-// MACKO-16-4 SpMV with subgroup operations (after common.wgsl and macko.wgsl). See NOTES.md.
+// MACKO-16-4 SpMV with subgroup operations (after common.wgsl, macko.wgsl and the x layout).
+// See shaders/README.md ("the subgroup kernel").
 //
-// One row at a time per subgroup (two, one per half, with HALF_ROWS: below); rows are dealt
-// by a fixed stride over the dispatch's subgroups (STATIC_ROWS, the backend's default since
-// session 6, NOTES.md) or handed out through an atomic counter (the dispatch is bounded, so the
-// counter balances rows of any lengths over the subgroups that are resident), and the kernel is
-// correct whatever the subgroup size (4..128), however the adapter splits a workgroup into
-// subgroups (the stride counts them with `num_subgroups`, the same in every workgroup of a
-// dispatch), and whether subgroups are full or not. A lane's index and the number of lanes are
-// counted by the subgroup itself (an exclusive scan and a sum of 1), never assumed.
-//
-// Rows are pipelined two deep: while row r is computed, the bounds of the next row (claimed one
-// row earlier) are already loading and the row after it is being claimed, so neither the
-// counter's latency nor the row pointers' lies between two rows.
+// One row at a time per subgroup (two, one per half, with HALF_ROWS: below). Rows are dealt by
+// a fixed stride over the dispatch's subgroups, numbered across workgroups first: subgroup k of
+// workgroup w is subgroup k · workgroups + w of n, and takes rows k, k + n, k + 2n, .. as the
+// CUDA kernel's persistent warps do (the subgroups holding a partial last round of rows are
+// spread over every workgroup, so over the GPU's multiprocessors). The kernel is correct
+// whatever the subgroup size (4..128), however the adapter splits a workgroup into subgroups
+// (`num_subgroups` is the same in every workgroup of a dispatch), and whether subgroups are
+// full or not: a subgroup that is full with invocation ids 0..size ("exact", checked at entry,
+// subgroup-uniformly) runs on the builtin id and size, which a driver with a fixed subgroup
+// size (NVIDIA: 32) folds into constants, in pipelined steps (row_dot_piped); any other runs on
+// a lane index and count it counts itself (an exclusive scan and a sum of 1), in unpipelined
+// steps of 4 groups per lane (row_dot), with the zero select kept.
 //
 // A workgroup first stages x in workgroup memory where it fits (X_SHARED, see macko.wgsl), or,
 // where it does not, one column tile at a time (X_TILED): then the whole row loop runs once per
 // tile, over each row's part in that tile, and a row's sum is kept between tiles (finish_row).
 //
-// Within a row, each lane takes 4 groups of 8 entries per step (see macko.wgsl); the column
-// where each group starts is the running column of the row plus an exclusive scan of the
-// groups' column steps across the subgroup (subgroupExclusiveAdd), and the running column moves
-// on by the step's total (subgroupAdd). Entries that do not belong to the row have their values
-// zeroed when loaded (only in steps that touch the row's first or last group), so every entry
-// is then the same three instructions: a zero value selects x to 0, then one fma (one
-// instruction, the fma, where the staged x is finite: FAST_FINITE in macko.wgsl). Groups of a
-// step that lie wholly past the row are neither loaded nor computed (a subgroup-uniform test).
+// Within a row, each lane takes groups of 8 entries per step (see macko.wgsl); a group's codes
+// stay raw words from load to use: only its total column step is computed before the scan
+// (8 + the sum of its nibbles), and it is decoded right before its products. The column where
+// each group starts is the running column of the row plus an exclusive scan of the groups'
+// column steps across the subgroup, and the running column moves on by the step's total.
+// Entries that do not belong to the row have their values zeroed (only in steps that touch the
+// row's first or last group, and not at all in row-aligned uploads), so every entry is then one
+// fma where the staged x is finite (a zero value selects x to 0 first where it is not).
 
-// Two counters per block: [2 slot] hands out rows, [2 slot + 1] counts the workgroups that are
-// done. Zero at creation; the last workgroup of each product sets both back to zero (the end of
-// main), so the next product finds them zero without a clear (a transfer and two more barriers
-// per product).
-@group(0) @binding(4) var<storage, read_write> counters: array<atomic<u32>>;
+// With X_TILED, each row's partial sum over the tiles done, from word params.partials on.
+@group(0) @binding(4) var<storage, read_write> partial_sums: array<atomic<u32>>;
 
 // Invocations per workgroup: a pipeline constant, so the backend can trade workgroups per
 // compute unit against the staged copies of x.
 override WORKGROUP: u32 = 128u;
-// Sets of 4 groups a lane loads per step (1 or 2): 80 or 160 bytes in flight per lane.
-override DEPTH: u32 = 1u;
-
-// Variants of the row loop (issue 7; NOTES.md, "Session 3" and "Session 6"), each off here and
-// selected by the backend from its own environment knob (src/backend/wgpu/mod.rs says which are
-// on by default):
-// - LATE_DECODE: a step's groups stay raw code words from load to use; only each group's total
-//   column step is computed before the scan (8 + the sum of its nibbles), and a group is decoded
-//   right before its products. Holds 1 word per group across the scans instead of 2 (the
-//   decoded halves). In steps touching the row's first group, the codes of entries before the
-//   row are zeroed (one column each, CUDA's trick) and the group's start moved back by their
-//   count; the codes after the row's end are left alone: they move only columns of entries whose
-//   values are masked and the totals of groups after the row, which nothing reads.
-// - ROW_AHEAD: rows in flight per subgroup. 2 (default): the next row's bounds load and the row
-//   after it is claimed while a row is computed (4 words live across the row). 1: the next row
-//   is claimed when a row starts and its bounds are loaded when it starts (1 word live; the
-//   bounds' round trip is exposed once per row).
-// - LANE_BUILTINS: where the subgroup is full and its invocation ids are 0..size (checked at
-//   entry, subgroup-uniformly), the row loop uses subgroup_invocation_id and subgroup_size
-//   instead of the counted lane and lane count, so a driver whose subgroup size is fixed (NVIDIA:
-//   32) folds `lanes` into constants (load offsets, the step stride, the division by lanes);
-//   other subgroups take the counted path (with the zero select kept).
-// - STATIC_ROWS: rows dealt out by a fixed stride instead of the counter: subgroup k of the
-//   dispatch (counted from the workgroup id, `subgroup_id` and `num_subgroups`) takes rows k,
-//   k + n, k + 2n, .. where n is the dispatch's subgroup count, as the CUDA kernel's persistent
-//   warps do. No atomics and no counter reset at the end; the rows are balanced only by their
-//   count (a subgroup of long rows finishes late). Every subgroup of the dispatch deals the same
-//   way. (Session 6's two rows per subgroup, masked and unpipelined, measured 20–40 % slower
-//   than one row and was removed, commit a189843; HALF_ROWS below is session 9's, on
-//   row-aligned rows.)
-override LATE_DECODE: bool = false;
-override ROW_AHEAD: u32 = 2u;
-override LANE_BUILTINS: bool = false;
-override STATIC_ROWS: bool = false;
-// - INTERLEAVED_ROWS: with STATIC_ROWS, subgroups numbered across the workgroups first
-//   (subgroup k of workgroup w is subgroup k · workgroups + w), so that the subgroups holding a
-//   partial last round of rows are spread over every workgroup, and so over the GPU's
-//   multiprocessors, instead of filling the first workgroups while the others idle (the CUDA
-//   kernel's MACKO_INTERLEAVE, kernels/NOTES.md step 9).
-override INTERLEAVED_ROWS: bool = false;
-// SHUFFLE_SCAN (on by default): subgroups that are exact (as for LANE_BUILTINS) scan a step's
-// column totals by shuffles up (`exact_scan`) instead of subgroupExclusiveAdd and subgroupAdd;
-// see exact_scan for why.
-override SHUFFLE_SCAN: bool = true;
-// PIPELINE: with LATE_DECODE, exact subgroups (as for SHUFFLE_SCAN) and DEPTH 1, a row's steps
-// are 2 groups per lane instead of 4, and the next step's loads are issued before the current
-// step is scanned and computed (`row_dot_piped`): the same registers for groups in flight (two
-// steps of 2 instead of one of 4), but a subgroup's loads stay in flight while it computes,
-// where the unpipelined loop alternates a load phase and a compute phase (as the CUDA kernel's
-// pipelined batches, kernels/NOTES.md step 3). The backend turns it on by default (NOTES.md,
-// "Session 6").
-override PIPELINE: bool = false;
-// LATE_MASK (on by default): in pipelined steps, a step that touches the row's first or last
-// group is loaded raw and masked when it is computed (`mask_step2`), not when it is loaded: a
-// mask applied at load time makes the subgroup wait for those loads right there, before it
-// computes the current step, so at the rows' ends (every step at d = 0.1) the pipeline stalled
-// once per group (seen in the driver's SASS).
-override LATE_MASK: bool = true;
-// HELD_SUMS: with STATIC_ROWS and x staged whole (not X_TILED), a subgroup does not store each
-// row's sum when the row ends: lane k keeps the sum of the k-th of its last rows, and once every
-// lane holds one (or the rows run out) the lanes store them together (`store_held`). A row's
-// store is then one select in every lane, and the f16 rounding and the two atomics of store_y
-// are issued once per `lanes` rows instead of once per row by the first lane (NOTES.md,
-// "Session 8").
-override HELD_SUMS: bool = false;
-// BUTTERFLY_SUM: exact subgroups sum a row's lanes by shuffles xor (`lane_sum`) instead of
-// subgroupAdd, which the NVIDIA driver compiles as a call to a routine that first checks which
-// lanes are active (NOTES.md, "Session 7").
-override BUTTERFLY_SUM: bool = false;
 // MASK_TABLE: a masked group's values are masked by a mask read from the table in the uniform
 // (params.masks, indexed by the group's kept range) instead of one built by kept_mask, about 20
-// integer operations per group fewer in a step at a row's ends (NOTES.md, "Session 8").
+// integer operations per group fewer in a step at a row's ends (shaders/README.md, "masks").
 override MASK_TABLE: bool = false;
-// ALIGNED_ROWS: the block was uploaded row-aligned (src/backend/row_aligned.rs): every row
+// ALIGNED_ROWS: the block was uploaded row-aligned (macko_format::aligned): every row
 // (with X_TILED, every row's part in each tile: src/backend/wgpu/tiles.rs) starts at a multiple
 // of 8 entries and its last group is padded with zeros, and a group of zeros follows the last
 // row (params.zero_group). Then a pipelined step masks nothing: no group
 // holds another row's entries, and a group past the row's end is loaded from the zero group
 // instead (a select of its index when the step is issued, nothing when it is computed). The
-// backend sets it only for such blocks (NOTES.md, "Session 9").
+// backend sets it only for such blocks (shaders/README.md, "row-aligned uploads").
 override ALIGNED_ROWS: bool = false;
-// HALF_ROWS: with ALIGNED_ROWS, STATIC_ROWS, x staged whole and the pipelined loop, an exact
+// HALF_ROWS: with ALIGNED_ROWS and x staged whole, an exact
 // subgroup takes two rows at a time, one per half (`rows_loop_pairs`), as the CUDA kernel's
 // half-warps do for short rows: a row's step is 2 groups per lane of its half, and the scan,
 // the loads and the loop's costs of a step serve two rows. Subgroups that are not exact take the
-// same rows one at a time. The backend sets it for short rows (NOTES.md, "Session 9").
+// same rows one at a time. The backend sets it for short rows (shaders/README.md, "two rows
+// per subgroup").
 override HALF_ROWS: bool = false;
 
-// With STATIC_ROWS: the dispatch's subgroup count, by which a subgroup's rows step (set once at
-// entry).
+// The dispatch's subgroup count (twice it with HALF_ROWS), by which a subgroup's rows step (set
+// once at entry).
 var<private> row_stride: u32;
-
-// The next row for this subgroup: its first lane takes it from the counter, and it is
-// broadcast from the first active lane, which is that lane (all lanes are active here).
-fn next_row(lane: u32) -> u32 {
-    var r = 0u;
-    if lane == 0u {
-        r = atomicAdd(&counters[2u * params.slot], 1u);
-    }
-    return subgroupBroadcastFirst(r);
-}
-
-// The row a subgroup takes after `prev`: with STATIC_ROWS, `prev` + the dispatch's subgroups
-// (no wrap: prev < params.rows < 2^31 when asked for a row beyond it, or one stride past that);
-// else the next claim from the counter.
-fn row_after(lane: u32, prev: u32) -> u32 {
-    if STATIC_ROWS {
-        return prev + row_stride;
-    }
-    return next_row(lane);
-}
 
 // What a subgroup needs to start on row `row` (in column tile `tile` with X_TILED, else 0):
 // its entries s..e (x, y), the column count its first entry follows (z: 0 for a whole row, the
@@ -162,7 +72,7 @@ fn row_work(row: u32, tile: u32) -> vec4<u32> {
         let b = a + 2u * params.rows;
         var partial = 0u;
         if tile > 0u {
-            partial = atomicLoad(&counters[params.partials + row]);
+            partial = atomicLoad(&partial_sums[params.partials + row]);
         }
         return vec4<u32>(row_ptr[a], row_ptr[b], row_ptr[a + 1u], partial);
     }
@@ -181,22 +91,13 @@ fn finish_row(row: u32, tile: u32, work: vec4<u32>, sum: f32) {
             total = bitcast<f32>(work.w) + sum;
         }
         if tile + 1u < params.tiles {
-            atomicStore(&counters[params.partials + row], bitcast<u32>(total));
+            atomicStore(&partial_sums[params.partials + row], bitcast<u32>(total));
         } else {
             store_y(params.row_offset + row, total);
         }
     } else {
         store_y(params.row_offset + row, sum);
     }
-}
-
-// Group g of a step that touches the row's first or last group: values of entries outside the
-// row's entries s..e zeroed, codes decoded as far as they belong to the row. Groups past the
-// row read its last group again (in bounds) and keep nothing of it.
-fn load_masked(g: u32, gend: u32, s: u32, e: u32) -> Group {
-    let gi = min(g, gend - 1u);
-    let d = decode_group(codes[gi], group_lo(g, s), group_hi(g, e));
-    return Group(values[gi] & kept_mask(d.kept), d);
 }
 
 // The mask of a vec4<u32> of values that keeps the entries whose bits are set in `k` (entry j:
@@ -208,34 +109,9 @@ fn kept_mask(k: u32) -> vec4<u32> {
     return ((bits * 0x8001u) & vec4<u32>(0x00010001u)) * 0xffffu;
 }
 
-// The 4 groups of a step that touches the row's first or last group; `live` groups (1..4) lie
-// before the row's end, the others stay zero (no value, no step).
-fn load_four_masked(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32, live: u32) -> Four {
-    var f: Four;
-    let a = load_masked(g0 + lane, gend, s, e);
-    f.v0 = a.vals;
-    f.d0 = a.d;
-    if live > 1u {
-        let b = load_masked(g0 + lanes + lane, gend, s, e);
-        f.v1 = b.vals;
-        f.d1 = b.d;
-    }
-    if live > 2u {
-        let c = load_masked(g0 + 2u * lanes + lane, gend, s, e);
-        f.v2 = c.vals;
-        f.d2 = c.d;
-    }
-    if live > 3u {
-        let d = load_masked(g0 + 3u * lanes + lane, gend, s, e);
-        f.v3 = d.vals;
-        f.d3 = d.d;
-    }
-    return f;
-}
-
 // Two entries packed in one u32 of values at columns c_lo, c_hi: acc += a * x. With `guard`, a
 // zero value (padding, or masked) selects x to 0 first, so NaN or infinity in x never meets it;
-// without, the caller knows x finite (see FAST_FINITE). `guard` is a literal at every call of
+// without, the caller knows x finite (see stage_x in macko.wgsl). `guard` is a literal at every call of
 // the row loop, so each inlined copy keeps one form. With `shifted` (a literal too: the
 // pipelined loop), c_lo and c_hi are shifted columns (x_at_shifted).
 fn pair_fma(v: u32, c_lo: u32, c_hi: u32, acc: vec2<f32>, guard: bool, shifted: bool) -> vec2<f32> {
@@ -252,125 +128,13 @@ fn pair_fma(v: u32, c_lo: u32, c_hi: u32, acc: vec2<f32>, guard: bool, shifted: 
     return fma(a, xv, acc);
 }
 
-// One group whose first entry follows column base - 1: entry j's column is base - 1 plus its
-// inclusive step (byte j of low, or of high counted from entry 4).
-fn group_fma(v: vec4<u32>, d: Decoded, base: u32, acc_in: vec2<f32>, guard: bool) -> vec2<f32> {
-    let b0 = base - 1u;
-    let b4 = b0 + (d.low >> 24u);
-    let p = d.low;
-    let q = d.high;
-    var acc = pair_fma(v.x, b0 + (p & 0xffu), b0 + ((p >> 8u) & 0xffu), acc_in, guard, false);
-    acc = pair_fma(v.y, b0 + ((p >> 16u) & 0xffu), b4, acc, guard, false);
-    acc = pair_fma(v.z, b4 + (q & 0xffu), b4 + ((q >> 8u) & 0xffu), acc, guard, false);
-    return pair_fma(v.w, b4 + ((q >> 16u) & 0xffu), b4 + (q >> 24u), acc, guard, false);
-}
-
-// Adds the `live` (1..4) groups of f, given the row's column count before them, the exclusive
-// scan of their packed totals (`before`) and the sum of those over the subgroup (`all`).
-fn four_fma(
-    f: Four,
-    column: u32,
-    before: vec2<u32>,
-    all: vec2<u32>,
-    live: u32,
-    acc_in: vec2<f32>,
-    guard: bool,
-) -> vec2<f32> {
-    let t0 = all.x & 0xffffu;
-    let t1 = all.x >> 16u;
-    let t2 = all.y & 0xffffu;
-    var acc = group_fma(f.v0, f.d0, column + (before.x & 0xffffu), acc_in, guard);
-    if live > 1u {
-        acc = group_fma(f.v1, f.d1, column + t0 + (before.x >> 16u), acc, guard);
-    }
-    if live > 2u {
-        acc = group_fma(f.v2, f.d2, column + t0 + t1 + (before.y & 0xffffu), acc, guard);
-    }
-    if live > 3u {
-        acc = group_fma(f.v3, f.d3, column + t0 + t1 + t2 + (before.y >> 16u), acc, guard);
-    }
-    return acc;
-}
-
 // A step's scan: the exclusive scan of the lanes' packed totals and their sum over the subgroup.
 struct Scan {
     before: vec2<u32>,
     all: vec2<u32>,
 }
 
-// The scan of `v` over the subgroup. `exact` (a literal at every call) says the subgroup is
-// exact, `lane` and `lanes` its builtin invocation id and size (LANE_BUILTINS), every lane
-// active: then, with SHUFFLE_SCAN, an inclusive scan by shuffles up (log2(lanes) steps of one
-// shuffle per component and an add) whose last lane holds the sum. Why: the NVIDIA driver (580,
-// H100/H200) compiles subgroupExclusiveAdd into a scan over any set of active lanes, with no
-// path for a full subgroup: each of its 5 steps makes 3 dependent shuffles (one of them to find
-// the next active lane), 17 shuffles and about 55 instructions for a vec2, called as a
-// subroutine (SASS from the driver's shader cache, scripts/gpu/vk_sass.py). Ends: d doubles
-// up to lanes <= 128.
-fn exact_scan(v: vec2<u32>, lane: u32, lanes: u32) -> Scan {
-    var s = v;
-    for (var d = 1u; d < lanes; d *= 2u) {
-        let up = subgroupShuffleUp(s, d);
-        s += select(vec2<u32>(0u), up, vec2<bool>(lane >= d));
-    }
-    return Scan(s - v, subgroupShuffle(s, lanes - 1u));
-}
-
-fn step_scan(v: vec2<u32>, lane: u32, lanes: u32, exact: bool) -> Scan {
-    if SHUFFLE_SCAN && exact {
-        return exact_scan(v, lane, lanes);
-    }
-    return Scan(subgroupExclusiveAdd(v), subgroupAdd(v));
-}
-
-// Row entries s..e, summed over the subgroup (every lane gets the sum). A step is DEPTH sets of
-// 4 groups per lane, all loaded before the first is used.
-fn row_dot(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
-    var acc = vec2<f32>(0.0);
-    if e > s {
-        let gend = (e + 7u) / 8u;
-        // The row's column count before the current step (from c0: see row_work).
-        var column = c0;
-        // Ends: g0 grows by at least 4 (lanes >= 1) towards gend <= 2^29 (P <= 2^32 entries),
-        // so it never wraps.
-        for (var g0 = s / 8u; g0 < gend; g0 += 4u * DEPTH * lanes) {
-            var f: Four;
-            var h: Four;
-            // Groups of the step with g0 + u * lanes < gend, subgroup-uniform (1..4 * DEPTH).
-            var live = 4u * DEPTH;
-            if step_inside(g0, DEPTH * lanes, s, e) {
-                f = load_four_inside(g0, lane, lanes);
-                if DEPTH == 2u {
-                    h = load_four_inside(g0 + 4u * lanes, lane, lanes);
-                }
-            } else {
-                live = min((gend - g0 + lanes - 1u) / lanes, 4u * DEPTH);
-                f = load_four_masked(g0, lane, lanes, gend, s, e, min(live, 4u));
-                if DEPTH == 2u && live > 4u {
-                    h = load_four_masked(g0 + 4u * lanes, lane, lanes, gend, s, e, live - 4u);
-                }
-            }
-            if DEPTH == 2u {
-                let mine = vec4<u32>(four_totals(f), four_totals(h));
-                let before = subgroupExclusiveAdd(mine);
-                let all = subgroupAdd(mine);
-                acc = four_fma(f, column, before.xy, all.xy, min(live, 4u), acc, guard);
-                column += step_total(all.xy);
-                if live > 4u {
-                    acc = four_fma(h, column, before.zw, all.zw, live - 4u, acc, guard);
-                    column += step_total(all.zw);
-                }
-            } else {
-                let scan = step_scan(four_totals(f), lane, lanes, exact);
-                acc = four_fma(f, column, scan.before, scan.all, live, acc, guard);
-                column += step_total(scan.all);
-            }
-        }
-    }
-    return lane_sum(acc.x + acc.y, lanes, exact);
-}
-
-// ---- LATE_DECODE: groups kept as raw code words until their products ----------------------
+// ---- Groups kept as raw code words until their products -----------------------------------
 
 // A step's 4 groups as loaded: values and raw code words.
 struct Raw {
@@ -427,7 +191,7 @@ fn load_raw_inside(g0: u32, lane: u32, lanes: u32) -> Raw {
 }
 
 // Group g of a step that touches the row's first or last group: values outside the row's
-// entries s..e zeroed (as load_masked), codes of the entries before s zeroed (each then steps one
+// entries s..e zeroed, codes of the entries before s zeroed (each then steps one
 // column: the caller moves the group's start back by group_lo(g, s), nonzero only for the row's
 // first group).
 fn load_masked_raw(g: u32, gend: u32, s: u32, e: u32) -> RawGroup {
@@ -446,8 +210,8 @@ fn values_mask(lo: u32, hi: u32) -> vec4<u32> {
 }
 
 // The 4 groups of a step that touches the row's first or last group; `live` (1..4) as in
-// load_four_masked (the others stay zero: no value; their totals, 8, only move groups after the
-// row).
+// the unpipelined loop (the others stay zero: no value; their totals, 8, only move groups after
+// the row).
 fn load_raw_masked(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32, live: u32) -> Raw {
     var r: Raw;
     let a = load_masked_raw(g0 + lane, gend, s, e);
@@ -530,55 +294,40 @@ fn four_fma_raw(
     return acc;
 }
 
-// row_dot with LATE_DECODE.
-fn row_dot_late(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool, exact: bool) -> f32 {
+// Row entries s..e (the first following column count c0: see row_work) summed over the
+// subgroup (every lane gets the sum), in steps of 4 groups per lane, all loaded before the first
+// is used: the loop of subgroups that are not exact (`lane`, `lanes` counted). Ends: g0 grows by
+// at least 4 (lanes >= 1) towards gend <= 2^29 (P <= 2^32 entries), so it never wraps.
+fn row_dot(s: u32, e: u32, c0: u32, lane: u32, lanes: u32, guard: bool) -> f32 {
     var acc = vec2<f32>(0.0);
     if e > s {
         let gend = (e + 7u) / 8u;
         var column = c0;
-        for (var g0 = s / 8u; g0 < gend; g0 += 4u * DEPTH * lanes) {
+        for (var g0 = s / 8u; g0 < gend; g0 += 4u * lanes) {
             var f: Raw;
-            var h: Raw;
-            var live = 4u * DEPTH;
+            var live = 4u;
             // Entries of the row's first group before s (only ever in the first step's group 0).
             var lo0 = 0u;
-            if step_inside(g0, DEPTH * lanes, s, e) {
+            if step_inside(g0, lanes, s, e) {
                 f = load_raw_inside(g0, lane, lanes);
-                if DEPTH == 2u {
-                    h = load_raw_inside(g0 + 4u * lanes, lane, lanes);
-                }
             } else {
-                live = min((gend - g0 + lanes - 1u) / lanes, 4u * DEPTH);
-                f = load_raw_masked(g0, lane, lanes, gend, s, e, min(live, 4u));
-                if DEPTH == 2u && live > 4u {
-                    h = load_raw_masked(g0 + 4u * lanes, lane, lanes, gend, s, e, live - 4u);
-                }
+                live = min((gend - g0 + lanes - 1u) / lanes, 4u);
+                f = load_raw_masked(g0, lane, lanes, gend, s, e, live);
                 lo0 = group_lo(g0 + lane, s);
             }
             // Group 0's total counts only its entries from s on (lo0 <= 7 < 8 <= its steps: no
             // borrow from the high half).
             let first = raw_totals(f) - vec2<u32>(lo0, 0u);
-            if DEPTH == 2u {
-                let mine = vec4<u32>(first, raw_totals(h));
-                let before = subgroupExclusiveAdd(mine);
-                let all = subgroupAdd(mine);
-                acc = four_fma_raw(f, column, before.xy, all.xy, min(live, 4u), lo0, acc, guard);
-                column += step_total(all.xy);
-                if live > 4u {
-                    acc = four_fma_raw(h, column, before.zw, all.zw, live - 4u, 0u, acc, guard);
-                    column += step_total(all.zw);
-                }
-            } else {
-                let scan = step_scan(first, lane, lanes, exact);
-                acc = four_fma_raw(f, column, scan.before, scan.all, live, lo0, acc, guard);
-                column += step_total(scan.all);
-            }
+            let before = subgroupExclusiveAdd(first);
+            let all = subgroupAdd(first);
+            acc = four_fma_raw(f, column, before, all, live, lo0, acc, guard);
+            column += step_total(all);
         }
     }
-    return lane_sum(acc.x + acc.y, lanes, exact);
+    return subgroupAdd(acc.x + acc.y);
 }
 
-// ---- PIPELINE: steps of 2 groups, the next step loading while this one is computed --------
+// ---- Steps of 2 groups, the next step loading while this one is computed -----------------
 
 // A step's 2 groups per lane as loaded (groups g0 + lane and g0 + lanes + lane).
 struct Raw2 {
@@ -612,23 +361,16 @@ fn load_step2(g0: u32, lane: u32, lanes: u32, gend: u32, s: u32, e: u32) -> Raw2
             r.v1 = values[b];
             r.c1 = codes[b];
         }
-    } else if LATE_MASK {
+    } else {
         // Raw: the masks (mask_step2) wait until the step is computed, so that nothing here
-        // waits for these loads.
+        // waits for these loads (a mask applied at load time made the subgroup wait for those
+        // loads before it computed the current step: at the rows' ends, every step at d = 0.1,
+        // the pipeline stalled once per group).
         r.v0 = values[min(g0 + lane, gend - 1u)];
         r.c0 = codes[min(g0 + lane, gend - 1u)];
         if g0 + lanes < gend {
             r.v1 = values[min(g0 + lanes + lane, gend - 1u)];
             r.c1 = codes[min(g0 + lanes + lane, gend - 1u)];
-        }
-    } else {
-        let a = load_masked_raw(g0 + lane, gend, s, e);
-        r.v0 = a.vals;
-        r.c0 = a.code;
-        if g0 + lanes < gend {
-            let b = load_masked_raw(g0 + lanes + lane, gend, s, e);
-            r.v1 = b.vals;
-            r.c1 = b.code;
         }
     }
     return r;
@@ -640,7 +382,7 @@ fn step2_inside(g0: u32, lanes: u32, s: u32, e: u32) -> bool {
     return g0 * 8u >= s && (g0 + 2u * lanes) * 8u <= e;
 }
 
-// The masks of load_masked_raw applied to a raw step (LATE_MASK): values of entries outside the
+// The masks of load_masked_raw applied to a raw step when it is computed: values of entries outside the
 // row's entries s..e zeroed, codes of the entries before s zeroed (only the row's first group
 // has any; the second group of a step never is that group).
 fn mask_step2(r: Raw2, g0: u32, lane: u32, lanes: u32, s: u32, e: u32) -> Raw2 {
@@ -655,8 +397,14 @@ fn mask_step2(r: Raw2, g0: u32, lane: u32, lanes: u32, s: u32, e: u32) -> Raw2 {
     return m;
 }
 
-// The scan of a u32 over an exact subgroup, as exact_scan (the 2 groups' totals travel as its
-// 16-bit halves: one shuffle per scan step instead of two).
+// The scan of `v` over an exact subgroup (`lane` and `lanes` its builtin invocation id and size,
+// every lane active): the exclusive scan and the sum, by an inclusive scan of shuffles up
+// (log2(lanes) steps of one shuffle and an add) whose last lane holds the sum. The 2 groups'
+// totals travel as its 16-bit halves. Why not subgroupExclusiveAdd: the NVIDIA driver (580,
+// H100/H200) compiles it into a scan over any set of active lanes, with no path for a full
+// subgroup: each of its 5 steps makes 3 dependent shuffles (one of them to find the next active
+// lane), called as a subroutine (SASS from the driver's shader cache, scripts/gpu/vk_sass.py).
+// Ends: d doubles up to lanes <= 128.
 fn exact_scan1(v: u32, lane: u32, lanes: u32) -> vec2<u32> {
     var s = v;
     for (var d = 1u; d < lanes; d *= 2u) {
@@ -666,7 +414,7 @@ fn exact_scan1(v: u32, lane: u32, lanes: u32) -> vec2<u32> {
     return vec2<u32>(s - v, subgroupShuffle(s, lanes - 1u));
 }
 
-// row_dot_late in steps of 2 groups per lane, pipelined (PIPELINE): `lane` and `lanes` are an
+// row_dot in steps of 2 groups per lane, pipelined: `lane` and `lanes` are an
 // exact subgroup's builtin id and size. Ends: g0 grows by 2 · lanes >= 2 towards gend <= 2^29.
 //
 // Columns are counted shifted by X_FRONT (x_at_shifted). With BOUNDED_GATHERS every gather then
@@ -706,10 +454,10 @@ fn row_dot_piped(
             if more {
                 nxt = load_step2(gn, lane, lanes, gend, s, e);
             }
-            if !ALIGNED_ROWS && LATE_MASK && !step2_inside(g0, lanes, s, e) {
+            if !ALIGNED_ROWS && !step2_inside(g0, lanes, s, e) {
                 cur = mask_step2(cur, g0, lane, lanes, s, e);
             }
-            // Group 0's total counts only its entries from s on (see row_dot_late).
+            // Group 0's total counts only its entries from s on (see row_dot).
             let mine = (code_steps(cur.c0) - lo0) | (code_steps(cur.c1) << 16u);
             let scan = exact_scan1(mine, lane, lanes);
             let t0 = scan.y & 0xffffu;
@@ -734,22 +482,20 @@ fn row_dot_piped(
             lo0 = 0u;
         }
     }
-    return lane_sum(acc.x + acc.y, lanes, true);
+    return lane_sum(acc.x + acc.y, lanes);
 }
 
-// The sum of `v` over the subgroup, in every lane. `exact` (a literal at every call) as in
-// step_scan: then, with BUTTERFLY_SUM, log2(lanes) shuffles xor (lanes is a power of two: the
-// builtin size) after which every lane holds the same sum (each step adds the same two values in
-// both lanes of a pair, and addition commutes). Ends: d halves from lanes / 2 to 0.
-fn lane_sum(v: f32, lanes: u32, exact: bool) -> f32 {
-    if BUTTERFLY_SUM && exact {
-        var s = v;
-        for (var d = lanes / 2u; d > 0u; d /= 2u) {
-            s += subgroupShuffleXor(s, d);
-        }
-        return s;
+// The sum of `v` over an exact subgroup (`lanes` its builtin size, a power of two), in every
+// lane: log2(lanes) shuffles xor, after which every lane holds the same sum (each step adds the
+// same two values in both lanes of a pair, and addition commutes), instead of subgroupAdd,
+// which the NVIDIA driver compiles as a call to a routine that first checks which lanes are
+// active. Ends: d halves from lanes / 2 to 0.
+fn lane_sum(v: f32, lanes: u32) -> f32 {
+    var s = v;
+    for (var d = lanes / 2u; d > 0u; d /= 2u) {
+        s += subgroupShuffleXor(s, d);
     }
-    return subgroupAdd(v);
+    return s;
 }
 
 // ---- HALF_ROWS: two rows per exact subgroup, one per half ----------------------------------
@@ -868,25 +614,22 @@ fn rows_loop_pairs(first: u32, lane: u32, lanes: u32, guard: bool) {
     }
 }
 
-// The sum of a row's entries s..e, whose first follows column count c0 (see row_work), in the
-// chosen variant.
+// The sum of a row's entries s..e, whose first follows column count c0 (see row_work): the
+// pipelined loop in exact subgroups, the unpipelined one in the others.
 fn row_sum(w: vec4<u32>, lane: u32, lanes: u32, guard: bool, exact: bool, limit: u32) -> f32 {
-    if PIPELINE && LATE_DECODE && DEPTH == 1u && exact {
+    if exact {
         return row_dot_piped(w.x, w.y, w.z, lane, lanes, guard, limit);
     }
-    if LATE_DECODE {
-        return row_dot_late(w.x, w.y, w.z, lane, lanes, guard, exact);
-    }
-    return row_dot(w.x, w.y, w.z, lane, lanes, guard, exact);
+    return row_dot(w.x, w.y, w.z, lane, lanes, guard);
 }
 
-// Works through rows (with X_TILED, their parts in column tile `tile`) until they run past the
-// block (the stride's or the counter's): `row` with its work `first_work` loaded (row_work),
-// and `following` claimed. `guard` as in pair_fma, `exact` as in step_scan.
+// Works through rows (with X_TILED, their parts in column tile `tile`) from `first`, with its
+// work `first_work` loaded (row_work), by the stride, until they run past the block. `guard` as
+// in pair_fma, `exact`: the subgroup is full with ids 0..size, `lane` and `lanes` its builtin
+// ones.
 fn rows_loop(
     first: u32,
     first_work: vec4<u32>,
-    second: u32,
     tile: u32,
     lane: u32,
     lanes: u32,
@@ -895,53 +638,34 @@ fn rows_loop(
 ) {
     var row = first;
     var work = first_work;
-    var following = second;
     // The shifted column count past the staged columns (row_dot_piped).
     let limit = X_FRONT + tile_width(tile);
-    // Termination (why naga's loop bounding may be left out, MackoTuning::loop_bounds): every
-    // iteration moves `row` on to a row claimed from the counter, one atomicAdd of 1 per claim,
-    // so the claims of all subgroups are distinct values (the counter cannot wrap: a product
-    // makes at most params.rows claims below params.rows plus 2 past it per subgroup, far below
-    // 2^32). A
-    // subgroup's claims below params.rows are distinct, so it runs at most params.rows + 2
-    // iterations before `row` is at or past params.rows, whatever the counter held when the
-    // product started. With STATIC_ROWS each iteration adds row_stride >= 1 to a row below
-    // params.rows < 2^31 (no wrap), so `row` grows and leaves within params.rows iterations.
-    // With HELD_SUMS (held_sums()): the sums of this subgroup's last `held_count` rows, the
-    // k-th in lane k (held_count < lanes between rows).
+    // Termination (why naga's loop bounding may be left out: pipelines.rs): each iteration adds
+    // row_stride >= 1 to a row below params.rows < 2^31 (no wrap), so `row` grows and leaves
+    // within params.rows iterations.
+    // With x staged whole (held_sums()), a row's sum is not stored when the row ends: lane k
+    // keeps the sum of the k-th of the subgroup's last `held_count` rows (held_count < lanes
+    // between rows), and once every lane holds one (or the rows run out) the lanes store them
+    // together (`store_held`). A row's store is then one select in every lane, and the f16
+    // rounding and the two atomics of store_y are issued once per `lanes` rows instead of once
+    // per row by the first lane (shaders/README.md, "row sums").
     var held = 0.0;
     var held_count = 0u;
     loop {
         if row >= params.rows {
             break;
         }
-        if ROW_AHEAD == 1u {
-            // One row ahead: the next row is claimed now, its bounds loaded when it starts.
-            let next = row_after(lane, row);
-            let sum = row_sum(work, lane, lanes, guard, exact, limit);
-            if held_sums() {
-                held = select(held, sum, lane == held_count);
-                held_count += 1u;
-            } else if lane == 0u {
-                finish_row(row, tile, work, sum);
-            }
-            row = next;
-            work = row_work(next, tile);
-        } else {
-            // Loads and claims for the rows after this one, issued before this row's loads.
-            let following_work = row_work(following, tile);
-            let after = row_after(lane, following);
-            let sum = row_sum(work, lane, lanes, guard, exact, limit);
-            if held_sums() {
-                held = select(held, sum, lane == held_count);
-                held_count += 1u;
-            } else if lane == 0u {
-                finish_row(row, tile, work, sum);
-            }
-            row = following;
-            work = following_work;
-            following = after;
+        // The next row's bounds are loaded when it starts.
+        let next = row + row_stride;
+        let sum = row_sum(work, lane, lanes, guard, exact, limit);
+        if held_sums() {
+            held = select(held, sum, lane == held_count);
+            held_count += 1u;
+        } else if lane == 0u {
+            finish_row(row, tile, work, sum);
         }
+        row = next;
+        work = row_work(next, tile);
         if held_sums() && held_count == lanes {
             store_held(row, held, held_count, lane);
             held_count = 0u;
@@ -952,11 +676,10 @@ fn rows_loop(
     }
 }
 
-// Whether rows_loop holds its rows' sums in lanes (HELD_SUMS): only where a subgroup's rows are
-// known from the stride (STATIC_ROWS) and each row is stored once (x staged whole: with
-// X_TILED a row's sum is kept between tiles by finish_row).
+// Whether rows_loop holds its rows' sums in lanes: where each row is stored once (x staged
+// whole: with X_TILED a row's sum is kept between tiles by finish_row).
 fn held_sums() -> bool {
-    return HELD_SUMS && STATIC_ROWS && !X_TILED;
+    return !X_TILED;
 }
 
 // Stores the `count` held sums (1..=lanes; `held` in lanes 0..count) of the subgroup's rows
@@ -973,7 +696,6 @@ fn store_held(next: u32, held: f32, count: u32, lane: u32) {
 fn rows_in_tile(
     row: u32,
     work: vec4<u32>,
-    following: u32,
     tile: u32,
     finite: bool,
     exact: bool,
@@ -992,30 +714,22 @@ fn rows_in_tile(
         } else if pairs {
             rows_loop_pairs(row, sg_id, sg_size, true);
         } else {
-            rows_loop(row, work, following, tile, lane, lanes, true, false);
+            rows_loop(row, work, tile, lane, lanes, true, false);
             let second = row + 1u;
-            let after = row_after(lane, second);
-            rows_loop(second, row_work(second, tile), after, tile, lane, lanes, true, false);
+            rows_loop(second, row_work(second, tile), tile, lane, lanes, true, false);
         }
         return;
     }
-    if LANE_BUILTINS {
-        // Three copies of the row loop: with the builtin ids (foldable sizes, scans by shuffles,
-        // pipelined steps) without the zero select where the staged x is finite, and with it
-        // where x is not known finite (gathered from memory, or ±∞ or NaN in it); counted and
-        // guarded for subgroups that are not exact.
-        if finite && exact {
-            rows_loop(row, work, following, tile, sg_id, sg_size, false, true);
-        } else if exact {
-            rows_loop(row, work, following, tile, sg_id, sg_size, true, true);
-        } else {
-            rows_loop(row, work, following, tile, lane, lanes, true, false);
-        }
-    } else if finite {
-        // Two copies of the row loop: without the zero select where the staged x is finite.
-        rows_loop(row, work, following, tile, lane, lanes, false, false);
+    // Three copies of the row loop: with the builtin ids (foldable sizes, scans by shuffles,
+    // pipelined steps) without the zero select where the staged x is finite, and with it where x
+    // is not known finite (gathered from memory, or ±∞ or NaN in it); counted and guarded for
+    // subgroups that are not exact.
+    if finite && exact {
+        rows_loop(row, work, tile, sg_id, sg_size, false, true);
+    } else if exact {
+        rows_loop(row, work, tile, sg_id, sg_size, true, true);
     } else {
-        rows_loop(row, work, following, tile, lane, lanes, true, false);
+        rows_loop(row, work, tile, lane, lanes, true, false);
     }
 }
 
@@ -1031,65 +745,35 @@ fn main(
 ) {
     let lane = subgroupExclusiveAdd(1u);
     let lanes = subgroupAdd(1u);
-    // Whether this subgroup is full with ids 0..size (LANE_BUILTINS; subgroup-uniform).
-    let exact = LANE_BUILTINS && subgroupAll(lane == sg_id && lanes == sg_size);
-    // The first row and its bounds, and (two rows ahead) the next row, are requested before x is
-    // staged. With ROW_AHEAD = 1 the loop claims each next row itself: no claim here may go
-    // unused.
-    var row: u32;
-    if STATIC_ROWS {
-        // The dispatch is 1-D (products.rs) and holds far fewer than 2^31 subgroups.
-        let workgroups = nwg.x * nwg.y * nwg.z;
-        let w = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;
-        row_stride = workgroups * nsg;
-        row = select(w * nsg + sg, sg * workgroups + w, INTERLEAVED_ROWS);
-        if HALF_ROWS {
-            // Rows in pairs: subgroup k takes rows 2k, 2k + 1, then 2k + 2n, 2k + 2n + 1, ..
-            row_stride *= 2u;
-            row *= 2u;
-        }
-    } else {
-        row = next_row(lane);
-    }
-    var following = 0u;
-    if ROW_AHEAD != 1u {
-        following = row_after(lane, row);
+    // Whether this subgroup is full with ids 0..size (subgroup-uniform).
+    let exact = subgroupAll(lane == sg_id && lanes == sg_size);
+    // The dispatch is 1-D (plan.rs) and holds far fewer than 2^31 subgroups. Subgroups are
+    // numbered across workgroups first (see the top of this file).
+    let workgroups = nwg.x * nwg.y * nwg.z;
+    let w = (wid.z * nwg.y + wid.y) * nwg.x + wid.x;
+    row_stride = workgroups * nsg;
+    var row = sg * workgroups + w;
+    if HALF_ROWS {
+        // Rows in pairs: subgroup k takes rows 2k, 2k + 1, then 2k + 2n, 2k + 2n + 1, ..
+        row_stride *= 2u;
+        row *= 2u;
     }
     if X_TILED {
-        // Tile by tile, each subgroup through its parts of its rows (the backend tiles only
-        // with rows by stride: the same rows in every tile). The barrier keeps a tile's copy
-        // from overwriting the one before while some subgroup still gathers from it. Ends:
-        // `tile` counts up by 1 to params.tiles.
+        // Tile by tile, each subgroup through its parts of its rows (the same rows in every
+        // tile). The barrier keeps a tile's copy from overwriting the one before while some
+        // subgroup still gathers from it. Ends: `tile` counts up by 1 to params.tiles.
         for (var tile = 0u; tile < params.tiles; tile++) {
             let work = row_work(row, tile);
             if tile > 0u {
                 workgroupBarrier();
             }
             let finite = stage_x(t, WORKGROUP, tile);
-            rows_in_tile(row, work, following, tile, finite, exact, lane, lanes, sg_id, sg_size);
+            rows_in_tile(row, work, tile, finite, exact, lane, lanes, sg_id, sg_size);
         }
         return;
     }
+    // The first row's bounds are requested before x is staged.
     let work = row_work(row, 0u);
     let finite = stage_x(t, WORKGROUP, 0u);
-    rows_in_tile(row, work, following, 0u, finite, exact, lane, lanes, sg_id, sg_size);
-    // Every claim of this workgroup has been made (each subgroup saw a row past the block).
-    // The barrier's device-scope release orders them before the done count's increment; the
-    // workgroup that completes the count acquires (second barrier), so every other workgroup's
-    // claims precede its reset of the row counter. The next product's dispatch is ordered after
-    // this one by the barrier wgpu puts between dispatches that write the counters.
-    if STATIC_ROWS {
-        // No claims were made: the counters stay as they were (zero).
-        return;
-    }
-    storageBarrier();
-    var last = false;
-    if t == 0u {
-        last = atomicAdd(&counters[2u * params.slot + 1u], 1u) == nwg.x * nwg.y * nwg.z - 1u;
-    }
-    storageBarrier();
-    if last {
-        atomicStore(&counters[2u * params.slot], 0u);
-        atomicStore(&counters[2u * params.slot + 1u], 0u);
-    }
+    rows_in_tile(row, work, 0u, finite, exact, lane, lanes, sg_id, sg_size);
 }

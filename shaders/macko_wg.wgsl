@@ -1,5 +1,5 @@
 // MACKO-16-4 SpMV without subgroup operations (after common.wgsl and macko.wgsl). See
-// NOTES.md.
+// shaders/README.md.
 //
 // For adapters without SUBGROUP (GL, browsers) and for tests of this path everywhere: one row
 // per workgroup of 64 invocations, with the loads and decoding of macko_sg.wgsl (4 groups per

@@ -2,7 +2,7 @@
 // adapters with SHADER_F16: the backend composes the kernel after an `enable f16;` line. Same
 // space as f16 pairs (2 bytes per column), but a gather is a 16-bit load of the column itself
 // and one widening: no word index (c >> 1), no half select ((c & 1) * 16) and variable shift,
-// about 3 instructions of ~12 per entry fewer. See NOTES.md ("x").
+// about 3 instructions of ~12 per entry fewer. See shaders/README.md ("x in workgroup memory").
 
 // Staged slots: > x_slot(X_FRONT + cols rounded up to 8 + X_TAIL - 1) (the backend gives 2 * its
 // word count: XForm::words, whose constants a unit test ties to X_FRONT and X_TAIL here).
@@ -66,7 +66,7 @@ fn x_at_shifted(k: u32) -> f32 {
     return load_x(k - X_FRONT);
 }
 
-// A test hook (MACKO_WGPU_GATHER_PROBE=1, never in production): a gather of the pipelined loop
+// A test hook (WgpuTuning::gather_probe, never in production): a gather of the pipelined loop
 // outside xs, which BOUNDED_GATHERS rules out, reads NaN instead of a clamped slot.
 override GATHER_PROBE: bool = false;
 

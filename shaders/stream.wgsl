@@ -1,5 +1,5 @@
 // Streaming read: the ceiling a memory-bound product is measured against (common.wgsl is
-// prepended; x and y are not used). See NOTES.md.
+// prepended; x and y are not used). See shaders/README.md.
 //
 // Reads `words` 16-byte words once, in the pattern the products use: each invocation loads 4
 // words per step at a distance of one grid apart (every load instruction of the dispatch

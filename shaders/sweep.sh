@@ -1,16 +1,26 @@
 #!/usr/bin/env bash
-# WGSL MACKO variant sweep on the GPU machine (issue 7; see NOTES.md, "Tuning log"). Binaries
-# staged by `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko, tests/macko--agreement,
-# tests/macko--wgpu_backend, tests/macko--wgpu_macko_variants). Usage, through remote.sh (Vulkan
-# loader and CUDA libraries on the path):
-#   bash .gpu/remote.sh bash shaders/sweep.sh [tests] -- NAME 'ENV=.. ENV=..' ...
-# ('-' for no environment). Each variant runs `macko bench --backend cuda,wgpu` with its
-# environment on $SHAPES/$DENSITIES: CUDA and wgpu cases interleaved, because wgpu-only runs on the
+# WGSL MACKO tuning sweep on the GPU machine (see shaders/README.md, "tuning"). Binaries staged
+# by `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko, tests/macko--agreement,
+# tests/macko--wgpu_backend, tests/macko--wgpu_plans). Usage, through remote.sh (Vulkan loader
+# and CUDA libraries on the path):
+#   bash .gpu/remote.sh bash shaders/sweep.sh [tests] -- NAME 'KEY=V KEY=V' ...
+# ('-' for the default plans). Each variant's items are the wgpu tuning's keys
+# (`WgpuTuning::KEYS`, src/backend/wgpu/tuning.rs), passed as MACKO_TUNING="wgpu.KEY=V ..." (an
+# item that already names its backend, `cuda.KEY=V`, is passed as it is). Each variant runs
+# `macko bench --backend cuda,wgpu` with that tuning on $SHAPES/$DENSITIES: CUDA and wgpu cases interleaved, because wgpu-only runs on the
 # H200 gave erratic figures (the GPU idles and drops its clocks between cases; NOTES.md). The
 # summary lists per case the WGSL MACKO time, its % of the streaming read, and its throughput
 # against CUDA MACKO and our WGSL dense GEMV in the same run. $SWEEP_BUDGET seconds (default 480)
 # bound the whole sweep: variants that would start later are skipped and say so.
 set -uo pipefail
+# MACKO_TUNING's value for the items $1 (KEY=V ..., wgpu. prefixed where no backend is named).
+tuning() {
+  local items=() i
+  for i in $1; do
+    case "$i" in *.*=*) items+=("$i") ;; *) items+=("wgpu.$i") ;; esac
+  done
+  echo "${items[*]}"
+}
 final=${OUT:-/tmp/out}; out=/tmp/sweep-logs; rm -rf "$out"; mkdir -p "$out" "$final"
 B=${SWEEP_BIN:-.gpu}
 bin_macko=$B/bin/macko
@@ -32,15 +42,16 @@ nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader 2>&1 \
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
     tests)
-      for t in agreement wgpu_backend wgpu_macko_variants wgpu_macko_x_pairs wgpu_macko_static_rows wgpu_macko_x_pad wgpu_macko_pipeline wgpu_macko_x_tiles wgpu_global_x wgpu_macko_row_sums wgpu_macko_bounded_gathers wgpu_macko_aligned_rows; do
+      for t in agreement wgpu_backend wgpu_plans; do
         [ -x "$(test_bin $t)" ] || continue
         timeout 180 "$(test_bin $t)" > "$out/test_$t.log" 2>&1
         echo "test $t: rc=$? $(grep -E '^test result' "$out/test_$t.log" | tail -1)" | tee -a "$summary"
       done
-      # The agreement suite again in each setting of $TEST_ENVS ('ENV=V ENV=V;ENV=V ...').
-      IFS=';' read -ra sets <<< "${TEST_ENVS:-}"
+      # The agreement suite again with each tuning of $TEST_TUNINGS ('KEY=V KEY=V;KEY=V ...').
+      IFS=';' read -ra sets <<< "${TEST_TUNINGS:-}"
       for e in "${sets[@]}"; do
-        env $e timeout 180 "$(test_bin agreement)" > "$out/test_agreement_env.log" 2>&1
+        MACKO_TUNING="$(tuning "$e")" timeout 180 "$(test_bin agreement)" \
+          > "$out/test_agreement_env.log" 2>&1
         echo "test agreement [$e]: rc=$? $(grep -E '^test result' "$out/test_agreement_env.log" | tail -1)" \
           | tee -a "$summary"
       done ;;
@@ -58,7 +69,7 @@ while [ $# -ge 2 ]; do
   log=$out/$name.log
   echo "== $name: $envs" > "$log"
   t0=$(date +%s)
-  env $envs timeout ${VTIMEOUT:-150} $bin_macko bench --backend cuda,wgpu --shapes "$SHAPES" \
+  MACKO_TUNING="$(tuning "$envs")" timeout ${VTIMEOUT:-150} $bin_macko bench --backend cuda,wgpu --shapes "$SHAPES" \
     --densities "$DENS" --iters "$ITERS" --check-rows 512 --out /tmp/b-$name >> "$log" 2>&1
   echo "rc=$?" >> "$log"
   csv=/tmp/b-$name/results.csv

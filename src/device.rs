@@ -12,11 +12,7 @@ use crate::backend::{
     Precision, VectorStorage, VendorBaseline,
 };
 use crate::error::{Error, Result};
-use crate::options;
-pub(crate) use crate::options::DeviceOptions;
-// TEMPORARY until the wgpu backend stops importing the device layer.
-#[allow(unused_imports)]
-pub(crate) use crate::options::{ENV_BACKEND, ENV_WGPU_SUBGROUPS};
+use crate::options::{self, DeviceOptions};
 
 /// Whether one backend can be used here, and if not, why.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,7 +120,12 @@ fn open_backend(kind: BackendKind, opts: &DeviceOptions) -> Result<Arc<dyn Backe
     match kind {
         BackendKind::Cpu => Ok(Arc::new(backend::cpu::CpuBackend::new())),
         #[cfg(feature = "wgpu")]
-        BackendKind::Wgpu => backend::wgpu::open(opts),
+        BackendKind::Wgpu => backend::wgpu::open(&backend::wgpu::WgpuConfig {
+            allow_software_adapter: opts.allow_software_adapter,
+            subgroups: opts.wgpu_subgroups,
+            max_binding_bytes: opts.max_binding_bytes,
+            tuning: opts.tuning.wgpu.clone(),
+        }),
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => backend::cuda::open(&backend::cuda::CudaConfig {
             ordinal: opts.cuda_ordinal,

@@ -50,4 +50,6 @@ pub use macko_format::{
     self as format, reference, storage, AnyMatrix, CsrMatrix, DenseMatrix, FormatError,
     MackoMatrix, OutputPrecision,
 };
+#[doc(hidden)]
+pub use options::Tuning;
 pub use options::{DeviceOptions, ENV_BACKEND, ENV_TUNING, ENV_WGPU_SUBGROUPS};

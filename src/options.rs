@@ -12,7 +12,7 @@
 
 #[cfg(feature = "cuda")]
 use crate::backend::cuda::tuning::CudaTuning;
-#[cfg(all(feature = "wgpu", any()))]
+#[cfg(feature = "wgpu")]
 use crate::backend::wgpu::WgpuTuning;
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
@@ -68,7 +68,7 @@ pub struct Tuning {
     #[cfg(feature = "cuda")]
     pub cuda: CudaTuning,
     /// The wgpu backend's (`wgpu.` items).
-    #[cfg(all(feature = "wgpu", any()))]
+    #[cfg(feature = "wgpu")]
     pub wgpu: WgpuTuning,
 }
 
@@ -104,7 +104,7 @@ impl Tuning {
                 }
                 self.cuda.set(key, value).map_err(bad)
             }
-            #[cfg(all(feature = "wgpu", any()))]
+            #[cfg(feature = "wgpu")]
             "wgpu" => {
                 if !WgpuTuning::KEYS.contains(&key) {
                     return Err(bad(keys(WgpuTuning::KEYS)));

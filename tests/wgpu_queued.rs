@@ -4,10 +4,9 @@
 //! into row blocks, and timed products (passes of their own) in between.
 //!
 //! Every product writes a y of its own, still zero before it runs, so a product that computed
-//! no rows or only some (for instance because the MACKO kernel's row counter was not back at
-//! zero when it started: nothing clears it between products, see macko_sg.wgsl; the counter
-//! deals the rows with `MACKO_WGPU_STATIC_ROWS=0`, one of the devices below) shows as rows of
-//! zeros, never as the correct values a previous product left behind.
+//! no rows or only some (for instance because partial sums of x in column tiles leaked from one
+//! product into the next: nothing clears them, see macko_sg.wgsl; one of the devices below
+//! tiles x) shows as rows of zeros, never as the correct values a previous product left behind.
 #![cfg(feature = "wgpu")]
 
 mod common;
@@ -20,8 +19,9 @@ use macko::{
     Precision,
 };
 
-/// Subgroup kernels, workgroup-memory kernels, and row blocks of at most 16 KiB (A below is
-/// split into about ten blocks, B into several).
+/// Subgroup kernels, workgroup-memory kernels, row blocks of at most 16 KiB (A below is split
+/// into about ten blocks, B into several), and x in column tiles (each row's partial sums kept
+/// between tiles).
 fn configs() -> Vec<(String, macko::Device)> {
     let wgpu = DeviceOptions::for_backend(BackendKind::Wgpu);
     [
@@ -37,26 +37,26 @@ fn configs() -> Vec<(String, macko::Device)> {
             "wgpu with 16 KiB bindings",
             DeviceOptions {
                 max_binding_bytes: Some(16 << 10),
+                ..wgpu.clone()
+            },
+        ),
+        (
+            "wgpu with x in column tiles of 128",
+            DeviceOptions {
+                tuning: macko::Tuning {
+                    wgpu: macko::backend::wgpu::WgpuTuning {
+                        x_tile_cols: Some(128),
+                        ..Default::default()
+                    },
+                    ..Default::default()
+                },
                 ..wgpu
             },
         ),
     ]
     .into_iter()
     .filter_map(|(label, opts)| open_or_skip(label, &opts).map(|d| (label.to_string(), d)))
-    .chain(counter_rows_device())
     .collect()
-}
-
-/// A device whose MACKO subgroup kernel takes its rows from the atomic counter
-/// (`MACKO_WGPU_STATIC_ROWS=0`; the default deals them by stride): the counter must be back at
-/// zero after every product, queued or timed. The setting is read when the device opens and
-/// removed right after; this file's one test is the only thread that reads the environment.
-fn counter_rows_device() -> Option<(String, macko::Device)> {
-    std::env::set_var("MACKO_WGPU_STATIC_ROWS", "0");
-    let label = "wgpu, rows from the counter";
-    let dev = open_or_skip(label, &DeviceOptions::for_backend(BackendKind::Wgpu));
-    std::env::remove_var("MACKO_WGPU_STATIC_ROWS");
-    dev.map(|d| (label.to_string(), d))
 }
 
 /// What one queued product should give.

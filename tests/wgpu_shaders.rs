@@ -94,10 +94,11 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
             .iter()
             .any(|(_, o)| o.name.as_deref() == Some(name))
     };
-    // The pipeline constants the backend sets: Y_F16 both ways, and for MACKO, x gathered from
-    // memory or staged in 2048 words of workgroup memory (f16 pairs or f32), and for the MACKO
-    // subgroup kernel a workgroup size other than the default, 2 sets per step and the
-    // register-trimming variants.
+    // The pipeline constants the backend sets (src/backend/wgpu/pipelines.rs,
+    // `PipelineKey::constants`): Y_F16 both ways, and for MACKO, x gathered from memory or
+    // staged in workgroup memory (f16 scalars, padded or not, or f16 pairs; whole or in column
+    // tiles), and for the MACKO subgroup kernel its workgroup size, the value masks' source,
+    // row-aligned uploads, two rows per subgroup, bounded gathers and the gather probe.
     let x_modes: &[&[(&str, f64)]] = if has("X_HALVES") {
         &[
             &[("X_SHARED", 0.0)],
@@ -105,137 +106,59 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
             &[
                 ("X_SHARED", 1.0),
                 ("X_HALVES", 4096.0),
-                ("FAST_FINITE", 0.0),
-                ("WORKGROUP", 512.0),
-                ("DEPTH", 2.0),
-                ("LATE_DECODE", 1.0),
-                ("ROW_AHEAD", 1.0),
-                ("LANE_BUILTINS", 1.0),
-            ],
-            // The backend's defaults since session 6: rows by stride, scans by shuffles,
-            // pipelined steps masked when computed, padded x; then rows by stride with the old
-            // scans and masks.
-            &[
-                ("X_SHARED", 1.0),
-                ("X_HALVES", 4096.0),
                 ("X_PAD", 1.0),
                 ("WORKGROUP", 512.0),
-                ("LATE_DECODE", 1.0),
-                ("ROW_AHEAD", 1.0),
-                ("LANE_BUILTINS", 1.0),
-                ("STATIC_ROWS", 1.0),
-                ("SHUFFLE_SCAN", 1.0),
-                ("PIPELINE", 1.0),
-                ("LATE_MASK", 1.0),
+                ("BOUNDED_GATHERS", 1.0),
+                ("GATHER_PROBE", 1.0),
+                ("MASK_TABLE", 0.0),
+                ("ALIGNED_ROWS", 1.0),
             ],
             &[
                 ("X_SHARED", 1.0),
                 ("X_HALVES", 4096.0),
-                ("LATE_DECODE", 1.0),
-                ("LANE_BUILTINS", 1.0),
-                ("STATIC_ROWS", 1.0),
-                ("SHUFFLE_SCAN", 0.0),
-                ("PIPELINE", 1.0),
-                ("LATE_MASK", 0.0),
+                ("WORKGROUP", 256.0),
+                ("BOUNDED_GATHERS", 1.0),
+                ("MASK_TABLE", 1.0),
+                ("ALIGNED_ROWS", 1.0),
+                ("HALF_ROWS", 1.0),
             ],
-            // x in column tiles (session 7), with the defaults and with two rows ahead.
             &[
                 ("X_SHARED", 1.0),
                 ("X_HALVES", 4096.0),
                 ("X_TILED", 1.0),
                 ("WORKGROUP", 512.0),
-                ("LATE_DECODE", 1.0),
-                ("ROW_AHEAD", 1.0),
-                ("LANE_BUILTINS", 1.0),
-                ("STATIC_ROWS", 1.0),
-                ("PIPELINE", 1.0),
-            ],
-            &[
-                ("X_SHARED", 1.0),
-                ("X_HALVES", 4096.0),
-                ("X_PAD", 1.0),
-                ("X_TILED", 1.0),
-                ("ROW_AHEAD", 2.0),
-                ("STATIC_ROWS", 1.0),
+                ("BOUNDED_GATHERS", 1.0),
+                ("MASK_TABLE", 1.0),
             ],
         ]
     } else if has("WORKGROUP") {
         &[
             &[("X_SHARED", 0.0)],
-            &[("X_SHARED", 1.0), ("X_WORDS", 2048.0), ("X_F32", 0.0)],
-            &[
-                ("X_SHARED", 1.0),
-                ("X_WORDS", 2048.0),
-                ("X_F32", 1.0),
-                ("X_SWIZZLE", 0.0),
-                ("FAST_FINITE", 0.0),
-                ("WORKGROUP", 512.0),
-                ("DEPTH", 2.0),
-            ],
-            // The register-trimming variants (MackoTuning: late decode, one row ahead, builtin
-            // lane ids), one at a time on the default shape, all at once, and with 2 sets.
-            &[
-                ("X_SHARED", 1.0),
-                ("X_WORDS", 2048.0),
-                ("X_F32", 0.0),
-                ("LATE_DECODE", 1.0),
-            ],
             &[
                 ("X_SHARED", 0.0),
-                ("LATE_DECODE", 1.0),
-                ("FAST_FINITE", 0.0),
+                ("MASK_TABLE", 1.0),
+                ("ALIGNED_ROWS", 1.0),
             ],
+            &[("X_SHARED", 1.0), ("X_WORDS", 2048.0)],
             &[
                 ("X_SHARED", 1.0),
                 ("X_WORDS", 2048.0),
-                ("X_F32", 0.0),
-                ("ROW_AHEAD", 1.0),
-            ],
-            &[
-                ("X_SHARED", 1.0),
-                ("X_WORDS", 2048.0),
-                ("X_F32", 0.0),
-                ("LANE_BUILTINS", 1.0),
-            ],
-            &[
-                ("X_SHARED", 1.0),
-                ("X_WORDS", 2048.0),
-                ("X_F32", 1.0),
-                ("LATE_DECODE", 1.0),
-                ("ROW_AHEAD", 1.0),
-                ("LANE_BUILTINS", 1.0),
-                ("DEPTH", 2.0),
                 ("WORKGROUP", 512.0),
-            ],
-            &[
-                ("X_SHARED", 0.0),
-                ("LATE_DECODE", 1.0),
-                ("ROW_AHEAD", 2.0),
-                ("LANE_BUILTINS", 1.0),
-            ],
-            // x in column tiles (session 7), as f32 and as f16 pairs.
-            &[
-                ("X_SHARED", 1.0),
-                ("X_WORDS", 2048.0),
-                ("X_F32", 1.0),
-                ("X_TILED", 1.0),
-                ("STATIC_ROWS", 1.0),
-                ("LATE_DECODE", 1.0),
-                ("LANE_BUILTINS", 1.0),
+                ("MASK_TABLE", 1.0),
+                ("ALIGNED_ROWS", 1.0),
+                ("HALF_ROWS", 1.0),
             ],
             &[
                 ("X_SHARED", 1.0),
                 ("X_WORDS", 2048.0),
-                ("X_F32", 0.0),
                 ("X_TILED", 1.0),
-                ("STATIC_ROWS", 1.0),
+                ("MASK_TABLE", 0.0),
             ],
         ]
     } else if has("X_SHARED") {
         &[
             &[("X_SHARED", 0.0)],
-            &[("X_SHARED", 1.0), ("X_WORDS", 2048.0), ("X_F32", 0.0)],
-            &[("X_SHARED", 1.0), ("X_WORDS", 2048.0), ("X_F32", 1.0)],
+            &[("X_SHARED", 1.0), ("X_WORDS", 2048.0)],
         ]
     } else {
         &[&[]]

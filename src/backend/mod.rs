@@ -105,6 +105,9 @@ pub struct DeviceInfo {
 pub enum Plan {
     /// The CPU's.
     Cpu(cpu::CpuPlan),
+    /// The wgpu backend's.
+    #[cfg(feature = "wgpu")]
+    Wgpu(wgpu::WgpuPlan),
     /// The CUDA backend's.
     #[cfg(feature = "cuda")]
     Cuda(cuda::plan::CudaPlan),

@@ -4,8 +4,9 @@
 //! allow it, the adapter's own limits and only the optional features it has.
 
 use crate::backend::BackendKind;
-use crate::device::{DeviceOptions, ENV_BACKEND};
 use crate::error::{Error, Result};
+
+use super::config::WgpuConfig;
 
 /// Optional features macko uses where the adapter has them: subgroup operations for the fast
 /// kernels, timestamp queries for the device timer, f16 shader arithmetic (not needed by the
@@ -74,11 +75,11 @@ fn describe(info: &wgpu::AdapterInfo) -> String {
 /// The best usable adapter: of Vulkan, Metal or DX12 if one is usable, else of GL (which lacks
 /// subgroups, and whose headless probing wakes up display libraries for nothing). When none is
 /// usable, the reasons found among the first APIs' adapters.
-fn choose_adapter(opts: &DeviceOptions) -> Result<wgpu::Adapter> {
-    let primary = pick(enumerate(wgpu::Backends::PRIMARY), opts);
+fn choose_adapter(config: &WgpuConfig) -> Result<wgpu::Adapter> {
+    let primary = pick(enumerate(wgpu::Backends::PRIMARY), config);
     match primary {
         Ok(adapter) => Ok(adapter),
-        Err(first) => pick(enumerate(wgpu::Backends::SECONDARY), opts).map_err(|second| {
+        Err(first) => pick(enumerate(wgpu::Backends::SECONDARY), config).map_err(|second| {
             match (&first, &second) {
                 (Choice::NoAdapter, _) => second.into_error(),
                 _ => first.into_error(),
@@ -107,7 +108,7 @@ impl Choice {
 /// The best usable adapter of `adapters`, by [`rank`].
 fn pick(
     adapters: Vec<wgpu::Adapter>,
-    opts: &DeviceOptions,
+    config: &WgpuConfig,
 ) -> std::result::Result<wgpu::Adapter, Choice> {
     if adapters.is_empty() {
         return Err(Choice::NoAdapter);
@@ -120,7 +121,7 @@ fn pick(
         let missing = REQUIRED_DOWNLEVEL - adapter.get_downlevel_capabilities().flags;
         if !missing.is_empty() {
             incapable.push(format!("{} lacks {missing:?}", describe(&info)));
-        } else if info.device_type == wgpu::DeviceType::Cpu && !opts.allow_software_adapter {
+        } else if info.device_type == wgpu::DeviceType::Cpu && !config.allow_software_adapter {
             software_skipped.push(describe(&info));
         } else {
             usable.push((adapter, info));
@@ -134,7 +135,7 @@ fn pick(
     if !software_skipped.is_empty() {
         reasons.push(format!(
             "only a software adapter was found ({}); software adapters are used only when wgpu \
-             is asked for by name ({ENV_BACKEND}=wgpu, or DeviceOptions::allow_software_adapter)",
+             is asked for by name (MACKO_BACKEND=wgpu, or DeviceOptions::allow_software_adapter)",
             software_skipped.join(", ")
         ));
     }
@@ -147,14 +148,14 @@ fn pick(
     Err(Choice::Unusable(reasons.join("; ")))
 }
 
-/// Opens the device `opts` asks for on the best adapter. Subgroups are not even requested when
-/// `opts.wgpu_subgroups` is off, so the workgroup kernels run exactly as on an adapter without
+/// Opens the device `config` asks for on the best adapter. Subgroups are not even requested
+/// when `config.subgroups` is off, so the workgroup kernels run exactly as on an adapter without
 /// them.
-pub(super) fn open_device(opts: &DeviceOptions) -> Result<Opened> {
-    let adapter = choose_adapter(opts)?;
+pub(super) fn open_device(config: &WgpuConfig) -> Result<Opened> {
+    let adapter = choose_adapter(config)?;
     let info = adapter.get_info();
     let mut wanted = WANTED_FEATURES;
-    if !opts.wgpu_subgroups {
+    if !config.subgroups {
         wanted.remove(wgpu::Features::SUBGROUP);
     }
     let features = adapter.features() & wanted;

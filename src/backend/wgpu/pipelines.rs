@@ -4,7 +4,9 @@
 //!
 //! Every kernel is `shaders/common.wgsl`, then its family's prelude if any (`macko.wgsl`), then
 //! its own file; the output precision is the pipeline constant `Y_F16`, so each product kernel
-//! yields two pipelines.
+//! yields two pipelines. Every kernel is specialized here before wgpu sees it (specialize.rs:
+//! its constants set, the branches they rule out removed), so the driver builds only the
+//! variant a pipeline runs (on lavapipe, 1–2 s per MACKO subgroup pipeline instead of 11–17 s).
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -33,12 +35,11 @@ macro_rules! kernel_source {
 
 /// How the MACKO subgroup kernel holds a staged x in workgroup memory (the file composed after
 /// macko.wgsl).
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum XForm {
+pub enum XForm {
     /// Binary16 pairs in 32-bit words (macko_x_words.wgsl): every adapter.
     Pairs,
-    /// One f32 word per column (macko_x_words.wgsl with `X_F32`): twice the space.
-    F32,
     /// One f16 per column (macko_x_f16.wgsl): adapters with `SHADER_F16`; the space of pairs,
     /// three instructions fewer per gathered entry.
     F16,
@@ -55,7 +56,6 @@ impl XForm {
         // the slack that BOUNDED_GATHERS relies on (macko_x_f16.wgsl, row_dot_piped).
         let shifted = X_FRONT_SLOTS + cols.div_ceil(8) * 8 + X_TAIL_SLOTS;
         match self {
-            XForm::F32 => cols.max(1),
             XForm::Pairs => cols.div_ceil(2).max(1),
             XForm::F16 => shifted.div_ceil(2),
             // A pad word per 32, and one more word of margin: the last slot, where a clamp
@@ -72,7 +72,6 @@ impl XForm {
     fn text(self) -> &'static str {
         match self {
             XForm::Pairs => "f16 pairs",
-            XForm::F32 => "f32",
             XForm::F16 => "f16 scalars",
             XForm::F16Padded => "padded f16 scalars",
         }
@@ -80,8 +79,9 @@ impl XForm {
 }
 
 /// Which family of kernels runs the products.
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum KernelPath {
+pub enum KernelPath {
     /// Subgroup operations (scan, sum, broadcast).
     Subgroup,
     /// Workgroup memory and barriers only.
@@ -89,8 +89,9 @@ pub(super) enum KernelPath {
 }
 
 /// One compute kernel.
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(super) enum Kernel {
+pub enum Kernel {
     MackoSubgroup,
     MackoWorkgroup,
     CsrSubgroup,
@@ -103,8 +104,8 @@ pub(super) enum Kernel {
 /// Which bind group layout a kernel's group 0 uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum MatrixLayout {
-    /// Params, row_ptr, values, codes or col_idx, and the counters of the MACKO subgroup
-    /// kernel (two words per block; the other sparse kernels leave them alone).
+    /// Params, row_ptr, values, codes or col_idx, and the partial row sums of the MACKO
+    /// subgroup kernel with x in column tiles (the other sparse kernels leave them alone).
     Sparse,
     /// Params, values.
     Dense,
@@ -152,7 +153,7 @@ impl Kernel {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Kernel::MackoSubgroup => "macko_sg",
             Kernel::MackoWorkgroup => "macko_wg",
@@ -173,7 +174,7 @@ impl Kernel {
         }
     }
 
-    pub fn layout(self) -> MatrixLayout {
+    pub(super) fn layout(self) -> MatrixLayout {
         match self {
             Kernel::MackoSubgroup
             | Kernel::MackoWorkgroup
@@ -193,7 +194,7 @@ impl Kernel {
     }
 
     /// Whether the kernel writes y (and so has the `Y_F16` constant).
-    fn writes_y(self) -> bool {
+    pub fn writes_y(self) -> bool {
         self != Kernel::Stream
     }
 }
@@ -224,75 +225,121 @@ fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
     }
 }
 
-/// What distinguishes two pipelines of one kernel: f16 or f32 y, and for the MACKO subgroup
-/// kernel the words of workgroup memory x is staged in (0: gathered from memory), in which form,
-/// and the workgroup size (0: the kernel's default).
+/// What distinguishes two pipelines of one kernel: the fields of the plan (plan.rs) its code
+/// depends on, and the output precision. Only the MACKO subgroup kernel has any but `kernel`
+/// and `y_f16` (the others keep them 0 or false).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct PipelineKey {
     pub kernel: Kernel,
     pub y_f16: bool,
+    /// Words of workgroup memory x is staged in (0: gathered from memory), and in which form.
     pub x_words: u32,
     pub x_form: XForm,
+    /// Invocations per workgroup (0: the kernel's own).
     pub workgroup: u32,
-    /// MACKO subgroup kernel: sets of 4 groups per lane per step (0: the default), and whether
-    /// the staged x is swizzled.
-    pub depth: u32,
-    pub x_swizzle: bool,
-    /// MACKO subgroup kernel with x staged: skip the zero select where x is finite.
-    pub fast_finite: bool,
-    /// MACKO subgroup kernel: naga's loop bounding and division checks kept (see
-    /// `MackoTuning::loop_bounds`); always true for the other kernels.
-    pub loop_bounds: bool,
-    /// MACKO subgroup kernel: the register-trimming variants (`MackoTuning`): codes decoded
-    /// late, rows in flight per subgroup (0: the kernel's default), builtin lane ids.
-    pub late_decode: bool,
-    pub row_ahead: u32,
-    pub lane_builtins: bool,
-    /// MACKO subgroup kernel: rows dealt out by a fixed stride instead of the atomic counter
-    /// (`STATIC_ROWS`).
-    pub static_rows: bool,
-    /// MACKO subgroup kernel, with `static_rows`: subgroups numbered across workgroups first
-    /// (`INTERLEAVED_ROWS`).
-    pub interleaved_rows: bool,
-    /// MACKO subgroup kernel: exact subgroups scan by shuffles (`SHUFFLE_SCAN`).
-    pub shuffle_scan: bool,
-    /// MACKO subgroup kernel: pipelined steps of 2 groups (`PIPELINE`).
-    pub pipeline: bool,
-    /// MACKO subgroup kernel: pipelined steps masked when computed, not when loaded
-    /// (`LATE_MASK`; only with `pipeline`).
-    pub late_mask: bool,
-    /// MACKO subgroup kernel: x staged in column tiles, the blocks' row pointers being tile
-    /// tables (`X_TILED`; only with x staged).
+    /// x staged in column tiles, the blocks' row pointers being tile tables (`X_TILED`).
     pub x_tiled: bool,
-    /// MACKO subgroup kernel: row sums held in lanes and stored together (`HELD_SUMS`; only
-    /// with `static_rows`).
-    pub held_sums: bool,
-    /// MACKO subgroup kernel: exact subgroups sum a row by shuffles xor (`BUTTERFLY_SUM`; only
-    /// with `lane_builtins`).
-    pub butterfly_sum: bool,
-    /// MACKO subgroup kernel compiled without naga's per-access clamps, its gathers bounded by
-    /// construction (`BOUNDED_GATHERS`; only with x staged as f16 scalars, pipelined steps and
-    /// loops not bounded by naga: see `MackoTuning::bounded_gathers`).
+    /// Compiled without naga's per-access clamps, its gathers bounded by construction
+    /// (`BOUNDED_GATHERS`: see `create_module`).
     pub bounded_gathers: bool,
-    /// MACKO subgroup kernel with x staged as f16 scalars: the test hook `GATHER_PROBE`.
+    /// The test hook `GATHER_PROBE` (x staged as f16 scalars only).
     pub gather_probe: bool,
-    /// MACKO subgroup kernel: value masks from the table in the uniform (`MASK_TABLE`).
+    /// Value masks from the table in the uniform (`MASK_TABLE`).
     pub mask_table: bool,
-    /// MACKO subgroup kernel: the matrix was uploaded row-aligned (with x in column tiles,
-    /// each row's part in each tile), and the pipelined loop masks nothing (`ALIGNED_ROWS`;
-    /// only with pipelined steps). Must be false for a matrix in the format's own layout.
+    /// The matrix was uploaded row-aligned (`ALIGNED_ROWS`); must be false for a matrix in the
+    /// format's own layout.
     pub aligned_rows: bool,
-    /// MACKO subgroup kernel: two rows per exact subgroup (`HALF_ROWS`; only with
-    /// `aligned_rows`, rows by stride and x staged whole).
+    /// Two rows per exact subgroup (`HALF_ROWS`).
     pub half_rows: bool,
 }
 
-/// Words of workgroup memory x is staged in are rounded up to this by default
-/// (`MackoTuning::x_words_granule`), so matrices of similar widths share one pipeline. 256
-/// since session 8 (1024 before): with the slack of the f16 forms, 4096 columns took 3072 words
-/// at 1024 (12 KB), and four workgroups of 256 no longer fit an SM's ~48 KB of workgroup memory
-/// on an H200 (shaders/NOTES.md, "Session 7"): 11008×4096 was 1.11–1.27× slower than at 256.
-pub(super) const X_WORDS_GRANULE: u32 = 256;
+impl PipelineKey {
+    /// A kernel with no constant but the output precision.
+    pub fn plain(kernel: Kernel, y_f16: bool) -> Self {
+        Self {
+            kernel,
+            y_f16: y_f16 && kernel.writes_y(),
+            x_words: 0,
+            x_form: XForm::Pairs,
+            workgroup: 0,
+            x_tiled: false,
+            bounded_gathers: false,
+            gather_probe: false,
+            mask_table: false,
+            aligned_rows: false,
+            half_rows: false,
+        }
+    }
+
+    /// The pipeline constants the key sets.
+    pub(super) fn constants(&self) -> Vec<(&'static str, f64)> {
+        let flag = |on: bool| if on { 1.0 } else { 0.0 };
+        let mut c = Vec::new();
+        if self.kernel.writes_y() {
+            c.push(("Y_F16", flag(self.y_f16)));
+        }
+        if !matches!(self.kernel, Kernel::MackoSubgroup | Kernel::MackoWorkgroup) {
+            return c;
+        }
+        c.push(("X_SHARED", flag(self.x_words > 0)));
+        if self.x_words > 0 {
+            if self.x_form.is_f16() {
+                c.push(("X_HALVES", 2.0 * f64::from(self.x_words)));
+                c.push(("X_PAD", flag(self.x_form == XForm::F16Padded)));
+            } else {
+                c.push(("X_WORDS", f64::from(self.x_words)));
+            }
+        }
+        if self.kernel == Kernel::MackoSubgroup {
+            c.push(("X_TILED", flag(self.x_tiled)));
+            c.push(("WORKGROUP", f64::from(self.workgroup)));
+            c.push(("BOUNDED_GATHERS", flag(self.bounded_gathers)));
+            if self.x_form.is_f16() {
+                c.push(("GATHER_PROBE", flag(self.gather_probe)));
+            }
+            c.push(("MASK_TABLE", flag(self.mask_table)));
+            c.push(("ALIGNED_ROWS", flag(self.aligned_rows)));
+            c.push(("HALF_ROWS", flag(self.half_rows)));
+        }
+        c
+    }
+
+    /// What is compiled, for error messages.
+    fn describe(&self) -> String {
+        let mut what = format!("compiling kernel {}", self.kernel.name());
+        if self.y_f16 {
+            what += " (f16 y)";
+        }
+        if self.x_words > 0 {
+            what += &format!(
+                " (x as {} in {} words of workgroup memory{})",
+                self.x_form.text(),
+                self.x_words,
+                if self.x_tiled {
+                    ", in column tiles"
+                } else {
+                    ""
+                }
+            );
+        }
+        if self.workgroup > 0 {
+            what += &format!(" ({} invocations per workgroup)", self.workgroup);
+        }
+        let flags = [
+            (self.bounded_gathers, "gathers bounded"),
+            (self.gather_probe, "gathers probed"),
+            (self.mask_table, "mask table"),
+            (self.aligned_rows, "rows aligned"),
+            (self.half_rows, "two rows per subgroup"),
+        ];
+        for (on, text) in flags {
+            if on {
+                what += &format!(", {text}");
+            }
+        }
+        what
+    }
+}
 
 /// The slack around an x staged as f16 scalars: `X_FRONT` and `X_TAIL` of macko_x_f16.wgsl.
 pub(super) const X_FRONT_SLOTS: u64 = 32;
@@ -309,13 +356,10 @@ pub(super) struct Pipelines {
     dense_layout: wgpu::PipelineLayout,
     stream_layout: wgpu::PipelineLayout,
     built: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
-    /// Whether kernels are specialized here before wgpu sees them (specialize.rs), as by
-    /// default, or handed over as WGSL with their constants (`MACKO_WGPU_SPECIALIZE=0`).
-    specialize: bool,
 }
 
 impl Pipelines {
-    pub fn new(gpu: &Gpu, specialize: bool) -> Result<Self> {
+    pub fn new(gpu: &Gpu) -> Result<Self> {
         gpu.scoped("bind group layouts", 0, || {
             let d = &gpu.device;
             let bgl = |label: &str, entries: &[wgpu::BindGroupLayoutEntry]| {
@@ -359,111 +403,12 @@ impl Pipelines {
                 dense_layout,
                 stream_layout,
                 built: Mutex::new(HashMap::new()),
-                specialize,
             }
         })
     }
 
-    /// Whether kernels are specialized here before wgpu sees them (`MACKO_WGPU_SPECIALIZE`).
-    pub fn specialized(&self) -> bool {
-        self.specialize
-    }
-
     /// The pipeline of `key`, compiled on first use.
     pub fn get(&self, gpu: &Gpu, key: PipelineKey) -> Result<wgpu::ComputePipeline> {
-        let key = PipelineKey {
-            y_f16: key.y_f16 && key.kernel.writes_y(),
-            x_words: if key.kernel == Kernel::MackoSubgroup {
-                key.x_words
-            } else {
-                0
-            },
-            x_form: if key.kernel == Kernel::MackoSubgroup && key.x_words > 0 {
-                key.x_form
-            } else {
-                XForm::Pairs
-            },
-            workgroup: if key.kernel == Kernel::MackoSubgroup {
-                key.workgroup
-            } else {
-                0
-            },
-            depth: if key.kernel == Kernel::MackoSubgroup {
-                key.depth
-            } else {
-                0
-            },
-            x_swizzle: key.kernel == Kernel::MackoSubgroup
-                && key.x_words > 0
-                && !key.x_form.is_f16()
-                && key.x_swizzle,
-            fast_finite: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.fast_finite,
-            loop_bounds: key.kernel != Kernel::MackoSubgroup || key.loop_bounds,
-            late_decode: key.kernel == Kernel::MackoSubgroup && key.late_decode,
-            row_ahead: if key.kernel == Kernel::MackoSubgroup {
-                key.row_ahead
-            } else {
-                0
-            },
-            lane_builtins: key.kernel == Kernel::MackoSubgroup && key.lane_builtins,
-            static_rows: key.kernel == Kernel::MackoSubgroup && key.static_rows,
-            interleaved_rows: key.kernel == Kernel::MackoSubgroup
-                && key.static_rows
-                && key.interleaved_rows,
-            shuffle_scan: key.kernel == Kernel::MackoSubgroup
-                && key.lane_builtins
-                && key.shuffle_scan,
-            pipeline: key.kernel == Kernel::MackoSubgroup
-                && key.lane_builtins
-                && key.late_decode
-                && key.depth <= 1
-                && key.pipeline,
-            late_mask: key.kernel == Kernel::MackoSubgroup
-                && key.lane_builtins
-                && key.late_decode
-                && key.depth <= 1
-                && key.pipeline
-                && key.late_mask,
-            x_tiled: key.kernel == Kernel::MackoSubgroup && key.x_words > 0 && key.x_tiled,
-            held_sums: key.kernel == Kernel::MackoSubgroup
-                && key.static_rows
-                && !(key.x_words > 0 && key.x_tiled)
-                && key.held_sums,
-            butterfly_sum: key.kernel == Kernel::MackoSubgroup
-                && key.lane_builtins
-                && key.butterfly_sum,
-            bounded_gathers: key.kernel == Kernel::MackoSubgroup
-                && key.x_words > 0
-                && key.x_form.is_f16()
-                && key.lane_builtins
-                && key.late_decode
-                && key.depth <= 1
-                && key.pipeline
-                && !key.loop_bounds
-                && key.bounded_gathers,
-            gather_probe: key.kernel == Kernel::MackoSubgroup
-                && key.x_words > 0
-                && key.x_form.is_f16()
-                && key.gather_probe,
-            mask_table: key.kernel == Kernel::MackoSubgroup && key.mask_table,
-            aligned_rows: key.kernel == Kernel::MackoSubgroup
-                && key.lane_builtins
-                && key.late_decode
-                && key.depth <= 1
-                && key.pipeline
-                && key.aligned_rows,
-            half_rows: key.kernel == Kernel::MackoSubgroup
-                && key.lane_builtins
-                && key.late_decode
-                && key.depth <= 1
-                && key.pipeline
-                && key.static_rows
-                && key.x_words > 0
-                && !key.x_tiled
-                && key.aligned_rows
-                && key.half_rows,
-            ..key
-        };
         let mut built = lock(&self.built);
         if let Some(p) = built.get(&key) {
             return Ok(p.clone());
@@ -474,174 +419,11 @@ impl Pipelines {
             MatrixLayout::Dense => &self.dense_layout,
             MatrixLayout::Stream => &self.stream_layout,
         };
-        let what = format!(
-            "compiling kernel {}{}{}{}",
-            kernel.name(),
-            if key.y_f16 { " (f16 y)" } else { "" },
-            if key.x_words > 0 {
-                format!(
-                    " (x as {} in {} words of workgroup memory{})",
-                    key.x_form.text(),
-                    key.x_words,
-                    if key.x_tiled { ", in column tiles" } else { "" }
-                )
-            } else {
-                String::new()
-            },
-            if key.workgroup > 0 {
-                format!(
-                    " ({} invocations per workgroup, {} x 4 groups per step{}{}{}{}{}{}{}{}{}{}{}{}{}{}{}{})",
-                    key.workgroup,
-                    key.depth.max(1),
-                    if key.x_swizzle { ", swizzled x" } else { "" },
-                    if key.fast_finite {
-                        ", finite-x fast path"
-                    } else {
-                        ""
-                    },
-                    if key.loop_bounds {
-                        ", loops bounded"
-                    } else {
-                        ""
-                    },
-                    if key.late_decode { ", late decode" } else { "" },
-                    if key.row_ahead == 1 {
-                        ", one row ahead"
-                    } else {
-                        ""
-                    },
-                    if key.lane_builtins {
-                        ", builtin lane ids"
-                    } else {
-                        ""
-                    },
-                    match (key.static_rows, key.interleaved_rows) {
-                        (true, true) => ", rows by stride (subgroups across workgroups)",
-                        (true, false) => ", rows by stride",
-                        (false, _) => "",
-                    },
-                    if key.shuffle_scan {
-                        ", scans by shuffles"
-                    } else {
-                        ""
-                    },
-                    if key.pipeline {
-                        ", pipelined steps"
-                    } else {
-                        ""
-                    },
-                    if key.late_mask { ", masked late" } else { "" },
-                    if key.held_sums { ", sums held" } else { "" },
-                    if key.butterfly_sum {
-                        ", sums by shuffles"
-                    } else {
-                        ""
-                    },
-                    if key.bounded_gathers {
-                        ", gathers bounded"
-                    } else {
-                        ""
-                    },
-                    if key.mask_table { ", mask table" } else { "" },
-                    if key.aligned_rows {
-                        ", rows aligned"
-                    } else {
-                        ""
-                    },
-                    if key.half_rows {
-                        ", two rows per subgroup"
-                    } else {
-                        ""
-                    }
-                )
-            } else {
-                String::new()
-            }
-        );
-        let mut constants: Vec<(&str, f64)> = Vec::new();
-        if kernel.writes_y() {
-            constants.push(("Y_F16", if key.y_f16 { 1.0 } else { 0.0 }));
-        }
-        if matches!(kernel, Kernel::MackoSubgroup | Kernel::MackoWorkgroup) {
-            constants.push(("X_SHARED", if key.x_words > 0 { 1.0 } else { 0.0 }));
-            if key.x_words > 0 {
-                if key.x_form.is_f16() {
-                    constants.push(("X_HALVES", 2.0 * key.x_words as f64));
-                    let pad = key.x_form == XForm::F16Padded;
-                    constants.push(("X_PAD", if pad { 1.0 } else { 0.0 }));
-                } else {
-                    constants.push(("X_WORDS", key.x_words as f64));
-                    constants.push(("X_F32", if key.x_form == XForm::F32 { 1.0 } else { 0.0 }));
-                    constants.push(("X_SWIZZLE", if key.x_swizzle { 1.0 } else { 0.0 }));
-                }
-                constants.push(("FAST_FINITE", if key.fast_finite { 1.0 } else { 0.0 }));
-            }
-            if kernel == Kernel::MackoSubgroup {
-                constants.push(("X_TILED", if key.x_tiled { 1.0 } else { 0.0 }));
-            }
-        }
-        if key.workgroup > 0 {
-            constants.push(("WORKGROUP", key.workgroup as f64));
-        }
-        if key.depth > 0 {
-            constants.push(("DEPTH", key.depth as f64));
-        }
-        if kernel == Kernel::MackoSubgroup {
-            constants.push(("LATE_DECODE", if key.late_decode { 1.0 } else { 0.0 }));
-            if key.row_ahead > 0 {
-                constants.push(("ROW_AHEAD", key.row_ahead as f64));
-            }
-            constants.push(("LANE_BUILTINS", if key.lane_builtins { 1.0 } else { 0.0 }));
-            constants.push(("STATIC_ROWS", if key.static_rows { 1.0 } else { 0.0 }));
-            constants.push((
-                "INTERLEAVED_ROWS",
-                if key.interleaved_rows { 1.0 } else { 0.0 },
-            ));
-            constants.push(("SHUFFLE_SCAN", if key.shuffle_scan { 1.0 } else { 0.0 }));
-            constants.push(("PIPELINE", if key.pipeline { 1.0 } else { 0.0 }));
-            constants.push(("LATE_MASK", if key.late_mask { 1.0 } else { 0.0 }));
-            constants.push(("HELD_SUMS", if key.held_sums { 1.0 } else { 0.0 }));
-            constants.push(("BUTTERFLY_SUM", if key.butterfly_sum { 1.0 } else { 0.0 }));
-            constants.push((
-                "BOUNDED_GATHERS",
-                if key.bounded_gathers { 1.0 } else { 0.0 },
-            ));
-            if key.x_form.is_f16() {
-                constants.push(("GATHER_PROBE", if key.gather_probe { 1.0 } else { 0.0 }));
-            }
-            constants.push(("MASK_TABLE", if key.mask_table { 1.0 } else { 0.0 }));
-            constants.push(("ALIGNED_ROWS", if key.aligned_rows { 1.0 } else { 0.0 }));
-            constants.push(("HALF_ROWS", if key.half_rows { 1.0 } else { 0.0 }));
-        }
         let source = kernel.source(key.x_form.is_f16());
-        // The module as wgpu gets it: specialized here (the constants set, the branches they
-        // rule out gone: specialize.rs), or with MACKO_WGPU_SPECIALIZE=0 the WGSL and its
-        // constants for wgpu to set.
-        let (source, constants) = if self.specialize {
-            let module = specialize(kernel.name(), source, &constants)
-                .map_err(|SpecializeError(e)| backend_error(e))?;
-            (wgpu::ShaderSource::Naga(Cow::Owned(module)), Vec::new())
-        } else {
-            (wgpu::ShaderSource::Wgsl(Cow::Borrowed(source)), constants)
-        };
-        let pipeline = gpu.scoped(&what, 0, || {
-            let desc = wgpu::ShaderModuleDescriptor {
-                label: Some(kernel.name()),
-                source,
-            };
-            let module = if key.loop_bounds {
-                gpu.device.create_shader_module(desc)
-            } else {
-                let mut checks = wgpu::ShaderRuntimeChecks::checked();
-                checks.force_loop_bounding = false;
-                checks.int_div_checks = false;
-                checks.bounds_checks = !key.bounded_gathers;
-                // SAFETY: only the MACKO subgroup kernel comes here, whose loops all end and
-                // whose divisors are never zero (MackoTuning::loop_bounds); bounds checks stay,
-                // except with BOUNDED_GATHERS, where every index of the kernel is in range by
-                // construction (MackoTuning::bounded_gathers).
-                unsafe { gpu.device.create_shader_module_trusted(desc, checks) }
-            };
+        let module = specialize(kernel.name(), source, &key.constants())
+            .map_err(|SpecializeError(e)| backend_error(e))?;
+        let pipeline = gpu.scoped(&key.describe(), 0, || {
+            let module = create_module(gpu, &key, module);
             gpu.device
                 .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                     label: Some(kernel.name()),
@@ -649,7 +431,7 @@ impl Pipelines {
                     module: &module,
                     entry_point: Some("main"),
                     compilation_options: wgpu::PipelineCompilationOptions {
-                        constants: &constants,
+                        constants: &[],
                         zero_initialize_workgroup_memory: kernel.needs_zeroed_workgroup_memory(),
                     },
                     cache: None,
@@ -658,6 +440,74 @@ impl Pipelines {
         built.insert(key, pipeline.clone());
         Ok(pipeline)
     }
+}
+
+/// The shader module of a specialized kernel. The MACKO subgroup kernel is compiled without
+/// naga's loop bounding and integer-division checks, and with `BOUNDED_GATHERS` without its
+/// per-access clamps; every other kernel with all of naga's checks.
+///
+/// Loop bounding: wgpu adds to every loop a 64-bit iteration counter decremented and tested
+/// each iteration (so that a driver never meets an infinite loop): on an H200, 4–5 registers
+/// more per invocation and instructions in the kernel's hottest loops. The kernel needs
+/// neither that nor the division checks:
+/// - `stage_x` (macko.wgsl) and `copy_x`: loops `i = t; i < bound; i += invocations`, with
+///   `invocations` = the workgroup size (>= 32) and every bound at most `X_WORDS`, `X_HALVES`
+///   or `cols / 4` (< 2³⁰), so `i` never wraps and each loop ends;
+/// - `row_dot` (macko_sg.wgsl): `g0` starts at `s / 8` and grows by `4 · lanes >= 4`
+///   (lanes >= 1: counted at entry, when every invocation is active) while `g0 < gend <= 2²⁹`,
+///   so it never wraps; `row_dot_piped` likewise by `2 · lanes >= 2`;
+/// - `exact_scan1`: the shift doubles up to the subgroup size (<= 128);
+///   `lane_sum`: it halves from half the subgroup size down to 0; `half_scan` and `half_sum`
+///   likewise up to and down from half of it;
+/// - `row_pair_piped`: `g0` grows by `2 · (size / 2) >= 2` while some half's next step starts
+///   below its `gend <= 2²⁹`; `rows_loop_pairs`: every iteration adds the row stride (twice
+///   the dispatch's subgroups) to rows below `params.rows` < 2³¹ and the loop leaves once both
+///   halves' rows are past it;
+/// - `main` with column tiles: the tile counts up by 1 to `params.tiles`;
+/// - `rows_loop`: every iteration adds the dispatch's subgroup count (>= 1) to a row below
+///   `params.rows` < 2³¹, so the row grows without wrapping and the loop leaves within
+///   `params.rows` iterations.
+///
+/// The only divisors that are not constants are the lane count (>= 1, as above) and, with
+/// `HALF_ROWS`, half the builtin subgroup size (taken only where the size is >= 2); every
+/// other division is by a nonzero constant and all are unsigned (no `MIN / -1`).
+///
+/// Bounded gathers (x staged as f16 scalars): a gather of x is then one workgroup load instead
+/// of a clamp and a load. Sound because every index the kernel computes is in range by
+/// construction, not by the clamp:
+/// - gathers of x in the pipelined loops (row_dot_piped says why: slack of 32 zero slots before
+///   x and 128 after it, group starts clamped to the tile's width); the unpipelined loop clamps
+///   its gathers itself (x_at);
+/// - the copy of x writes slots below `X_HALVES` (`XForm::words` counts the slack) and reads
+///   words of x below its padded length;
+/// - values and codes are read at groups below a row's end group (`min(g, gend - 1)` in masked
+///   steps, whole steps only where they lie inside the row), or, with row-aligned uploads, at
+///   the block's zero group past it (the last group of the block's arrays:
+///   `RowAligned::zero_group`), and rows' bounds and tile tables at rows below `params.rows`
+///   (the format's rule 4 keeps a row's columns below `cols`, so a tile part's columns lie in
+///   its tile);
+/// - y, its f32 copy and the partial sums at rows below `params.rows` of blocks the backend
+///   sized.
+///
+/// On Vulkan with robustBufferAccess2 the driver bounds storage-buffer accesses as well (wgpu
+/// then never clamps them); on Metal and DX12, and for workgroup memory everywhere, nothing
+/// does, hence the argument above, which covers every buffer. The test hook `GATHER_PROBE`
+/// (`WgpuTuning::gather_probe`) turns a gather outside the staged slots into a NaN product.
+fn create_module(gpu: &Gpu, key: &PipelineKey, module: naga::Module) -> wgpu::ShaderModule {
+    let desc = wgpu::ShaderModuleDescriptor {
+        label: Some(key.kernel.name()),
+        source: wgpu::ShaderSource::Naga(Cow::Owned(module)),
+    };
+    if key.kernel != Kernel::MackoSubgroup {
+        return gpu.device.create_shader_module(desc);
+    }
+    let mut checks = wgpu::ShaderRuntimeChecks::checked();
+    checks.force_loop_bounding = false;
+    checks.int_div_checks = false;
+    checks.bounds_checks = !key.bounded_gathers;
+    // SAFETY: the MACKO subgroup kernel's loops all end and its divisors are never zero, and
+    // with BOUNDED_GATHERS every index of the kernel is in range by construction (above).
+    unsafe { gpu.device.create_shader_module_trusted(desc, checks) }
 }
 
 #[cfg(test)]

@@ -26,8 +26,9 @@ pub(super) const TILE_COLS_GRANULE: usize = 64;
 
 /// How x is cut into column tiles: `tiles` tiles of `cols` columns each (the last may hold
 /// fewer, never none).
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct TilePlan {
+pub struct TilePlan {
     pub tiles: u32,
     pub cols: u32,
 }

@@ -7,10 +7,10 @@ use std::time::Instant;
 
 use crate::error::Result;
 
+use super::backend::WgpuBackend;
 use super::gpu::{buffer_size, round_up};
-use super::pipelines::{Kernel, PipelineKey, XForm, STREAM_UNROLL, STREAM_WORKGROUP};
-use super::products::{GpuMatrix, GpuVector};
-use super::WgpuBackend;
+use super::memory::{GpuMatrix, GpuVector};
+use super::pipelines::{Kernel, PipelineKey, STREAM_UNROLL, STREAM_WORKGROUP};
 
 /// Timed passes per query set (two timestamps each).
 const PASSES_PER_QUERY_SET: usize = (wgpu::QUERY_SET_MAX_QUERIES / 2) as usize;
@@ -212,36 +212,9 @@ impl WgpuBackend {
             return Ok(vec![0.0; iters]);
         }
         let chunks = self.stream_chunks(round_up(bytes, 16))?;
-        let pipeline = self.pipelines.get(
-            &self.gpu,
-            PipelineKey {
-                kernel: Kernel::Stream,
-                y_f16: false,
-                x_words: 0,
-                x_form: XForm::Pairs,
-                workgroup: 0,
-                depth: 0,
-                x_swizzle: false,
-                fast_finite: false,
-                loop_bounds: true,
-                late_decode: false,
-                row_ahead: 0,
-                lane_builtins: false,
-                static_rows: false,
-                interleaved_rows: false,
-                shuffle_scan: false,
-                pipeline: false,
-                late_mask: false,
-                x_tiled: false,
-                held_sums: false,
-                butterfly_sum: false,
-                bounded_gathers: false,
-                gather_probe: false,
-                mask_table: false,
-                aligned_rows: false,
-                half_rows: false,
-            },
-        )?;
+        let pipeline = self
+            .pipelines
+            .get(&self.gpu, PipelineKey::plain(Kernel::Stream, false))?;
         let record = |encoder: &mut wgpu::CommandEncoder,
                       writes: Option<wgpu::ComputePassTimestampWrites<'_>>| {
             let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {

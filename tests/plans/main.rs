@@ -5,10 +5,16 @@
 //! plan that is never taken fails the test, so a tuning that silently falls back to the default
 //! cannot pass for coverage.
 //!
-//! The default plans are covered by tests/agreement.rs; this file covers the others, which the
-//! rules pick only on shapes too large for a test (or only on some GPUs).
+//! The default plans are covered by tests/agreement.rs; this suite covers the others, which the
+//! rules pick only on shapes too large for a test (or only on some GPUs). The CUDA plans run
+//! through one generic loop here; the wgpu plans (wgpu.rs) run one test each, in parallel, each
+//! on the shapes that walk the paths its plan changes, because lavapipe builds every pipeline
+//! in about a second.
 
+#[path = "../common/mod.rs"]
 mod common;
+#[cfg(feature = "wgpu")]
+mod wgpu;
 
 use common::*;
 use macko::{
