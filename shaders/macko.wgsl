@@ -30,7 +30,7 @@ override X_SHARED: bool = false;
 // params.tiles holding the rows' ends (src/backend/wgpu/tiles.rs builds it). Column c of tile
 // k sits at column c - k · tile_cols of the staged copy (at slot x_slot(that + X_FRONT) in the
 // f16 layout), so a row part gets its slots by starting its column count at the pair's second
-// word. See shaders/README.md ("column tiles").
+// word. See shaders/README.md, "x in column tiles".
 override X_TILED: bool = false;
 // Staging checks whether x holds any ±∞ or NaN; where it holds
 // none, an entry whose value is zero (padding, or masked) adds 0·x = ±0 anyway, so the kernel
@@ -45,7 +45,7 @@ override X_TILED: bool = false;
 // clamped to the tile's width), so a gather is one load with no clamp; x_at, which the other
 // row loops call, clamps explicitly. Every other index of the kernel is in range by
 // construction (src/backend/wgpu/pipelines.rs, `BOUNDED_GATHERS_ARGUMENT`, says why). See
-// shaders/README.md ("bounded gathers").
+// shaders/README.md, "Correctness: every gather in bounds".
 override BOUNDED_GATHERS: bool = false;
 var<workgroup> x_nonfinite: atomic<u32>;
 var<workgroup> x_finite_copy: u32;

@@ -1,5 +1,5 @@
 // MACKO-16-4 SpMV with subgroup operations (after common.wgsl, macko.wgsl and the x layout).
-// See shaders/README.md ("the subgroup kernel").
+// See shaders/README.md, "Files and composition" and the sections after it.
 //
 // One row at a time per subgroup (two, one per half, with HALF_ROWS: below). Rows are dealt by
 // a fixed stride over the dispatch's subgroups, numbered across workgroups first: subgroup k of
@@ -34,8 +34,8 @@
 // compute unit against the staged copies of x.
 override WORKGROUP: u32 = 128u;
 // MASK_TABLE: a masked group's values are masked by a mask read from the table in the uniform
-// (params.masks, indexed by the group's kept range) instead of one built by kept_mask, about 20
-// integer operations per group fewer in a step at a row's ends (shaders/README.md, "masks").
+// (params.masks, indexed by its kept range) instead of one built by kept_mask, about 20 integer
+// operations per group fewer in a step at a row's ends (shaders/README.md, "Value masks from a table").
 override MASK_TABLE: bool = false;
 // ALIGNED_ROWS: the block was uploaded row-aligned (macko_format::aligned): every row
 // (with X_TILED, every row's part in each tile: src/backend/wgpu/tiles.rs) starts at a multiple
@@ -43,13 +43,13 @@ override MASK_TABLE: bool = false;
 // row (params.zero_group). Then a pipelined step masks nothing: no group
 // holds another row's entries, and a group past the row's end is loaded from the zero group
 // instead (a select of its index when the step is issued, nothing when it is computed). The
-// backend sets it only for such blocks (shaders/README.md, "row-aligned uploads").
+// backend sets it only for such blocks (shaders/README.md, "Rows aligned to groups").
 override ALIGNED_ROWS: bool = false;
 // HALF_ROWS: with ALIGNED_ROWS and x staged whole, an exact
 // subgroup takes two rows at a time, one per half (`rows_loop_pairs`), as the CUDA kernel's
 // half-warps do for short rows: a row's step is 2 groups per lane of its half, and the scan,
 // the loads and the loop's costs of a step serve two rows. Subgroups that are not exact take the
-// same rows one at a time. The backend sets it for short rows (shaders/README.md, "two rows
+// same rows one at a time. The backend sets it for short rows (shaders/README.md, "Two rows
 // per subgroup").
 override HALF_ROWS: bool = false;
 
@@ -648,7 +648,7 @@ fn rows_loop(
     // between rows), and once every lane holds one (or the rows run out) the lanes store them
     // together (`store_held`). A row's store is then one select in every lane, and the f16
     // rounding and the two atomics of store_y are issued once per `lanes` rows instead of once
-    // per row by the first lane (shaders/README.md, "row sums").
+    // per row by the first lane (shaders/README.md, "Row sums").
     var held = 0.0;
     var held_count = 0u;
     loop {

@@ -2,7 +2,7 @@
 // adapters with SHADER_F16: the backend composes the kernel after an `enable f16;` line. Same
 // space as f16 pairs (2 bytes per column), but a gather is a 16-bit load of the column itself
 // and one widening: no word index (c >> 1), no half select ((c & 1) * 16) and variable shift,
-// about 3 instructions of ~12 per entry fewer. See shaders/README.md ("x in workgroup memory").
+// about 3 instructions of ~12 per entry fewer (shaders/README.md, "x staged in workgroup memory").
 
 // Staged slots: > x_slot(X_FRONT + cols rounded up to 8 + X_TAIL - 1) (the backend gives 2 * its
 // word count: XForm::words, whose constants a unit test ties to X_FRONT and X_TAIL here).
@@ -58,7 +58,7 @@ fn x_at_shifted(k: u32) -> f32 {
         let slot = x_slot(k);
         if GATHER_PROBE && slot >= X_HALVES {
             // A NaN (from a runtime value: no constant NaN in WGSL) that reaches y even through
-            // a masked entry's zero value: tests/wgpu_macko_bounded_gathers.rs.
+            // a masked entry's zero value: tests/plans/wgpu.rs, gather_probe*.
             return bitcast<f32>(0x7fc00000u | (slot & 0x1u));
         }
         return f32(xs[slot]);

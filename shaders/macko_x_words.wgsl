@@ -1,8 +1,8 @@
 // macko_x_words.wgsl: x staged as binary16 pairs in 32-bit words (after macko.wgsl, before the
 // kernel; X_WORDS >= (cols + 1) / 2 rounded up to 4). The layout every adapter can compile;
 // macko_x_f16.wgsl is the one-f16-per-column layout of adapters with SHADER_F16. See
-// shaders/README.md ("x in workgroup memory": an f32 copy and a swizzled layout were measured
-// slower and removed).
+// shaders/README.md, "x staged in workgroup memory" (an f32 copy and a swizzled layout were
+// slower: "Measured and removed").
 override X_WORDS: u32 = 1u;
 var<workgroup> xs: array<u32, X_WORDS>;
 

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# WGSL MACKO tuning sweep on the GPU machine (see shaders/README.md, "tuning"). Binaries staged
-# by `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko, tests/macko--agreement,
-# tests/macko--wgpu_backend, tests/macko--wgpu_plans). Usage, through remote.sh (Vulkan loader
-# and CUDA libraries on the path):
+# WGSL MACKO tuning sweep on the GPU machine (see shaders/README.md, "Forcing a plan for a
+# measurement"). Binaries staged by `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko,
+# tests/macko--agreement, tests/macko--wgpu_backend, tests/macko--wgpu_plans). Usage, through
+# remote.sh (Vulkan loader and CUDA libraries on the path):
 #   bash .gpu/remote.sh bash shaders/sweep.sh [tests] -- NAME 'KEY=V KEY=V' ...
-# ('-' for the default plans). Each variant's items are the wgpu tuning's keys
-# (`WgpuTuning::KEYS`, src/backend/wgpu/tuning.rs), passed as MACKO_TUNING="wgpu.KEY=V ..." (an
-# item that already names its backend, `cuda.KEY=V`, is passed as it is). Each variant runs
-# `macko bench --backend cuda,wgpu` with that tuning on $SHAPES/$DENSITIES: CUDA and wgpu cases interleaved, because wgpu-only runs on the
-# H200 gave erratic figures (the GPU idles and drops its clocks between cases; NOTES.md). The
-# summary lists per case the WGSL MACKO time, its % of the streaming read, and its throughput
-# against CUDA MACKO and our WGSL dense GEMV in the same run. $SWEEP_BUDGET seconds (default 480)
-# bound the whole sweep: variants that would start later are skipped and say so.
+# ('-' for the default plans). Each variant's items are the wgpu tuning's keys (`WgpuTuning::KEYS`,
+# src/backend/wgpu/tuning.rs), passed as MACKO_TUNING="wgpu.KEY=V ..." (an item that already names
+# its backend, `cuda.KEY=V`, is passed as it is). Each variant runs `macko bench --backend
+# cuda,wgpu` with that tuning on $SHAPES/$DENSITIES: CUDA and wgpu cases interleaved, because
+# wgpu-only runs on the H200 gave erratic figures (the GPU idles and drops its clocks between cases;
+# docs/journal/shaders.md, "Tuning log"). The summary lists per case the WGSL MACKO time, its % of
+# the streaming read, and its throughput against CUDA MACKO and our WGSL dense GEMV in the same run.
+# $SWEEP_BUDGET seconds (default 480) bound the whole sweep: variants that would start later are
+# skipped and say so.
 set -uo pipefail
 # MACKO_TUNING's value for the items $1 (KEY=V ..., wgpu. prefixed where no backend is named).
 tuning() {

@@ -1,5 +1,5 @@
 //! The named tunings that force each non-default plan (`WgpuTuning::forced_plans`), for the
-//! cross-backend agreement suite and tests/wgpu_plans.rs: apart from tuning.rs, which the
+//! cross-backend agreement suite and tests/plans/wgpu.rs: apart from tuning.rs, which the
 //! planner reads, so that neither file imports the other's reader.
 
 use super::pipelines::XForm;

@@ -306,8 +306,8 @@ impl WgpuBackend {
         plan(&stats, &self.caps, &self.tuning)
     }
 
-    /// The plan of a matrix this backend uploaded (`Device::plan` calls it once the storage
-    /// is an enum; until then `Device::wgpu_plan` reads the plan from the storage alone).
+    /// The plan of a matrix this backend uploaded, as stored at upload (what `Backend::plan`,
+    /// and so `Device::plan`, returns).
     #[allow(dead_code)]
     pub(crate) fn plan_of(&self, a: &MatrixStorage) -> Result<WgpuPlan> {
         Ok(a.wgpu()?.plan.clone())

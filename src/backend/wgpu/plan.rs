@@ -4,8 +4,9 @@
 //! only binds and dispatches what it says (the output precision, chosen per product, picks one
 //! of the plan's two pipelines).
 //!
-//! The rules and the measurements that set them: shaders/README.md ("plans"). Planned without
-//! a GPU, so the unit tests below pin the rules from tables of capabilities.
+//! The rules and the measurements that set them: shaders/README.md, one section per rule (from
+//! "Rows dealt by stride" to "The grid"). Planned without a GPU, so the unit tests below pin the
+//! rules from tables of capabilities.
 
 use macko_format::MatrixKind;
 
@@ -14,7 +15,7 @@ use super::tiles::{plan_tiles, TilePlan, TILE_COLS_GRANULE};
 use super::tuning::WgpuTuning;
 
 /// Default workgroup sizes of the MACKO subgroup kernel, below and from `LARGE_ROWS` rows.
-/// Measured on an H200 (shaders/README.md, "workgroup size"): 512 is 5–13% faster than 256 on
+/// Measured on an H200 (shaders/README.md, "Workgroup size"): 512 is 5–13% faster than 256 on
 /// 12288 and 36864 rows, equal on 11008 rows at d >= 0.3 but 11% slower at d = 0.1, 12–15%
 /// slower on 4096 (fewer, larger workgroups leave SMs idle when rows are few).
 pub const WORKGROUP_SMALL: u32 = 256;
