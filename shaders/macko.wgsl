@@ -44,7 +44,7 @@ override X_TILED: bool = false;
 // (row_dot_piped: its column counts start X_FRONT slots in, and a step's group starts are
 // clamped to the tile's width), so a gather is one load with no clamp; x_at, which the other
 // row loops call, clamps explicitly. Every other index of the kernel is in range by
-// construction (src/backend/wgpu/pipelines.rs, `BOUNDED_GATHERS_ARGUMENT`, says why). See
+// construction (src/backend/wgpu/pipelines.rs, `create_module`, says why). See
 // shaders/README.md, "Correctness: every gather in bounds".
 override BOUNDED_GATHERS: bool = false;
 var<workgroup> x_nonfinite: atomic<u32>;

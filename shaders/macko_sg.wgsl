@@ -261,7 +261,7 @@ fn group_fma_raw(
     return pair_fma(v.w, b + (p >> 24u), b + (q >> 24u), acc, guard, shifted);
 }
 
-// four_fma for raw groups; the first group's start moved back by `lo0` (its zeroed codes).
+// group_fma_raw over a step's 4 groups; the first one's start moved back by `lo0` (zeroed codes).
 fn four_fma_raw(
     r: Raw,
     column: u32,
