@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # WGSL MACKO tuning sweep on the GPU machine (see shaders/README.md, "Forcing a plan for a
 # measurement"). Binaries staged by `../shared/gpu/pack.sh -p macko` in .gpu/ (bin/macko,
-# tests/macko--agreement, tests/macko--wgpu_backend, tests/macko--wgpu_plans). Usage, through
+# tests/macko--agreement, tests/macko--wgpu_backend, tests/macko--plans). Usage, through
 # remote.sh (Vulkan loader and CUDA libraries on the path):
 #   bash .gpu/remote.sh bash shaders/sweep.sh [tests] -- NAME 'KEY=V KEY=V' ...
 # ('-' for the default plans). Each variant's items are the wgpu tuning's keys (`WgpuTuning::KEYS`,
@@ -43,7 +43,7 @@ nvidia-smi --query-compute-apps=pid,process_name --format=csv,noheader 2>&1 \
 while [ $# -gt 0 ] && [ "$1" != "--" ]; do
   case "$1" in
     tests)
-      for t in agreement wgpu_backend wgpu_plans; do
+      for t in agreement wgpu_backend plans; do
         [ -x "$(test_bin $t)" ] || continue
         timeout 180 "$(test_bin $t)" > "$out/test_$t.log" 2>&1
         echo "test $t: rc=$? $(grep -E '^test result' "$out/test_$t.log" | tail -1)" | tee -a "$summary"

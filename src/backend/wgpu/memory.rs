@@ -308,7 +308,6 @@ impl WgpuBackend {
 
     /// The plan of a matrix this backend uploaded, as stored at upload (what `Backend::plan`,
     /// and so `Device::plan`, returns).
-    #[allow(dead_code)]
     pub(crate) fn plan_of(&self, a: &MatrixStorage) -> Result<WgpuPlan> {
         Ok(a.wgpu()?.plan.clone())
     }
