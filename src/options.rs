@@ -84,6 +84,8 @@ impl Tuning {
     }
 
     /// Applies one `backend.key=value` item.
+    // With no GPU backend compiled in, every item is refused before its key or value is read.
+    #[cfg_attr(not(any(feature = "cuda", feature = "wgpu")), allow(unused_variables))]
     pub fn set(&mut self, item: &str) -> Result<()> {
         let bad = |reason: String| Error::Tuning {
             item: item.to_string(),

@@ -43,12 +43,10 @@ fn configs() -> Vec<(String, macko::Device)> {
         (
             "wgpu with x in column tiles of 128",
             DeviceOptions {
-                tuning: macko::Tuning {
-                    wgpu: macko::backend::wgpu::WgpuTuning {
-                        x_tile_cols: Some(128),
-                        ..Default::default()
-                    },
-                    ..Default::default()
+                tuning: {
+                    let mut t = macko::Tuning::default();
+                    t.wgpu.x_tile_cols = Some(128);
+                    t
                 },
                 ..wgpu
             },

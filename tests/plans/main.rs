@@ -11,6 +11,9 @@
 //! on the shapes that walk the paths its plan changes, because lavapipe builds every pipeline
 //! in about a second.
 
+// The generic loop serves the CUDA plans; without the cuda feature only wgpu.rs runs.
+#![cfg_attr(not(feature = "cuda"), allow(dead_code))]
+
 #[path = "../common/mod.rs"]
 mod common;
 #[cfg(feature = "wgpu")]
