@@ -104,7 +104,7 @@ __device__ __forceinline__ void macko_load_x_words(const uint4* __restrict__ xv,
 }
 
 // Dynamic shared memory for staged x: macko_x_slot(cols + MACKO_X_SLACK + MACKO_X_TAIL) floats,
-// computed on the host (src/backend/cuda/launch.rs, `x_smem_bytes`).
+// computed on the host (src/backend/cuda/caps.rs, `x_smem_bytes`).
 
 // Copies x (binary16, `cols` elements, 16-byte aligned) into shared memory as f32, in the padded
 // layout of macko_x_slot (PAD) or the plain one, zeros in the slack slots. Returns whether any of
@@ -171,7 +171,7 @@ __device__ __forceinline__ bool macko_stage_x(float* xs, const unsigned short* _
 }
 
 // Dynamic shared memory for x staged as binary16 (macko.cu, MACKO_XH): cols + MACKO_X_SLACK +
-// MACKO_X_TAIL halves, rounded up to 16 bytes (launch.rs, `x_smem_half_bytes`).
+// MACKO_X_TAIL halves, rounded up to 16 bytes (caps.rs, `x_smem_half_bytes`).
 static_assert(MACKO_X_SLACK % 8 == 0, "x staged as binary16 is copied in 16-byte words");
 
 // Copies x (binary16, `cols` elements, 16-byte aligned) into shared memory as it is, binary16 at

@@ -363,7 +363,7 @@ __device__ __forceinline__ float macko_team_sum(float v) {
 }
 
 // Where a split matrix's work items are described (host side: src/backend/cuda/split.rs and
-// launch.rs). Item i: desc[i] = (first entry, col0: the column after the row's entry before it);
+// memory.rs). Item i: desc[i] = (first entry, col0: the column after the row's entry before it);
 // desc[items].x = P closes the last one. Each item's sum goes to partials[i]; macko_combine (a
 // second launch on the same stream) adds each row's partials in item order into y. Combining in
 // a second kernel keeps the product free of fences: a per-item "last arriver" combine (a
@@ -469,9 +469,9 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
 // MACKO_CHUNKS_SHORT chunks, else MACKO_CHUNKS; bit 2: a split matrix (work items from `desc`,
 // `items` of them), else one item per row (`items` = rows); bit 3: pipelined batches (with bit 1
 // and a warp per item only; the pipelined registers of a second batch fit the cap only at two
-// chunks); bit 4: a row-aligned matrix (src/backend/row_aligned.rs: rows start at whole groups, so
+// chunks); bit 4: a row-aligned matrix (format/src/aligned.rs: rows start at whole groups, so
 // no batch masks). The host chooses per matrix
-// (launch.rs). `_big` entries run 1024-thread blocks (one per SM: for x too wide for two
+// (plan.rs). `_big` entries run 1024-thread blocks (one per SM: for x too wide for two
 // 512-thread blocks' shared memory), the others 512-thread blocks; both get 64 registers (the
 // lean entries, defined after these, 40).
 #define MACKO_SPMV_DISPATCH(OUT, XM, SPLIT)                                                     \

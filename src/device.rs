@@ -115,8 +115,14 @@ fn precision_name(p: Precision) -> &'static str {
     }
 }
 
-/// Opens one backend, or says why it cannot be opened.
-fn open_backend(kind: BackendKind, opts: &DeviceOptions) -> Result<Arc<dyn Backend>> {
+/// Opens one backend, or says why it cannot be opened. `tuning` is the one `opts` resolves to
+/// ([`options::resolve_tuning`]).
+fn open_backend(
+    kind: BackendKind,
+    opts: &DeviceOptions,
+    tuning: &options::Tuning,
+) -> Result<Arc<dyn Backend>> {
+    let _ = tuning;
     match kind {
         BackendKind::Cpu => Ok(Arc::new(backend::cpu::CpuBackend::new())),
         #[cfg(feature = "wgpu")]
@@ -124,12 +130,12 @@ fn open_backend(kind: BackendKind, opts: &DeviceOptions) -> Result<Arc<dyn Backe
             allow_software_adapter: opts.allow_software_adapter,
             subgroups: opts.wgpu_subgroups,
             max_binding_bytes: opts.max_binding_bytes,
-            tuning: opts.tuning.wgpu.clone(),
+            tuning: tuning.wgpu.clone(),
         }),
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => backend::cuda::open(&backend::cuda::CudaConfig {
             ordinal: opts.cuda_ordinal,
-            tuning: opts.tuning.cuda.clone(),
+            tuning: tuning.cuda.clone(),
         }),
         #[allow(unreachable_patterns)]
         other => {
@@ -160,25 +166,16 @@ impl Device {
         Self::with_options(&DeviceOptions::for_backend(kind))
     }
 
-    /// A device chosen by `opts`. Where `opts` carries no tuning of its own (the default),
-    /// `MACKO_TUNING` applies (see [`DeviceOptions::tuning`]), so the sweep scripts reach every
-    /// device a program or test opens; a bad item is an error naming it.
+    /// A device chosen by `opts`. Where `opts` carries no tuning of its own (`None`, the
+    /// default), `MACKO_TUNING` applies (see [`DeviceOptions::tuning`]), so the sweep scripts
+    /// reach every device a program or test opens; a bad item is an error naming it.
     pub fn with_options(opts: &DeviceOptions) -> Result<Self> {
-        let with_env;
-        let opts = if opts.tuning == options::Tuning::default() {
-            with_env = DeviceOptions {
-                tuning: options::tuning_from_env()?,
-                ..opts.clone()
-            };
-            &with_env
-        } else {
-            opts
-        };
+        let tuning = options::resolve_tuning(opts)?;
         let backend = match opts.backend {
-            Some(kind) => open_backend(kind, opts)?,
+            Some(kind) => open_backend(kind, opts, &tuning)?,
             None => BackendKind::ALL
                 .iter()
-                .find_map(|&kind| open_backend(kind, opts).ok())
+                .find_map(|&kind| open_backend(kind, opts, &tuning).ok())
                 .ok_or(Error::Unavailable {
                     backend: BackendKind::Cpu,
                     reason: "no backend could be opened".into(),
@@ -194,12 +191,14 @@ impl Device {
 
     /// Every backend, with the device it would use or the reason it is unavailable.
     /// Software wgpu adapters are listed too (they are usable when asked for by name).
+    /// Each is opened as [`Device::with_options`] would open it, `MACKO_TUNING` included.
     pub fn available() -> Vec<BackendStatus> {
         BackendKind::ALL
             .iter()
             .map(|&kind| BackendStatus {
                 backend: kind,
-                device: open_backend(kind, &DeviceOptions::for_backend(kind))
+                device: options::resolve_tuning(&DeviceOptions::for_backend(kind))
+                    .and_then(|t| open_backend(kind, &DeviceOptions::for_backend(kind), &t))
                     .map(|b| b.info())
                     .map_err(|e| match e {
                         Error::Unavailable { reason, .. } => reason,

@@ -25,6 +25,17 @@ pub enum Error {
         /// The name given.
         name: String,
     },
+    /// An environment variable read by [`crate::DeviceOptions::from_env`] holds a value it does
+    /// not take.
+    #[error("{name}={value:?}: expected {expected}")]
+    BadVariable {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What it takes.
+        expected: &'static str,
+    },
     /// An item of `MACKO_TUNING` (or of [`crate::DeviceOptions`]'s tuning) broke a rule.
     #[error("MACKO_TUNING item {item:?}: {reason}")]
     Tuning {

@@ -40,11 +40,12 @@ pub struct DeviceOptions {
     pub max_binding_bytes: Option<u64>,
     /// CUDA: ordinal of the GPU to use.
     pub cuda_ordinal: usize,
-    /// Plan choices forced for measurements and tests; `Default` lets the rules decide. A
-    /// device opened with the default takes `MACKO_TUNING`'s instead (an override for the
-    /// sweep scripts, which run programs and tests they do not control).
+    /// Plan choices forced for measurements and tests. `None` (the default): `MACKO_TUNING`'s,
+    /// or the rules' own where it is unset (so the sweep scripts reach programs and tests they
+    /// do not control); `Some(Tuning::default())` forces the rules' own whatever the
+    /// environment says.
     #[doc(hidden)]
-    pub tuning: Tuning,
+    pub tuning: Option<Tuning>,
 }
 
 impl Default for DeviceOptions {
@@ -55,7 +56,7 @@ impl Default for DeviceOptions {
             wgpu_subgroups: true,
             max_binding_bytes: None,
             cuda_ordinal: 0,
-            tuning: Tuning::default(),
+            tuning: None,
         }
     }
 }
@@ -147,22 +148,34 @@ impl DeviceOptions {
             _ => Self::default(),
         };
         if let Some(v) = get(ENV_WGPU_SUBGROUPS) {
-            opts.wgpu_subgroups = !matches!(
-                v.trim().to_ascii_lowercase().as_str(),
-                "0" | "false" | "off" | "no"
-            );
+            opts.wgpu_subgroups = match v.trim().to_ascii_lowercase().as_str() {
+                "" | "1" | "true" | "on" | "yes" => true,
+                "0" | "false" | "off" | "no" => false,
+                _ => {
+                    return Err(Error::BadVariable {
+                        name: ENV_WGPU_SUBGROUPS,
+                        value: v,
+                        expected: "1, true, on or yes (subgroups), 0, false, off or no (none)",
+                    })
+                }
+            };
         }
         if let Some(text) = get(ENV_TUNING) {
-            opts.tuning = Tuning::parse(&text)?;
+            opts.tuning = Some(Tuning::parse(&text)?);
         }
         Ok(opts)
     }
 }
 
-/// The tuning `MACKO_TUNING` sets (the default where it is unset), for devices opened with no
-/// tuning of their own.
-pub(crate) fn tuning_from_env() -> Result<Tuning> {
-    std::env::var(ENV_TUNING).map_or(Ok(Tuning::default()), |text| Tuning::parse(&text))
+/// The tuning a device opened with `opts` runs: its own, else `MACKO_TUNING`'s, else the
+/// rules' own.
+pub(crate) fn resolve_tuning(opts: &DeviceOptions) -> Result<Tuning> {
+    match &opts.tuning {
+        Some(t) => Ok(t.clone()),
+        None => {
+            std::env::var(ENV_TUNING).map_or(Ok(Tuning::default()), |text| Tuning::parse(&text))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -203,13 +216,31 @@ mod tests {
 
     #[test]
     fn bad_tuning_items_name_the_item_and_the_rule() {
-        for (text, needle) in [
+        let mut cases = vec![
             ("split=3", "backend.key=value"),
             ("cuda.split", "backend.key=value"),
             ("tpu.split=3", "unknown backend"),
-            ("cuda.no_such_key=1", "unknown key"),
-            ("wgpu.no_such_key=1", "unknown key"),
-        ] {
+        ];
+        for backend in ["cuda", "wgpu"] {
+            let compiled = match backend {
+                "cuda" => cfg!(feature = "cuda"),
+                _ => cfg!(feature = "wgpu"),
+            };
+            let item: &'static str = if backend == "cuda" {
+                "cuda.no_such_key=1"
+            } else {
+                "wgpu.no_such_key=1"
+            };
+            cases.push((
+                item,
+                if compiled {
+                    "unknown key"
+                } else {
+                    "not compiled in"
+                },
+            ));
+        }
+        for (text, needle) in cases {
             match Tuning::parse(text) {
                 Err(Error::Tuning { item, reason }) => {
                     assert_eq!(item, text);
@@ -218,6 +249,37 @@ mod tests {
                 other => panic!("{text}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn a_wrong_subgroups_value_is_an_error_naming_the_variable() {
+        for (v, on) in [
+            ("0", false),
+            ("off", false),
+            ("NO", false),
+            ("1", true),
+            ("on", true),
+        ] {
+            let o = DeviceOptions::from_lookup(table(&[(ENV_WGPU_SUBGROUPS, v)])).unwrap();
+            assert_eq!(o.wgpu_subgroups, on, "{v}");
+        }
+        match DeviceOptions::from_lookup(table(&[(ENV_WGPU_SUBGROUPS, "of")])) {
+            Err(e @ Error::BadVariable { .. }) => {
+                assert!(e.to_string().contains(ENV_WGPU_SUBGROUPS))
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_tuning_of_its_own_wins_over_the_environment() {
+        let own = DeviceOptions {
+            tuning: Some(Tuning::default()),
+            ..DeviceOptions::default()
+        };
+        assert_eq!(resolve_tuning(&own).unwrap(), Tuning::default());
+        let from_env = DeviceOptions::from_lookup(table(&[(ENV_TUNING, "")])).unwrap();
+        assert_eq!(from_env.tuning, Some(Tuning::default()));
     }
 
     #[cfg(feature = "cuda")]

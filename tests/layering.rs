@@ -411,3 +411,59 @@ fn backends_do_not_reach_the_device_layer() {
         .collect();
     assert!(bad.is_empty(), "{bad:?}");
 }
+
+/// Every file of the repository a comment or document names (`src/backend/cuda/plan.rs`,
+/// `kernels/README.md`, …), outside the journal of past rounds, exists: paths cited in code
+/// outlive the files they name when a restructure moves things.
+#[test]
+fn cited_files_exist() {
+    const ROOTS: [&str; 10] = [
+        "src", "format", "cli", "tests", "kernels", "shaders", "examples", "scripts", "docs",
+        "benches",
+    ];
+    const EXTS: [&str; 8] = [".rs", ".cu", ".cuh", ".wgsl", ".md", ".sh", ".py", ".toml"];
+    let mut texts: Vec<PathBuf> = vec![root().join("README.md"), root().join("BENCHMARKS.md")];
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for p in entries.filter_map(|e| e.ok()).map(|e| e.path()) {
+            if p.is_dir() {
+                if !p.ends_with("journal") {
+                    walk(&p, out);
+                }
+            } else if EXTS.iter().any(|e| p.to_string_lossy().ends_with(e)) {
+                out.push(p);
+            }
+        }
+    }
+    for r in ROOTS {
+        walk(&root().join(r), &mut texts);
+    }
+    let mut missing = Vec::new();
+    for file in &texts {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        for r in ROOTS {
+            let needle = format!("{r}/");
+            for (at, _) in text.match_indices(&needle) {
+                let before = text[..at].chars().last();
+                if before.is_some_and(|c| c.is_ascii_alphanumeric() || "_./-".contains(c)) {
+                    continue;
+                }
+                let path: String = text[at..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || "_./-".contains(*c))
+                    .collect();
+                let path = path.trim_end_matches('.');
+                if !EXTS.iter().any(|e| path.ends_with(e)) {
+                    continue;
+                }
+                let beside = file.parent().map(|d| d.join(path));
+                if !root().join(path).exists() && !beside.is_some_and(|p| p.exists()) {
+                    missing.push(format!("{} names {path}", file.display()));
+                }
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}

@@ -46,7 +46,7 @@ fn configs() -> Vec<(String, macko::Device)> {
                 tuning: {
                     let mut t = macko::Tuning::default();
                     t.wgpu.x_tile_cols = Some(128);
-                    t
+                    Some(t)
                 },
                 ..wgpu
             },

@@ -10,15 +10,14 @@ use macko_format::OutputPrecision;
 
 use crate::error::{Error, Result};
 
-pub use forced::ForcedPlan;
 pub use kind::BackendKind;
+pub use tuning::ForcedPlan;
 
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
-mod forced;
 pub(crate) mod kind;
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
+mod tuning;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;
 
@@ -262,9 +261,12 @@ pub trait Backend: Send + Sync {
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
+        if a.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut times = Vec::with_capacity(iters);
         for i in 0..warmup + iters {
-            let m = a[i % a.len().max(1)];
+            let m = a[i % a.len()];
             let start = std::time::Instant::now();
             self.spmv(m, x, y)?;
             self.synchronize()?;

@@ -96,7 +96,7 @@ fn every_forced_cuda_plan_agrees_and_is_taken() {
         CudaTuning::forced_plans(),
         |tuning| {
             let mut o = DeviceOptions::for_backend(BackendKind::Cuda);
-            o.tuning.cuda = tuning;
+            o.tuning.get_or_insert_with(Default::default).cuda = tuning;
             o
         },
         |p: &Plan| -> Option<&CudaPlan> {

@@ -93,7 +93,7 @@ fn open_tuned(label: &str, tuning: WgpuTuning, max_binding_bytes: Option<u64>) -
         max_binding_bytes,
         ..DeviceOptions::for_backend(BackendKind::Wgpu)
     };
-    opts.tuning.wgpu = tuning;
+    opts.tuning.get_or_insert_with(Default::default).wgpu = tuning;
     let dev = open_or_skip(label, &opts)?;
     let kernels = kernels_property(&dev);
     if !kernels.starts_with("subgroup operations") {

@@ -17,7 +17,7 @@ use super::rules::{
     wide_half_x_measured_for, FLAT_SNAP, PAD_MIN_FILL,
 };
 use super::tuning::{CudaTuning, SplitPolicy, XPlace};
-use crate::backend::forced::ForcedPlan;
+use crate::backend::tuning::ForcedPlan;
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
 
@@ -570,6 +570,21 @@ impl Planner<'_> {
     }
 }
 
+/// Whether a plan runs the MACKO row kernel on warps of lanes (regular or 1024-thread blocks),
+/// the only kernel that reads the half-warp, batch and pipelining choices: a forced plan of
+/// those that ends on the flat or lean kernel was not taken.
+fn row_warps(p: &CudaPlan) -> bool {
+    matches!(
+        p.kernel,
+        Kernel::RowPadded
+            | Kernel::RowGlobal
+            | Kernel::RowPlain
+            | Kernel::RowHalf
+            | Kernel::BigPadded
+            | Kernel::BigPlain
+    )
+}
+
 impl CudaTuning {
     /// Named tunings that each force one non-default plan, with a predicate on the plan that
     /// says it was taken. Each forces only what the plan needs so that it can run on every
@@ -591,7 +606,12 @@ impl CudaTuning {
                     xpad: Some(true),
                     ..t()
                 },
-                taken: |p| p.padded_x && !p.half_x,
+                taken: |p| {
+                    matches!(
+                        p.kernel,
+                        Kernel::RowPadded | Kernel::BigPadded | Kernel::FlatPadded
+                    )
+                },
             },
             ForcedPlan {
                 name: "cuda x binary16",
@@ -610,7 +630,7 @@ impl CudaTuning {
                     short_chunks: Some(false),
                     ..t()
                 },
-                taken: |p| p.half_warp && !p.short_chunks,
+                taken: |p| row_warps(p) && p.half_warp && !p.short_chunks,
             },
             ForcedPlan {
                 name: "cuda 1024-thread blocks",
@@ -639,7 +659,7 @@ impl CudaTuning {
                     pipe: Some(true),
                     ..t()
                 },
-                taken: |p| p.pipelined,
+                taken: |p| row_warps(p) && p.pipelined,
             },
             ForcedPlan {
                 name: "cuda flat ranges cut inside rows",
@@ -648,7 +668,7 @@ impl CudaTuning {
                     flat_snap: Some(0.0),
                     ..t()
                 },
-                taken: |p| p.flat,
+                taken: |p| p.flat && p.flat_snap == 0.0,
             },
             ForcedPlan {
                 name: "cuda lean kernel",

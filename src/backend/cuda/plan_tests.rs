@@ -4,7 +4,7 @@
 use super::*;
 use crate::backend::cuda::caps::tables::{h100, h200, small};
 use crate::backend::cuda::caps::Kernel::{self, *};
-use crate::backend::forced::ForcedPlan;
+use crate::backend::tuning::ForcedPlan;
 
 /// An expected plan: kernel, grid, shared memory and the flags set, in 512-thread blocks.
 type Expected = (Kernel, u32, u32, &'static str);

@@ -6,6 +6,7 @@
 //! plan through `CudaTuning::forced_plans` (in plan.rs, beside the plan it predicates on).
 
 use super::rules::MAX_SPLIT;
+use crate::backend::tuning::switch;
 
 /// Where the sparse kernels read x from, when forced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,16 +61,6 @@ pub struct CudaTuning {
     pub spread: Option<bool>,
 }
 
-/// An on/off value: `on`/`1` or `off`/`0`, `None` for `auto` or empty.
-fn on_off(value: &str) -> Result<Option<bool>, String> {
-    match value {
-        "" | "auto" => Ok(None),
-        "on" | "1" => Ok(Some(true)),
-        "off" | "0" => Ok(Some(false)),
-        _ => Err("expected on, off or auto".into()),
-    }
-}
-
 /// One of `choices` (name, value), `None` for `auto` or empty.
 fn one_of<T: Copy>(value: &str, choices: &[(&str, T)], rule: &str) -> Result<Option<T>, String> {
     if value.is_empty() || value == "auto" {
@@ -118,8 +109,8 @@ impl CudaTuning {
                     "expected smem, global or auto",
                 )?
             }
-            "xpad" => self.xpad = on_off(v)?,
-            "xhalf" => self.xhalf = on_off(v)?,
+            "xpad" => self.xpad = switch(v)?,
+            "xhalf" => self.xhalf = switch(v)?,
             "lanes" => {
                 self.lanes = one_of(v, &[("16", 16), ("32", 32)], "expected 16, 32 or auto")?
             }
@@ -138,8 +129,8 @@ impl CudaTuning {
                 )?
             }
             "split" => self.split = split_policy(v)?,
-            "pipe" => self.pipe = on_off(v)?,
-            "flat" => self.flat = on_off(v)?,
+            "pipe" => self.pipe = switch(v)?,
+            "flat" => self.flat = switch(v)?,
             "flat_snap" => {
                 self.flat_snap = match v {
                     "" | "auto" => None,
@@ -151,8 +142,8 @@ impl CudaTuning {
                     ),
                 }
             }
-            "lean" => self.lean = on_off(v)?,
-            "spread" => self.spread = on_off(v)?,
+            "lean" => self.lean = switch(v)?,
+            "spread" => self.spread = switch(v)?,
             other => {
                 return Err(format!(
                     "unknown key {other:?}: expected one of {}",
@@ -235,7 +226,7 @@ mod tests {
     fn bad_values_and_keys_say_the_rule() {
         let mut t = CudaTuning::default();
         assert_eq!(
-            t.set("lean", "yes"),
+            t.set("lean", "maybe"),
             Err("expected on, off or auto".to_string())
         );
         assert!(t.set("split", "9").is_err_and(|e| e.contains("1..=8")));

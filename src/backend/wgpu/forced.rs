@@ -5,7 +5,7 @@
 use super::pipelines::XForm;
 use super::plan::{WgpuPlan, XStaging};
 use super::tuning::WgpuTuning;
-use crate::backend::forced::ForcedPlan;
+use crate::backend::tuning::ForcedPlan;
 
 impl WgpuTuning {
     /// Named tunings that each force one non-default plan of the MACKO subgroup kernel, with a

@@ -8,6 +8,8 @@
 //! deleted; refuted variants are deleted (shaders/README.md says which and why). What is left
 //! here are the rule-driven choices.
 
+use crate::backend::tuning::{number, switch};
+
 /// Tuning of the wgpu backend (see the module's documentation). Fields are `None` where the
 /// plan rules decide.
 #[doc(hidden)]
@@ -63,28 +65,6 @@ pub struct WgpuTuning {
     /// shows any gather the bounded-gathers argument (pipelines.rs) rules out. Never in
     /// production.
     pub gather_probe: bool,
-}
-
-/// `on`/`off`/`auto` (and the usual spellings) as `Some(true)`, `Some(false)`, `None`.
-fn switch(value: &str) -> Result<Option<bool>, String> {
-    match value {
-        "1" | "on" | "true" | "yes" => Ok(Some(true)),
-        "0" | "off" | "false" | "no" => Ok(Some(false)),
-        "auto" => Ok(None),
-        _ => Err("expected on, off or auto".into()),
-    }
-}
-
-/// A whole number within `range`.
-fn number(value: &str, range: std::ops::RangeInclusive<u32>) -> Result<u32, String> {
-    match value.parse::<u32>() {
-        Ok(n) if range.contains(&n) => Ok(n),
-        _ => Err(format!(
-            "expected a whole number from {} to {}",
-            range.start(),
-            range.end()
-        )),
-    }
 }
 
 impl WgpuTuning {
