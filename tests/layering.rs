@@ -241,15 +241,49 @@ fn resolve<'a>(
         .find_map(|n| files.get_key_value(&abs[..n]).map(|(k, _)| k))
 }
 
+/// The code without its `#[cfg(test)]` items (a test module's braces, or the one item after
+/// the attribute), wherever they stand in the file.
+fn without_test_items(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = code;
+    while let Some(at) = rest.find("#[cfg(test)]") {
+        out.push_str(&rest[..at]);
+        let after = &rest[at + "#[cfg(test)]".len()..];
+        // The item ends at its first `;` before any `{`, or at the `}` closing its braces.
+        let mut depth = 0usize;
+        let mut end = after.len();
+        for (i, c) in after.char_indices() {
+            match c {
+                ';' if depth == 0 => {
+                    end = i + 1;
+                    break;
+                }
+                '{' => depth += 1,
+                '}' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = i + 1;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The import graph of one crate: file module -> modules of other files it names.
 fn graph(c: &CrateSources) -> BTreeMap<Vec<String>, BTreeSet<Vec<String>>> {
     let mut g = BTreeMap::new();
     for (module, path) in &c.files {
         let text = std::fs::read_to_string(path).unwrap_or_default();
         // Unit tests inside a file may reach anything; only the library code is layered.
-        let lib_part = text.split("#[cfg(test)]").next().unwrap_or(&text);
+        let lib_part = without_test_items(&code_only(&text));
         let is_dir = path.file_name().is_some_and(|f| f == "mod.rs");
-        let targets: BTreeSet<Vec<String>> = named_paths(&code_only(lib_part))
+        let targets: BTreeSet<Vec<String>> = named_paths(&lib_part)
             .iter()
             .filter_map(|p| resolve(module, is_dir, p, &c.files))
             .filter(|t| !module.starts_with(t))
@@ -359,6 +393,10 @@ fn the_checker_sees_a_cycle() {
         g.insert(module, t);
     }
     assert_eq!(cycles(&g).len(), 1);
+    assert_eq!(
+        without_test_items("use a;\n#[cfg(test)]\nmod t { use b; fn f() {} }\nuse c;"),
+        "use a;\n\nuse c;"
+    );
     assert_eq!(
         expand("super::{a, b::{c, d as e}, self}"),
         ["super::a", "super::b::c", "super::b::d", "super"]
