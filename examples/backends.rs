@@ -67,7 +67,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             format!("{}: {}", status.backend, info.name),
             y,
             median,
-            dev.backend().timer(),
+            dev.timer(),
         ));
     }
 

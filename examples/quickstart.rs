@@ -67,7 +67,7 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "time: {:.1} µs per product ({:.1} GB/s of matrix, {})",
         median * 1e6,
         a.bytes() as f64 / median / 1e9,
-        dev.backend().timer()
+        dev.timer()
     );
     Ok(())
 }

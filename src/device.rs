@@ -8,9 +8,9 @@ use std::sync::Arc;
 use half::f16;
 
 use crate::backend::{
-    self, Backend, BackendKind, DeviceInfo, HostVector, MatrixKind, MatrixRef, MatrixStorage, Plan,
-    Precision, VectorStorage, VendorBaseline,
+    self, BackendKind, DeviceInfo, HostVector, MatrixKind, MatrixRef, Precision, VendorBaseline,
 };
+use crate::dispatch::{AnyBackend, AnyMatrix, AnyVector, Plan};
 use crate::error::{Error, Result};
 use crate::options::{self, DeviceOptions};
 
@@ -42,7 +42,7 @@ static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
 /// ```
 #[derive(Clone)]
 pub struct Device {
-    backend: Arc<dyn Backend>,
+    backend: Arc<AnyBackend>,
     info: DeviceInfo,
     id: u64,
 }
@@ -63,7 +63,7 @@ pub struct DeviceMatrix {
     cols: usize,
     format: MatrixKind,
     bytes: u64,
-    storage: MatrixStorage,
+    storage: AnyMatrix,
 }
 
 impl DeviceMatrix {
@@ -90,7 +90,7 @@ pub struct DeviceVector {
     device: u64,
     len: usize,
     precision: Precision,
-    storage: VectorStorage,
+    storage: AnyVector,
 }
 
 impl DeviceVector {
@@ -121,22 +121,24 @@ fn open_backend(
     kind: BackendKind,
     opts: &DeviceOptions,
     tuning: &options::Tuning,
-) -> Result<Arc<dyn Backend>> {
+) -> Result<AnyBackend> {
     let _ = tuning;
     match kind {
-        BackendKind::Cpu => Ok(Arc::new(backend::cpu::CpuBackend::new())),
+        BackendKind::Cpu => Ok(AnyBackend::Cpu(backend::cpu::CpuBackend::new())),
         #[cfg(feature = "wgpu")]
         BackendKind::Wgpu => backend::wgpu::open(&backend::wgpu::WgpuConfig {
             allow_software_adapter: opts.allow_software_adapter,
             subgroups: opts.wgpu_subgroups,
             max_binding_bytes: opts.max_binding_bytes,
             tuning: tuning.wgpu.clone(),
-        }),
+        })
+        .map(AnyBackend::Wgpu),
         #[cfg(feature = "cuda")]
         BackendKind::Cuda => backend::cuda::open(&backend::cuda::CudaConfig {
             ordinal: opts.cuda_ordinal,
             tuning: tuning.cuda.clone(),
-        }),
+        })
+        .map(AnyBackend::Cuda),
         #[allow(unreachable_patterns)]
         other => {
             let _ = opts;
@@ -183,7 +185,7 @@ impl Device {
         };
         let info = backend.info();
         Ok(Self {
-            backend,
+            backend: Arc::new(backend),
             info,
             id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
         })
@@ -241,7 +243,7 @@ impl Device {
     }
 
     /// A handle for storage the backend made from `m`.
-    fn wrap_matrix(&self, m: MatrixRef<'_>, storage: MatrixStorage) -> Result<DeviceMatrix> {
+    fn wrap_matrix(&self, m: MatrixRef<'_>, storage: AnyMatrix) -> Result<DeviceMatrix> {
         let (rows, cols) = m.shape();
         Ok(DeviceMatrix {
             device: self.id,
@@ -333,7 +335,7 @@ impl Device {
         self.wrap_matrix(m, self.backend.upload_vendor(m, vendor)?)
     }
 
-    /// Times products y = A·x with the device's own timer (see [`Backend::time_spmv`]),
+    /// Times products y = A·x with the device's own timer ([`Device::timer`] says which),
     /// cycling through `a` (copies of one matrix). Returns seconds per product.
     pub fn time_spmv(
         &self,
@@ -358,13 +360,20 @@ impl Device {
         }
         // Checks x and y against the shape once, through the ordinary path.
         self.spmv(first, x, y)?;
-        let storages: Vec<&MatrixStorage> = a.iter().map(|m| &m.storage).collect();
+        let storages: Vec<&AnyMatrix> = a.iter().map(|m| &m.storage).collect();
         self.backend
             .time_spmv(&storages, &x.storage, &mut y.storage, warmup, iters)
     }
 
-    /// The backend itself, for benchmarks and backend-specific extensions.
-    pub fn backend(&self) -> &dyn Backend {
-        self.backend.as_ref()
+    /// How [`Device::time_spmv`] measures: "cuda events", "wgpu timestamp queries", or "wall
+    /// clock" (where the device has no timer of its own).
+    pub fn timer(&self) -> &'static str {
+        self.backend.timer()
+    }
+
+    /// The device's ceiling: seconds per pass of a streaming-read kernel over `bytes` bytes,
+    /// `iters` timed passes after `warmup`; `None` where the backend has no such kernel.
+    pub fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
+        self.backend.stream_read(bytes, warmup, iters)
     }
 }

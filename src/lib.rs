@@ -34,16 +34,18 @@
 pub mod backend;
 pub mod checkpoint;
 mod device;
+mod dispatch;
 mod error;
 mod options;
 pub mod prune;
 pub mod synthetic;
 
 pub use backend::{
-    Backend, BackendKind, DeviceInfo, ForcedPlan, HostVector, MatrixKind, MatrixRef, Plan,
-    Precision, VendorBaseline,
+    BackendKind, DeviceInfo, ForcedPlan, HostVector, MatrixKind, MatrixRef, Precision,
+    VendorBaseline,
 };
 pub use device::{BackendStatus, Device, DeviceMatrix, DeviceVector};
+pub use dispatch::Plan;
 pub use error::{Error, Result};
 pub use half;
 pub use macko_format::{

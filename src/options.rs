@@ -221,16 +221,10 @@ mod tests {
             ("cuda.split", "backend.key=value"),
             ("tpu.split=3", "unknown backend"),
         ];
-        for backend in ["cuda", "wgpu"] {
-            let compiled = match backend {
-                "cuda" => cfg!(feature = "cuda"),
-                _ => cfg!(feature = "wgpu"),
-            };
-            let item: &'static str = if backend == "cuda" {
-                "cuda.no_such_key=1"
-            } else {
-                "wgpu.no_such_key=1"
-            };
+        for (item, compiled) in [
+            ("cuda.no_such_key=1", cfg!(feature = "cuda")),
+            ("wgpu.no_such_key=1", cfg!(feature = "wgpu")),
+        ] {
             cases.push((
                 item,
                 if compiled {

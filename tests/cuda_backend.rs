@@ -506,7 +506,7 @@ fn timers_are_cuda_events() {
     let Some(dev) = cuda("timers") else {
         return;
     };
-    assert_eq!(dev.backend().timer(), "cuda events");
+    assert_eq!(dev.timer(), "cuda events");
     let dense = random_dense(512, 1024, 0.3, 3);
     let m = MackoMatrix::from_dense(&dense).expect("encode");
     let copies: Vec<DeviceMatrix> = (0..3).map(|_| dev.upload(&m).expect("upload")).collect();
@@ -534,7 +534,6 @@ fn timers_are_cuda_events() {
         5
     );
     let ceiling = dev
-        .backend()
         .stream_read(m.bytes(), 2, 10)
         .expect("stream read")
         .expect("the CUDA backend has a streaming-read kernel");

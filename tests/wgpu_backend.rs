@@ -352,7 +352,7 @@ fn timing_and_streaming_read_report_positive_seconds() {
     let dense = random_dense(128, 512, 0.5, 6);
     let m = MackoMatrix::from_dense(&dense).unwrap();
     for (label, dev) in both_paths() {
-        println!("{label}: timer = {}", dev.backend().timer());
+        println!("{label}: timer = {}", dev.timer());
         let copies = [dev.upload(&m).unwrap(), dev.upload(&m).unwrap()];
         let refs: Vec<_> = copies.iter().collect();
         let x = dev.upload_vector(&random_x(512, 6)).unwrap();
@@ -372,7 +372,6 @@ fn timing_and_streaming_read_report_positive_seconds() {
             &dev.download(&y).unwrap(),
         );
         let stream = dev
-            .backend()
             .stream_read(3 << 20, 1, 3)
             .unwrap()
             .expect("wgpu has a streaming-read kernel");

@@ -91,7 +91,7 @@ pub fn run(args: &DemoArgs) -> Result<(), CliError> {
             }
         );
     }
-    println!("\ntimer: {}", dev.backend().timer());
+    println!("\ntimer: {}", dev.timer());
     if failed {
         return Err(CliError::Check(format!(
             "{}: some rows disagree with the f64 reference",

@@ -95,153 +95,36 @@ pub struct DeviceInfo {
     pub properties: Vec<(String, String)>,
 }
 
-/// How a device multiplies one uploaded matrix: the plan its backend computed once, at upload,
-/// from the shape, the matrix's statistics, the device's capabilities and the tuning. Plans are
-/// data, so tests and `macko info` can say which kernel runs without timing anything.
-#[doc(hidden)]
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub enum Plan {
-    /// The CPU's.
-    Cpu(cpu::CpuPlan),
-    /// The wgpu backend's.
-    #[cfg(feature = "wgpu")]
-    Wgpu(wgpu::WgpuPlan),
-    /// The CUDA backend's.
-    #[cfg(feature = "cuda")]
-    Cuda(cuda::plan::CudaPlan),
-}
+/// One implementation of the products on one device, with its own types of matrices, vectors
+/// and plans. Methods receive handles this backend made ([`crate::Device`] keeps each backend's
+/// handles apart and checks the device id of every handle first) and shapes that fit. The
+/// device layer holds the backends compiled in as an enum, so there is no dynamic dispatch and
+/// no downcast between a handle and its backend.
+pub(crate) trait Backend: Send + Sync {
+    /// A matrix on this device.
+    type Matrix: Send + Sync;
+    /// A vector on this device.
+    type Vector: Send + Sync;
+    /// How a matrix is multiplied, computed once at upload (see [`crate::Plan`]).
+    type Plan;
 
-/// A matrix as its backend stored it, behind a [`crate::DeviceMatrix`]. Only that backend looks
-/// inside: an enum of the backends' own types, so a handle that reaches the wrong backend is a
-/// typed internal error, not a failed downcast.
-#[doc(hidden)]
-pub struct MatrixStorage(pub(crate) StoredMatrix);
-
-/// A vector as its backend stored it, behind a [`crate::DeviceVector`].
-#[doc(hidden)]
-pub struct VectorStorage(pub(crate) StoredVector);
-
-/// The matrix of each backend compiled in. (Variants differ in size; a handle holds one
-/// matrix, so boxing would only add an indirection.)
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum StoredMatrix {
-    Cpu(cpu::CpuMatrix),
-    #[cfg(feature = "wgpu")]
-    Wgpu(wgpu::WgpuMatrix),
-    #[cfg(feature = "cuda")]
-    Cuda(cuda::CudaMatrix),
-}
-
-/// The vector of each backend compiled in.
-pub(crate) enum StoredVector {
-    Cpu(cpu::CpuVector),
-    #[cfg(feature = "wgpu")]
-    Wgpu(wgpu::WgpuVector),
-    #[cfg(feature = "cuda")]
-    Cuda(cuda::CudaVector),
-}
-
-/// The error for storage of another backend: a bug in macko (the device checks ownership
-/// first), reported rather than panicking.
-fn foreign(backend: BackendKind, what: &str) -> Error {
-    Error::Backend {
-        backend,
-        message: format!("internal: the {what} is not storage of this backend"),
-    }
-}
-
-/// For one backend: wrapping its types into storage, and taking them out again.
-macro_rules! storage_of {
-    ($variant:ident, $kind:expr, $matrix:ty, $vector:ty, $get:ident, $get_mut:ident) => {
-        impl From<$matrix> for MatrixStorage {
-            fn from(m: $matrix) -> Self {
-                Self(StoredMatrix::$variant(m))
-            }
-        }
-        impl From<$vector> for VectorStorage {
-            fn from(v: $vector) -> Self {
-                Self(StoredVector::$variant(v))
-            }
-        }
-        impl MatrixStorage {
-            /// This backend's matrix, or an internal error.
-            #[allow(unreachable_patterns)]
-            pub(crate) fn $get(&self) -> Result<&$matrix> {
-                match &self.0 {
-                    StoredMatrix::$variant(m) => Ok(m),
-                    _ => Err(foreign($kind, "matrix")),
-                }
-            }
-        }
-        impl VectorStorage {
-            /// This backend's vector, or an internal error.
-            #[allow(unreachable_patterns)]
-            pub(crate) fn $get(&self) -> Result<&$vector> {
-                match &self.0 {
-                    StoredVector::$variant(v) => Ok(v),
-                    _ => Err(foreign($kind, "vector")),
-                }
-            }
-            /// This backend's vector, writable, or an internal error.
-            #[allow(unreachable_patterns)]
-            pub(crate) fn $get_mut(&mut self) -> Result<&mut $vector> {
-                match &mut self.0 {
-                    StoredVector::$variant(v) => Ok(v),
-                    _ => Err(foreign($kind, "vector")),
-                }
-            }
-        }
-    };
-}
-
-storage_of!(
-    Cpu,
-    BackendKind::Cpu,
-    cpu::CpuMatrix,
-    cpu::CpuVector,
-    cpu,
-    cpu_mut
-);
-#[cfg(feature = "wgpu")]
-storage_of!(
-    Wgpu,
-    BackendKind::Wgpu,
-    wgpu::WgpuMatrix,
-    wgpu::WgpuVector,
-    wgpu,
-    wgpu_mut
-);
-#[cfg(feature = "cuda")]
-storage_of!(
-    Cuda,
-    BackendKind::Cuda,
-    cuda::CudaMatrix,
-    cuda::CudaVector,
-    cuda,
-    cuda_mut
-);
-
-/// One implementation of the products on one device. Methods receive storage this backend made
-/// (the [`crate::Device`] checks the device id of every handle first) and shapes that fit.
-pub trait Backend: Send + Sync {
     /// Name, backend and key properties.
     fn info(&self) -> DeviceInfo;
     /// Copies a validated host matrix to the device.
-    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<MatrixStorage>;
+    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<Self::Matrix>;
     /// Copies an f16 vector to the device.
-    fn upload_vector(&self, x: &[f16]) -> Result<VectorStorage>;
+    fn upload_vector(&self, x: &[f16]) -> Result<Self::Vector>;
     /// Allocates a zero-filled vector of `len` elements.
-    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<VectorStorage>;
+    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<Self::Vector>;
     /// Enqueues y = A·x. May return before the product is done; later calls on the same device
     /// see its result (products run in order).
-    fn spmv(&self, a: &MatrixStorage, x: &VectorStorage, y: &mut VectorStorage) -> Result<()>;
+    fn spmv(&self, a: &Self::Matrix, x: &Self::Vector, y: &mut Self::Vector) -> Result<()>;
     /// The plan `a` was uploaded with (an error for a vendor baseline's matrix, which has none).
-    fn plan(&self, a: &MatrixStorage) -> Result<Plan>;
+    fn plan(&self, a: &Self::Matrix) -> Result<Self::Plan>;
     /// Waits until every enqueued product is done.
     fn synchronize(&self) -> Result<()>;
     /// Waits for pending work, then copies a vector back.
-    fn download(&self, v: &VectorStorage) -> Result<HostVector>;
+    fn download(&self, v: &Self::Vector) -> Result<HostVector>;
 
     /// How [`Backend::time_spmv`] measures: "cuda events", "wgpu timestamp queries", or
     /// "wall clock" (the default, and the only choice where the device has no timer).
@@ -255,9 +138,9 @@ pub trait Backend: Send + Sync {
     /// synchronisation; GPU backends override it with device timers.
     fn time_spmv(
         &self,
-        a: &[&MatrixStorage],
-        x: &VectorStorage,
-        y: &mut VectorStorage,
+        a: &[&Self::Matrix],
+        x: &Self::Vector,
+        y: &mut Self::Vector,
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
@@ -287,7 +170,7 @@ pub trait Backend: Send + Sync {
 
     /// Uploads `m` for a vendor library's product instead of macko's own kernel (benchmarks
     /// only). Unavailable by default.
-    fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<MatrixStorage> {
+    fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<Self::Matrix> {
         let _ = m;
         Err(Error::Unavailable {
             backend: self.info().backend,

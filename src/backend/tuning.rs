@@ -17,6 +17,7 @@ pub struct ForcedPlan<T, P> {
 
 /// An on/off value, any case: `on`/`1`/`true`/`yes` or `off`/`0`/`false`/`no`; `None` for
 /// `auto` or empty (the rules decide).
+#[cfg_attr(not(any(feature = "cuda", feature = "wgpu")), allow(dead_code))]
 pub(crate) fn switch(value: &str) -> Result<Option<bool>, String> {
     match value.trim().to_ascii_lowercase().as_str() {
         "" | "auto" => Ok(None),
@@ -27,6 +28,7 @@ pub(crate) fn switch(value: &str) -> Result<Option<bool>, String> {
 }
 
 /// A whole number within `range`.
+#[cfg_attr(not(feature = "wgpu"), allow(dead_code))]
 pub(crate) fn number(value: &str, range: std::ops::RangeInclusive<u32>) -> Result<u32, String> {
     match value.trim().parse::<u32>() {
         Ok(n) if range.contains(&n) => Ok(n),

@@ -11,7 +11,8 @@ use macko_format::{MackoMatrix, FORMAT_NAME, FORMAT_VERSION};
 use rayon::prelude::*;
 use safetensors::SafeTensors;
 
-use super::{Checkpoint, CheckpointError, Pattern, Result, TensorEntry};
+use super::file::{Checkpoint, CheckpointError, Result, TensorEntry};
+use super::pattern::Pattern;
 use crate::prune;
 
 /// Metadata key of the file-wide conversion record: a JSON object with the tool, its version,

@@ -22,7 +22,7 @@ use macko_format::{reference, DenseMatrix, MackoMatrix};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::{Checkpoint, Result};
+use super::file::{Checkpoint, Result};
 use crate::{prune, Device, Precision};
 
 /// One linear weight of a checkpoint, before and after pruning.
@@ -54,7 +54,7 @@ impl LinearLayer {
     }
 }
 
-/// Every linear weight ([`super::TensorEntry::is_linear_weight`]) of the checkpoint, rounded to
+/// Every linear weight ([`super::file::TensorEntry::is_linear_weight`]) of the checkpoint, rounded to
 /// binary16, pruned per row to `density` ([`prune::magnitude_per_row`]) and encoded.
 pub fn prune_linear_weights(ckpt: &Checkpoint, density: f64) -> Result<Vec<LinearLayer>> {
     prune::check_density(density)?;

@@ -6,7 +6,8 @@ use std::collections::BTreeSet;
 use macko_format::container::{AnyMatrix, MatrixFile};
 use macko_format::{is_zero, DenseMatrix};
 
-use super::{Checkpoint, CheckpointError, Result, CONVERT_METADATA_PREFIX};
+use super::convert::CONVERT_METADATA_PREFIX;
+use super::file::{Checkpoint, CheckpointError, Result};
 use crate::prune;
 
 /// The outcome of checking one matrix of a file.

@@ -17,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use crate::error::CliError;
 
-use super::record::{DeviceEntry, Record, Results, Source};
-use super::{report, TOOL};
+use super::record::{DeviceEntry, Record, Results, Source, TOOL};
+use super::report;
 
 /// Why results could not be merged.
 #[derive(Debug, thiserror::Error)]

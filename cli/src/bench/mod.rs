@@ -19,7 +19,7 @@ use macko::{
     MackoMatrix, MatrixRef, Precision, VendorBaseline,
 };
 pub use record::Record;
-use record::{Host, Results, Settings};
+use record::{Host, Results, Settings, TOOL};
 
 use crate::error::CliError;
 
@@ -67,9 +67,6 @@ const DEFAULT_DENSITIES: [f64; 11] = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.
 /// products read from memory, not from the L2 cache (50–60 MB on an H100/H200).
 const ROTATION_BYTES: u64 = 256 << 20;
 const MAX_COPIES: usize = 8;
-
-/// The `tool` of every results.json.
-const TOOL: &str = "macko bench";
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -177,12 +174,7 @@ fn open_devices(args: &BenchArgs) -> Result<Vec<Bench>, CliError> {
         };
         match Device::with_options(&opts) {
             Ok(dev) => {
-                println!(
-                    "{:<5} {} (timer: {})",
-                    kind,
-                    dev.info().name,
-                    dev.backend().timer()
-                );
+                println!("{:<5} {} (timer: {})", kind, dev.info().name, dev.timer());
                 let baseline = if kind == BackendKind::Cuda {
                     "cublas"
                 } else {
@@ -323,7 +315,7 @@ fn measure(b: &Bench, k: &Kernel<'_>, case: &Case<'_>, args: &BenchArgs) -> Outc
             gbps: bytes as f64 / median / 1e9,
             fraction_of_ceiling: None,
             speedup_over_dense: None,
-            timer: dev.backend().timer().into(),
+            timer: dev.timer().into(),
             iters: t.len(),
         }))
     };
@@ -342,11 +334,7 @@ fn first_bytes(mats: &[DeviceMatrix]) -> u64 {
 
 /// The ceiling: a streaming read of the same bytes, in the same run.
 fn ceiling_gbps(b: &Bench, bytes: u64, args: &BenchArgs) -> Option<f64> {
-    let mut t = b
-        .dev
-        .backend()
-        .stream_read(bytes, args.warmup, args.iters)
-        .ok()??;
+    let mut t = b.dev.stream_read(bytes, args.warmup, args.iters).ok()??;
     t.sort_by(f64::total_cmp);
     let median = percentile(&t, 0.5);
     (median > 0.0).then(|| bytes as f64 / median / 1e9)

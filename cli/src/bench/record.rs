@@ -7,6 +7,9 @@ use std::collections::BTreeMap;
 use macko::DeviceInfo;
 use serde::{Deserialize, Deserializer, Serialize};
 
+/// The `tool` of every results.json.
+pub const TOOL: &str = "macko bench";
+
 /// One (backend, shape, density, kernel) measurement.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Record {

@@ -9,7 +9,7 @@ use std::arch::x86_64::*;
 use half::f16;
 use macko_format::GROUP;
 
-use super::column_steps;
+use super::decode::column_steps;
 
 /// Whether this CPU can run [`groups`].
 pub(super) fn supported() -> bool {

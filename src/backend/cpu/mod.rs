@@ -8,13 +8,13 @@ use half::slice::HalfFloatSliceExt;
 use macko_format::{code_at, CsrMatrix, DenseMatrix, MackoMatrix, GROUP};
 use rayon::prelude::*;
 
-use super::{
-    Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, MatrixStorage, Plan, Precision,
-    VectorStorage,
-};
+use super::{Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision};
 use crate::error::Result;
 
 mod avx2;
+mod decode;
+
+use decode::column_steps;
 
 /// Rows per parallel task.
 const ROWS_PER_TASK: usize = 32;
@@ -76,14 +76,13 @@ impl CpuBackend {
             avx2: self.avx2 && cols < i32::MAX as usize,
         }
     }
-
-    /// The plan an uploaded matrix was given.
-    pub(crate) fn plan_of(&self, a: &MatrixStorage) -> Result<CpuPlan> {
-        Ok(a.cpu()?.plan)
-    }
 }
 
 impl Backend for CpuBackend {
+    type Matrix = CpuMatrix;
+    type Vector = CpuVector;
+    type Plan = CpuPlan;
+
     fn info(&self) -> DeviceInfo {
         let threads = rayon::current_num_threads();
         let features = cpu_features();
@@ -106,34 +105,32 @@ impl Backend for CpuBackend {
         }
     }
 
-    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<MatrixStorage> {
+    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<CpuMatrix> {
         let plan = self.plan(m.shape().1);
         let data = match m {
             MatrixRef::Macko(m) => CpuData::Macko(m.clone()),
             MatrixRef::Csr(m) => CpuData::Csr(m.clone()),
             MatrixRef::Dense(m) => CpuData::Dense(m.clone()),
         };
-        Ok(From::from(CpuMatrix { data, plan }))
+        Ok(CpuMatrix { data, plan })
     }
 
-    fn upload_vector(&self, x: &[f16]) -> Result<VectorStorage> {
-        Ok(From::from(CpuVector::F16(x.to_vec())))
+    fn upload_vector(&self, x: &[f16]) -> Result<CpuVector> {
+        Ok(CpuVector::F16(x.to_vec()))
     }
 
-    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<VectorStorage> {
-        Ok(From::from(match precision {
+    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<CpuVector> {
+        Ok(match precision {
             Precision::F16 => CpuVector::F16(vec![f16::ZERO; len]),
             Precision::F32 => CpuVector::F32(vec![0.0; len]),
-        }))
+        })
     }
 
-    fn spmv(&self, a: &MatrixStorage, x: &VectorStorage, y: &mut VectorStorage) -> Result<()> {
-        let a = a.cpu()?;
-        let x = match x.cpu()? {
+    fn spmv(&self, a: &CpuMatrix, x: &CpuVector, y: &mut CpuVector) -> Result<()> {
+        let x = match x {
             CpuVector::F16(x) => widen(x),
             CpuVector::F32(x) => x.clone(),
         };
-        let y = y.cpu_mut()?;
         // Whether x is finite is known only now: a product with NaN/∞ in x masks padding.
         let finite = x.iter().all(|v| v.is_finite());
         let avx2 = a.plan.avx2;
@@ -167,16 +164,16 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
-    fn plan(&self, a: &MatrixStorage) -> Result<Plan> {
-        self.plan_of(a).map(Plan::Cpu)
+    fn plan(&self, a: &CpuMatrix) -> Result<CpuPlan> {
+        Ok(a.plan)
     }
 
     fn synchronize(&self) -> Result<()> {
         Ok(())
     }
 
-    fn download(&self, v: &VectorStorage) -> Result<HostVector> {
-        Ok(match v.cpu()? {
+    fn download(&self, v: &CpuVector) -> Result<HostVector> {
+        Ok(match v {
             CpuVector::F16(v) => HostVector::F16(v.clone()),
             CpuVector::F32(v) => HostVector::F32(v.clone()),
         })
@@ -259,22 +256,6 @@ fn term<const MASK: bool>(a: f32, x: f32) -> f32 {
     } else {
         0.0
     }
-}
-
-/// Spreads the 8 nibbles of a code word into the 8 bytes of a u64 (nibble j to byte j).
-#[inline(always)]
-fn spread_nibbles(w: u32) -> u64 {
-    let mut v = w as u64;
-    v = (v | (v << 16)) & 0x0000_ffff_0000_ffff;
-    v = (v | (v << 8)) & 0x00ff_00ff_00ff_00ff;
-    (v | (v << 4)) & 0x0f0f_0f0f_0f0f_0f0f
-}
-
-/// Byte j of the result is Σ_{k≤j} (g_k + 1): the column step from the previous group's end to
-/// entry j, plus one. Each partial sum is at most 8·16 = 128, so bytes never carry.
-#[inline(always)]
-fn column_steps(w: u32) -> u64 {
-    (spread_nibbles(w) + 0x0101_0101_0101_0101).wrapping_mul(0x0101_0101_0101_0101)
 }
 
 /// Row `r` of a MACKO product: scalar head and tail where the row starts or ends inside a group

@@ -250,7 +250,7 @@ impl CudaCaps {
 /// kernels/*.cu for sm_90 (`--ptxas-options=-v`).
 #[doc(hidden)]
 pub mod tables {
-    use super::{CudaCaps, Kernel, KernelUse};
+    use crate::backend::cuda::caps::{CudaCaps, Kernel, KernelUse};
 
     /// Registers per thread of each kernel for sm_90, in the order of [`Kernel::ALL`].
     const SM90_REGISTERS: [u32; Kernel::COUNT] = [

@@ -58,10 +58,7 @@ use self::tuning::CudaTuning;
 use self::upload::Uploader;
 use self::vendor::{CusparseCsr, Vendor};
 
-use super::{
-    Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, MatrixStorage, Precision,
-    VectorStorage, VendorBaseline,
-};
+use super::{Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, VendorBaseline};
 use crate::error::{Error, Result};
 
 /// How to open the CUDA backend.
@@ -75,8 +72,8 @@ pub(crate) struct CudaConfig {
 
 /// Opens the CUDA GPU `config.ordinal`: probes the driver, the GPU and NVRTC, creates the
 /// context and stream, and compiles (once per process) and loads every kernel.
-pub(crate) fn open(config: &CudaConfig) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(CudaBackend::open(config)?))
+pub(crate) fn open(config: &CudaConfig) -> Result<CudaBackend> {
+    CudaBackend::open(config)
 }
 
 /// A matrix of this backend: the variant says which implementation multiplies it.
@@ -176,16 +173,6 @@ impl CudaBackend {
         }
     }
 
-    /// The plan an uploaded matrix is launched with (an error for the vendor baselines, which
-    /// have none).
-    pub(crate) fn plan_of(&self, a: &MatrixStorage) -> Result<CudaPlan> {
-        let a = a.cuda()?;
-        a.plan().copied().ok_or_else(|| Error::Backend {
-            backend: BackendKind::Cuda,
-            message: "a vendor baseline's matrix has no macko plan".into(),
-        })
-    }
-
     /// Queues y = A·x with the implementation the matrix was uploaded for.
     fn product(&self, a: &CudaMatrix, x: &CudaVector, y: &mut CudaVector) -> Result<()> {
         let (rows, cols) = a.shape();
@@ -247,11 +234,15 @@ fn describe(gpu: &Gpu, tuning: &CudaTuning) -> DeviceInfo {
 }
 
 impl Backend for CudaBackend {
+    type Matrix = CudaMatrix;
+    type Vector = CudaVector;
+    type Plan = CudaPlan;
+
     fn info(&self) -> DeviceInfo {
         self.info.clone()
     }
 
-    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<MatrixStorage> {
+    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<CudaMatrix> {
         let up = self.uploader();
         let matrix = match m {
             MatrixRef::Macko(m) => CudaMatrix::Macko(up.macko(m)?),
@@ -261,33 +252,33 @@ impl Backend for CudaBackend {
                 CudaMatrix::Dense(m, plan)
             }
         };
-        Ok(From::from(matrix))
+        Ok(matrix)
     }
 
-    fn upload_vector(&self, x: &[f16]) -> Result<VectorStorage> {
+    fn upload_vector(&self, x: &[f16]) -> Result<CudaVector> {
         let bits: &[u16] = bytemuck::cast_slice(x);
-        Ok(From::from(CudaVector {
+        Ok(CudaVector {
             data: VectorData::F16(DeviceArray::upload(self.stream(), bits, "a vector")?),
-        }))
+        })
     }
 
-    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<VectorStorage> {
+    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<CudaVector> {
         let data = match precision {
             Precision::F16 => VectorData::F16(DeviceArray::zeros(self.stream(), len, "a vector")?),
             Precision::F32 => VectorData::F32(DeviceArray::zeros(self.stream(), len, "a vector")?),
         };
-        Ok(From::from(CudaVector { data }))
+        Ok(CudaVector { data })
     }
 
-    fn spmv(&self, a: &MatrixStorage, x: &VectorStorage, y: &mut VectorStorage) -> Result<()> {
-        let a = a.cuda()?;
-        let x = x.cuda()?;
-        let y = y.cuda_mut()?;
+    fn spmv(&self, a: &CudaMatrix, x: &CudaVector, y: &mut CudaVector) -> Result<()> {
         self.product(a, x, y)
     }
 
-    fn plan(&self, a: &MatrixStorage) -> Result<super::Plan> {
-        self.plan_of(a).map(super::Plan::Cuda)
+    fn plan(&self, a: &CudaMatrix) -> Result<CudaPlan> {
+        a.plan().copied().ok_or_else(|| Error::Backend {
+            backend: BackendKind::Cuda,
+            message: "a vendor baseline's matrix has no macko plan".into(),
+        })
     }
 
     fn synchronize(&self) -> Result<()> {
@@ -296,8 +287,7 @@ impl Backend for CudaBackend {
             .map_err(|e| cuda_error("waiting for queued products", e))
     }
 
-    fn download(&self, v: &VectorStorage) -> Result<HostVector> {
-        let v = v.cuda()?;
+    fn download(&self, v: &CudaVector) -> Result<HostVector> {
         Ok(match &v.data {
             VectorData::F16(a) => HostVector::F16(
                 a.download(self.stream(), "a vector")?
@@ -315,18 +305,16 @@ impl Backend for CudaBackend {
 
     fn time_spmv(
         &self,
-        a: &[&MatrixStorage],
-        x: &VectorStorage,
-        y: &mut VectorStorage,
+        a: &[&CudaMatrix],
+        x: &CudaVector,
+        y: &mut CudaVector,
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
-        let matrices = a.iter().map(|m| m.cuda()).collect::<Result<Vec<_>>>()?;
+        let matrices = a;
         if matrices.is_empty() {
             return Ok(Vec::new());
         }
-        let x = x.cuda()?;
-        let y = y.cuda_mut()?;
         timing::time_queued(
             &self.gpu.ctx,
             self.stream(),
@@ -362,7 +350,7 @@ impl Backend for CudaBackend {
         Ok(Some(times))
     }
 
-    fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<MatrixStorage> {
+    fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<CudaMatrix> {
         let matrix = match (vendor, m) {
             (VendorBaseline::CublasDense, MatrixRef::Dense(d)) => {
                 CudaMatrix::Cublas(self.vendor.upload_cublas(d)?)
@@ -375,7 +363,7 @@ impl Backend for CudaBackend {
             }
             (VendorBaseline::CusparseCsr, other) => return Err(wrong_format(vendor, "CSR", other)),
         };
-        Ok(From::from(matrix))
+        Ok(matrix)
     }
 }
 

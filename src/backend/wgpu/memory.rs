@@ -20,7 +20,7 @@ use half::f16;
 use macko_format::aligned::{align_rows, aligned_row_ptr};
 use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix, GROUP};
 
-use crate::backend::{BackendKind, HostVector, MatrixKind, MatrixRef, MatrixStorage, Precision};
+use crate::backend::{BackendKind, HostVector, MatrixKind, MatrixRef, Precision};
 use crate::error::{Error, Result};
 
 use super::backend::WgpuBackend;
@@ -304,12 +304,6 @@ impl WgpuBackend {
             fill,
         };
         plan(&stats, &self.caps, &self.tuning)
-    }
-
-    /// The plan of a matrix this backend uploaded, as stored at upload (what `Backend::plan`,
-    /// and so `Device::plan`, returns).
-    pub(crate) fn plan_of(&self, a: &MatrixStorage) -> Result<WgpuPlan> {
-        Ok(a.wgpu()?.plan.clone())
     }
 
     pub(super) fn upload_matrix_impl(&self, m: MatrixRef<'_>) -> Result<GpuMatrix> {

@@ -38,18 +38,13 @@ mod tiles;
 mod timing;
 mod tuning;
 
-use std::sync::Arc;
-
 use half::f16;
 
-use super::{
-    Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, MatrixStorage, Precision,
-    VectorStorage,
-};
+use super::{Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision};
 use crate::error::Result;
 
-use backend::WgpuBackend;
-pub(crate) use memory::{GpuMatrix as WgpuMatrix, GpuVector as WgpuVector};
+pub(crate) use backend::WgpuBackend;
+pub(crate) use memory::{GpuMatrix, GpuVector};
 
 #[doc(hidden)]
 pub use pipelines::{Kernel, KernelPath, XForm};
@@ -63,8 +58,8 @@ pub use tuning::WgpuTuning;
 pub(crate) use config::WgpuConfig;
 
 /// Opens the wgpu device `config` asks for.
-pub(crate) fn open(config: &WgpuConfig) -> Result<Arc<dyn Backend>> {
-    Ok(Arc::new(WgpuBackend::open(config)?))
+pub(crate) fn open(config: &WgpuConfig) -> Result<WgpuBackend> {
+    WgpuBackend::open(config)
 }
 
 /// "2 GiB", "64 KiB", "1000 B".
@@ -148,6 +143,10 @@ impl WgpuBackend {
 }
 
 impl Backend for WgpuBackend {
+    type Matrix = GpuMatrix;
+    type Vector = GpuVector;
+    type Plan = WgpuPlan;
+
     fn info(&self) -> DeviceInfo {
         DeviceInfo {
             backend: BackendKind::Wgpu,
@@ -156,35 +155,32 @@ impl Backend for WgpuBackend {
         }
     }
 
-    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<MatrixStorage> {
-        Ok(From::from(self.upload_matrix_impl(m)?))
+    fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<GpuMatrix> {
+        self.upload_matrix_impl(m)
     }
 
-    fn upload_vector(&self, x: &[f16]) -> Result<VectorStorage> {
-        Ok(From::from(self.upload_vector_impl(x)?))
+    fn upload_vector(&self, x: &[f16]) -> Result<GpuVector> {
+        self.upload_vector_impl(x)
     }
 
-    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<VectorStorage> {
-        Ok(From::from(self.alloc_vector_impl(len, precision)?))
+    fn alloc_vector(&self, len: usize, precision: Precision) -> Result<GpuVector> {
+        self.alloc_vector_impl(len, precision)
     }
 
-    fn spmv(&self, a: &MatrixStorage, x: &VectorStorage, y: &mut VectorStorage) -> Result<()> {
-        let a = a.wgpu()?;
-        let x = x.wgpu()?;
-        let y = y.wgpu_mut()?;
+    fn spmv(&self, a: &GpuMatrix, x: &GpuVector, y: &mut GpuVector) -> Result<()> {
         self.spmv_impl(a, x, y)
     }
 
-    fn plan(&self, a: &MatrixStorage) -> Result<super::Plan> {
-        self.plan_of(a).map(super::Plan::Wgpu)
+    fn plan(&self, a: &GpuMatrix) -> Result<WgpuPlan> {
+        Ok(a.plan.clone())
     }
 
     fn synchronize(&self) -> Result<()> {
         self.synchronize_impl()
     }
 
-    fn download(&self, v: &VectorStorage) -> Result<HostVector> {
-        self.download_impl(v.wgpu()?)
+    fn download(&self, v: &GpuVector) -> Result<HostVector> {
+        self.download_impl(v)
     }
 
     fn timer(&self) -> &'static str {
@@ -197,16 +193,13 @@ impl Backend for WgpuBackend {
 
     fn time_spmv(
         &self,
-        a: &[&MatrixStorage],
-        x: &VectorStorage,
-        y: &mut VectorStorage,
+        a: &[&GpuMatrix],
+        x: &GpuVector,
+        y: &mut GpuVector,
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
-        let a = a.iter().map(|m| m.wgpu()).collect::<Result<Vec<_>>>()?;
-        let x = x.wgpu()?;
-        let y = y.wgpu_mut()?;
-        self.time_products(&a, x, y, warmup, iters)
+        self.time_products(a, x, y, warmup, iters)
     }
 
     fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {

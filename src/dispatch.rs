@@ -1,0 +1,197 @@
+//! The device layer's view of the backends compiled in: one enum of backends, one of their
+//! matrices, one of their vectors and one of their plans, and the match that sends each call to
+//! the backend that made its handles. Backends know nothing of this file (they implement
+//! [`Backend`] with their own types); a handle that reaches another backend is a typed internal
+//! error, never a downcast.
+
+use half::f16;
+
+use crate::backend::cpu::{CpuBackend, CpuMatrix, CpuPlan, CpuVector};
+#[cfg(feature = "cuda")]
+use crate::backend::cuda::{plan::CudaPlan, CudaBackend, CudaMatrix, CudaVector};
+#[cfg(feature = "wgpu")]
+use crate::backend::wgpu::{GpuMatrix, GpuVector, WgpuBackend, WgpuPlan};
+use crate::backend::{
+    Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, VendorBaseline,
+};
+use crate::error::{Error, Result};
+
+/// How a device multiplies one uploaded matrix: the plan its backend computed once, at upload,
+/// from the shape, the matrix's statistics, the device's capabilities and the tuning. Plans are
+/// data, so tests and `macko info` can say which kernel runs without timing anything.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Plan {
+    /// The CPU's.
+    Cpu(CpuPlan),
+    /// The wgpu backend's.
+    #[cfg(feature = "wgpu")]
+    Wgpu(WgpuPlan),
+    /// The CUDA backend's.
+    #[cfg(feature = "cuda")]
+    Cuda(CudaPlan),
+}
+
+/// One backend compiled in, opened. (A device holds one, behind an `Arc`; boxing the large
+/// variants would only add an indirection.)
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum AnyBackend {
+    Cpu(CpuBackend),
+    #[cfg(feature = "wgpu")]
+    Wgpu(WgpuBackend),
+    #[cfg(feature = "cuda")]
+    Cuda(CudaBackend),
+}
+
+/// A matrix of one backend. (Variants differ in size; a handle holds one matrix, so boxing
+/// would only add an indirection.)
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum AnyMatrix {
+    Cpu(CpuMatrix),
+    #[cfg(feature = "wgpu")]
+    Wgpu(GpuMatrix),
+    #[cfg(feature = "cuda")]
+    Cuda(CudaMatrix),
+}
+
+/// A vector of one backend.
+pub(crate) enum AnyVector {
+    Cpu(CpuVector),
+    #[cfg(feature = "wgpu")]
+    Wgpu(GpuVector),
+    #[cfg(feature = "cuda")]
+    Cuda(CudaVector),
+}
+
+/// The error for a handle of another backend: a bug in macko (the device checks ownership
+/// first), reported rather than panicking.
+fn foreign(backend: BackendKind, what: &str) -> Error {
+    Error::Backend {
+        backend,
+        message: format!("internal: the {what} is not a handle of this backend"),
+    }
+}
+
+/// Typed access to one backend's handles inside the enums.
+macro_rules! handles_of {
+    ($variant:ident, $kind:expr, $matrix:ty, $vector:ty, $get:ident, $get_v:ident, $get_v_mut:ident) => {
+        impl AnyMatrix {
+            #[allow(unreachable_patterns)]
+            fn $get(&self) -> Result<&$matrix> {
+                match self {
+                    AnyMatrix::$variant(m) => Ok(m),
+                    _ => Err(foreign($kind, "matrix")),
+                }
+            }
+        }
+        impl AnyVector {
+            #[allow(unreachable_patterns)]
+            fn $get_v(&self) -> Result<&$vector> {
+                match self {
+                    AnyVector::$variant(v) => Ok(v),
+                    _ => Err(foreign($kind, "vector")),
+                }
+            }
+            #[allow(unreachable_patterns)]
+            fn $get_v_mut(&mut self) -> Result<&mut $vector> {
+                match self {
+                    AnyVector::$variant(v) => Ok(v),
+                    _ => Err(foreign($kind, "vector")),
+                }
+            }
+        }
+    };
+}
+
+handles_of!(
+    Cpu,
+    BackendKind::Cpu,
+    CpuMatrix,
+    CpuVector,
+    cpu,
+    cpu_v,
+    cpu_v_mut
+);
+#[cfg(feature = "wgpu")]
+handles_of!(
+    Wgpu,
+    BackendKind::Wgpu,
+    GpuMatrix,
+    GpuVector,
+    wgpu,
+    wgpu_v,
+    wgpu_v_mut
+);
+#[cfg(feature = "cuda")]
+handles_of!(
+    Cuda,
+    BackendKind::Cuda,
+    CudaMatrix,
+    CudaVector,
+    cuda,
+    cuda_v,
+    cuda_v_mut
+);
+
+/// Every call of [`crate::Device`], sent to its backend with the handles unwrapped.
+macro_rules! dispatch_all {
+    ($($variant:ident => $get:ident, $get_v:ident, $get_v_mut:ident, $cfg:meta;)+) => {
+        impl AnyBackend {
+            pub(crate) fn info(&self) -> DeviceInfo {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.info(), )+ }
+            }
+            pub(crate) fn timer(&self) -> &'static str {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.timer(), )+ }
+            }
+            pub(crate) fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<AnyMatrix> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.upload_matrix(m).map(AnyMatrix::$variant), )+ }
+            }
+            pub(crate) fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<AnyMatrix> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.upload_vendor(m, vendor).map(AnyMatrix::$variant), )+ }
+            }
+            pub(crate) fn upload_vector(&self, x: &[f16]) -> Result<AnyVector> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.upload_vector(x).map(AnyVector::$variant), )+ }
+            }
+            pub(crate) fn alloc_vector(&self, len: usize, precision: Precision) -> Result<AnyVector> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.alloc_vector(len, precision).map(AnyVector::$variant), )+ }
+            }
+            pub(crate) fn spmv(&self, a: &AnyMatrix, x: &AnyVector, y: &mut AnyVector) -> Result<()> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.spmv(a.$get()?, x.$get_v()?, y.$get_v_mut()?), )+ }
+            }
+            pub(crate) fn plan(&self, a: &AnyMatrix) -> Result<Plan> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => Backend::plan(b, a.$get()?).map(Plan::$variant), )+ }
+            }
+            pub(crate) fn synchronize(&self) -> Result<()> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.synchronize(), )+ }
+            }
+            pub(crate) fn download(&self, v: &AnyVector) -> Result<HostVector> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.download(v.$get_v()?), )+ }
+            }
+            pub(crate) fn time_spmv(
+                &self,
+                a: &[&AnyMatrix],
+                x: &AnyVector,
+                y: &mut AnyVector,
+                warmup: usize,
+                iters: usize,
+            ) -> Result<Vec<f64>> {
+                match self {
+                    $( #[$cfg] AnyBackend::$variant(b) => {
+                        let a = a.iter().map(|m| m.$get()).collect::<Result<Vec<_>>>()?;
+                        b.time_spmv(&a, x.$get_v()?, y.$get_v_mut()?, warmup, iters)
+                    } )+
+                }
+            }
+            pub(crate) fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.stream_read(bytes, warmup, iters), )+ }
+            }
+        }
+    };
+}
+
+dispatch_all! {
+    Cpu => cpu, cpu_v, cpu_v_mut, cfg(all());
+    Wgpu => wgpu, wgpu_v, wgpu_v_mut, cfg(feature = "wgpu");
+    Cuda => cuda, cuda_v, cuda_v_mut, cfg(feature = "cuda");
+}
