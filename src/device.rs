@@ -85,22 +85,29 @@ impl DeviceMatrix {
     }
 }
 
-/// A vector on a device. Inputs are f16; outputs are f16 or f32.
+/// A vector on a device, or a batch of vectors of one length (the X or Y of a few-token
+/// product, [`Device::spmm`]), stored one after another: row-major `[batch][len]`, the layout of
+/// a batch of tokens. Inputs are f16; outputs are f16 or f32.
 pub struct DeviceVector {
     device: u64,
     len: usize,
+    batch: usize,
     precision: Precision,
     storage: AnyVector,
 }
 
 impl DeviceVector {
-    /// Number of elements.
+    /// Number of elements of each vector (the matrix's columns for an x, rows for a y).
     pub fn len(&self) -> usize {
         self.len
     }
-    /// Whether it has no element.
+    /// Whether its vectors have no element.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+    /// Number of vectors: 1 for one made by [`Device::upload_vector`] or [`Device::zeros`].
+    pub fn batch(&self) -> usize {
+        self.batch
     }
     /// Element type.
     pub fn precision(&self) -> Precision {
@@ -257,9 +264,23 @@ impl Device {
 
     /// Copies an f16 vector (an x) to the device.
     pub fn upload_vector(&self, x: &[f16]) -> Result<DeviceVector> {
+        self.upload_batch(x, 1)
+    }
+
+    /// Copies `batch` f16 vectors (the X of [`Device::spmm`]) to the device: `x` holds them one
+    /// after another, row-major `[batch][cols]`, as a batch of token activations is laid out.
+    /// An error if `batch` is 0 or does not divide `x.len()`.
+    pub fn upload_batch(&self, x: &[f16], batch: usize) -> Result<DeviceVector> {
+        if batch == 0 || x.len() % batch != 0 {
+            return Err(Error::BadBatch {
+                batch,
+                elements: x.len(),
+            });
+        }
         Ok(DeviceVector {
             device: self.id,
-            len: x.len(),
+            len: x.len() / batch,
+            batch,
             precision: Precision::F16,
             storage: self.backend.upload_vector(x)?,
         })
@@ -267,17 +288,77 @@ impl Device {
 
     /// A zero-filled vector (a y) of `len` elements of the given precision.
     pub fn zeros(&self, len: usize, precision: Precision) -> Result<DeviceVector> {
+        self.zeros_batch(len, 1, precision)
+    }
+
+    /// `batch` zero-filled vectors of `len` elements (the Y of [`Device::spmm`]), stored
+    /// row-major `[batch][len]`. An error if `batch` is 0 or the total overflows.
+    pub fn zeros_batch(
+        &self,
+        len: usize,
+        batch: usize,
+        precision: Precision,
+    ) -> Result<DeviceVector> {
+        let total = len
+            .checked_mul(batch)
+            .filter(|_| batch > 0)
+            .ok_or(Error::BadBatch {
+                batch,
+                elements: len.saturating_mul(batch),
+            })?;
         Ok(DeviceVector {
             device: self.id,
             len,
+            batch,
             precision,
-            storage: self.backend.alloc_vector(len, precision)?,
+            storage: self.backend.alloc_vector(total, precision)?,
         })
     }
 
     /// Enqueues y = A·x (accumulated in f32, stored in y's precision). Returns once the product
-    /// is queued: many can be queued before one [`Device::synchronize`] or download.
+    /// is queued: many can be queued before one [`Device::synchronize`] or download. `x` and `y`
+    /// are single vectors; [`Device::spmm`] multiplies a batch.
     pub fn spmv(&self, a: &DeviceMatrix, x: &DeviceVector, y: &mut DeviceVector) -> Result<()> {
+        if x.batch != 1 || y.batch != 1 {
+            return Err(Error::ShapeMismatch {
+                what: "vectors in x and y (spmv multiplies one vector; spmm a batch)",
+                expected: 1,
+                found: x.batch.max(y.batch),
+            });
+        }
+        self.spmm(a, x, y)
+    }
+
+    /// Enqueues the few-token product Y = A·X: each of X's vectors ([`Device::upload_batch`],
+    /// row-major `[batch][cols]`) times A into the same vector of Y ([`Device::zeros_batch`],
+    /// `[batch][rows]`), accumulated in f32 and stored in Y's precision. The matrix is read once
+    /// for up to [`crate::backend::MAX_CHUNK`] vectors (a larger batch takes one pass per chunk
+    /// of at most that many); a batch of one is exactly [`Device::spmv`]. Queued like `spmv`.
+    ///
+    /// ```
+    /// use macko::{Device, MackoMatrix, Precision};
+    /// use macko::half::f16;
+    ///
+    /// let dev = Device::auto()?;
+    /// let w: Vec<f16> = (0..4 * 6).map(|i| f16::from_f32(if i % 3 == 0 { 1.0 } else { 0.0 })).collect();
+    /// let a = dev.upload(&MackoMatrix::from_dense_f16(4, 6, &w)?)?;
+    /// // Three tokens of 6 features each, one after another.
+    /// let x: Vec<f16> = (0..3 * 6).map(|i| f16::from_f32((i / 6) as f32)).collect();
+    /// let x = dev.upload_batch(&x, 3)?;
+    /// let mut y = dev.zeros_batch(4, 3, Precision::F32)?;
+    /// dev.spmm(&a, &x, &mut y)?;
+    /// // Rows hold 2 ones each: token t gives 2·t in every row.
+    /// assert_eq!(dev.download(&y)?.to_f32(), [[0.0; 4], [2.0; 4], [4.0; 4]].concat());
+    /// # Ok::<(), macko::Error>(())
+    /// ```
+    pub fn spmm(&self, a: &DeviceMatrix, x: &DeviceVector, y: &mut DeviceVector) -> Result<()> {
+        self.check_product(a, x, y)?;
+        self.backend
+            .multiply(&a.storage, &x.storage, &mut y.storage, x.batch)
+    }
+
+    /// The checks every product makes: owners, lengths, batches, x's element type.
+    fn check_product(&self, a: &DeviceMatrix, x: &DeviceVector, y: &DeviceVector) -> Result<()> {
         self.check_owner("matrix", a.device)?;
         self.check_owner("x", x.device)?;
         self.check_owner("y", y.device)?;
@@ -295,6 +376,13 @@ impl Device {
                 found: y.len,
             });
         }
+        if y.batch != x.batch {
+            return Err(Error::ShapeMismatch {
+                what: "y vectors (one per vector of x)",
+                expected: x.batch,
+                found: y.batch,
+            });
+        }
         if x.precision != Precision::F16 {
             return Err(Error::WrongElementType {
                 what: "x",
@@ -302,7 +390,7 @@ impl Device {
                 found: precision_name(x.precision),
             });
         }
-        self.backend.spmv(&a.storage, &x.storage, &mut y.storage)
+        Ok(())
     }
 
     /// The plan `a` is multiplied with, computed once when it was uploaded (which kernel, grid,
@@ -335,8 +423,9 @@ impl Device {
         self.wrap_matrix(m, self.backend.upload_vendor(m, vendor)?)
     }
 
-    /// Times products y = A·x with the device's own timer ([`Device::timer`] says which),
-    /// cycling through `a` (copies of one matrix). Returns seconds per product.
+    /// Times products Y = A·X ([`Device::spmm`]; y = A·x for single vectors) with the device's
+    /// own timer ([`Device::timer`] says which), cycling through `a` (copies of one matrix).
+    /// Returns seconds per product.
     pub fn time_spmv(
         &self,
         a: &[&DeviceMatrix],
@@ -358,11 +447,16 @@ impl Device {
             }
             self.check_owner("matrix", m.device)?;
         }
-        // Checks x and y against the shape once, through the ordinary path.
-        self.spmv(first, x, y)?;
+        self.check_product(first, x, y)?;
         let storages: Vec<&AnyMatrix> = a.iter().map(|m| &m.storage).collect();
-        self.backend
-            .time_spmv(&storages, &x.storage, &mut y.storage, warmup, iters)
+        self.backend.time_multiply(
+            &storages,
+            &x.storage,
+            &mut y.storage,
+            x.batch,
+            warmup,
+            iters,
+        )
     }
 
     /// How [`Device::time_spmv`] measures: "cuda events", "wgpu timestamp queries", or "wall

@@ -156,8 +156,8 @@ macro_rules! dispatch_all {
             pub(crate) fn alloc_vector(&self, len: usize, precision: Precision) -> Result<AnyVector> {
                 match self { $( #[$cfg] AnyBackend::$variant(b) => b.alloc_vector(len, precision).map(AnyVector::$variant), )+ }
             }
-            pub(crate) fn spmv(&self, a: &AnyMatrix, x: &AnyVector, y: &mut AnyVector) -> Result<()> {
-                match self { $( #[$cfg] AnyBackend::$variant(b) => b.spmv(a.$get()?, x.$get_v()?, y.$get_v_mut()?), )+ }
+            pub(crate) fn multiply(&self, a: &AnyMatrix, x: &AnyVector, y: &mut AnyVector, batch: usize) -> Result<()> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.multiply(a.$get()?, x.$get_v()?, y.$get_v_mut()?, batch), )+ }
             }
             pub(crate) fn plan(&self, a: &AnyMatrix) -> Result<Plan> {
                 match self { $( #[$cfg] AnyBackend::$variant(b) => Backend::plan(b, a.$get()?).map(Plan::$variant), )+ }
@@ -168,18 +168,19 @@ macro_rules! dispatch_all {
             pub(crate) fn download(&self, v: &AnyVector) -> Result<HostVector> {
                 match self { $( #[$cfg] AnyBackend::$variant(b) => b.download(v.$get_v()?), )+ }
             }
-            pub(crate) fn time_spmv(
+            pub(crate) fn time_multiply(
                 &self,
                 a: &[&AnyMatrix],
                 x: &AnyVector,
                 y: &mut AnyVector,
+                batch: usize,
                 warmup: usize,
                 iters: usize,
             ) -> Result<Vec<f64>> {
                 match self {
                     $( #[$cfg] AnyBackend::$variant(b) => {
                         let a = a.iter().map(|m| m.$get()).collect::<Result<Vec<_>>>()?;
-                        b.time_spmv(&a, x.$get_v()?, y.$get_v_mut()?, warmup, iters)
+                        b.time_multiply(&a, x.$get_v()?, y.$get_v_mut()?, batch, warmup, iters)
                     } )+
                 }
             }

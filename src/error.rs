@@ -64,6 +64,15 @@ pub enum Error {
         /// Length given.
         found: usize,
     },
+    /// A batch of vectors that cannot be one: no vector, or elements that do not split into
+    /// `batch` vectors of one length.
+    #[error("a batch of {batch} vectors cannot hold {elements} elements: a batch has at least one vector, all of one length")]
+    BadBatch {
+        /// Vectors asked for.
+        batch: usize,
+        /// Elements given (or asked for).
+        elements: usize,
+    },
     /// A vector of the wrong element type was used (x must be f16; y is f16 or f32).
     #[error("{what}: expected a vector of {expected}, found {found}")]
     WrongElementType {

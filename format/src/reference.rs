@@ -170,3 +170,45 @@ pub fn spmv_dense(a: &DenseMatrix, x: &[f16]) -> Result<Reference> {
     }
     Ok(out)
 }
+
+/// Reference y = A·x for a matrix in any format, with each format's semantics (see
+/// [`spmv_macko`], [`spmv_csr`], [`spmv_dense`]).
+pub fn spmv(a: crate::MatrixRef<'_>, x: &[f16]) -> Result<Reference> {
+    match a {
+        crate::MatrixRef::Macko(m) => spmv_macko(m, x),
+        crate::MatrixRef::Csr(m) => spmv_csr(m, x),
+        crate::MatrixRef::Dense(m) => spmv_dense(m, x),
+    }
+}
+
+/// Reference Y = A·X for `batch` vectors at once: `x` holds the vectors one after another
+/// (row-major `[batch][cols]`, the layout of a batch of tokens), and the result's rows are
+/// `[batch][rows]` in the same way (row `b · rows + r` is row `r` of vector `b`). Each vector's
+/// product is exactly [`spmv`]'s.
+pub fn spmm(a: crate::MatrixRef<'_>, x: &[f16], batch: usize) -> Result<Reference> {
+    let cols = a.cols();
+    let expected = cols.checked_mul(batch).ok_or(FormatError::VectorLength {
+        what: "x must hold batch × cols elements (the count overflows usize)",
+        expected: usize::MAX,
+        found: x.len(),
+    })?;
+    if batch == 0 || x.len() != expected {
+        return Err(FormatError::VectorLength {
+            what: "x must hold batch × cols elements, batch ≥ 1 (row-major [batch][cols])",
+            expected: expected.max(cols),
+            found: x.len(),
+        });
+    }
+    let mut out = Reference::with_rows(0);
+    for xb in x.chunks_exact(cols.max(1)).take(batch) {
+        let r = spmv(a, xb)?;
+        out.y.extend(r.y);
+        out.abs_sum.extend(r.abs_sum);
+        out.terms.extend(r.terms);
+    }
+    if cols == 0 {
+        // No column: every vector is empty and every product is a zero vector.
+        out = Reference::with_rows(a.rows() * batch);
+    }
+    Ok(out)
+}

@@ -116,9 +116,18 @@ pub(crate) trait Backend: Send + Sync {
     fn upload_vector(&self, x: &[f16]) -> Result<Self::Vector>;
     /// Allocates a zero-filled vector of `len` elements.
     fn alloc_vector(&self, len: usize, precision: Precision) -> Result<Self::Vector>;
-    /// Enqueues y = A·x. May return before the product is done; later calls on the same device
-    /// see its result (products run in order).
-    fn spmv(&self, a: &Self::Matrix, x: &Self::Vector, y: &mut Self::Vector) -> Result<()>;
+    /// Enqueues Y = A·X for `batch` vectors: `x` holds `batch × cols` elements (row-major
+    /// `[batch][cols]`), `y` holds `batch × rows` (`[batch][rows]`); `batch` ≥ 1, any size (a
+    /// backend works through it in [`chunks`]). `batch == 1` is the single-vector product,
+    /// y = A·x. May return before the product is done; later calls on the same device see its
+    /// result (products run in order).
+    fn multiply(
+        &self,
+        a: &Self::Matrix,
+        x: &Self::Vector,
+        y: &mut Self::Vector,
+        batch: usize,
+    ) -> Result<()>;
     /// The plan `a` was uploaded with (an error for a vendor baseline's matrix, which has none).
     fn plan(&self, a: &Self::Matrix) -> Result<Self::Plan>;
     /// Waits until every enqueued product is done.
@@ -126,21 +135,23 @@ pub(crate) trait Backend: Send + Sync {
     /// Waits for pending work, then copies a vector back.
     fn download(&self, v: &Self::Vector) -> Result<HostVector>;
 
-    /// How [`Backend::time_spmv`] measures: "cuda events", "wgpu timestamp queries", or
+    /// How [`Backend::time_multiply`] measures: "cuda events", "wgpu timestamp queries", or
     /// "wall clock" (the default, and the only choice where the device has no timer).
     fn timer(&self) -> &'static str {
         "wall clock"
     }
 
-    /// Runs `warmup` untimed products, then `iters` timed ones, cycling through the matrices of
-    /// `a` (copies of one matrix, so that inputs larger than the cache are rotated). Returns the
-    /// seconds of each timed product. The default times on the host clock around a
-    /// synchronisation; GPU backends override it with device timers.
-    fn time_spmv(
+    /// Runs `warmup` untimed products of `batch` vectors ([`Backend::multiply`]), then `iters`
+    /// timed ones, cycling through the matrices of `a` (copies of one matrix, so that inputs
+    /// larger than the cache are rotated). Returns the seconds of each timed product. The
+    /// default times on the host clock around a synchronisation; GPU backends override it with
+    /// device timers.
+    fn time_multiply(
         &self,
         a: &[&Self::Matrix],
         x: &Self::Vector,
         y: &mut Self::Vector,
+        batch: usize,
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
@@ -151,7 +162,7 @@ pub(crate) trait Backend: Send + Sync {
         for i in 0..warmup + iters {
             let m = a[i % a.len()];
             let start = std::time::Instant::now();
-            self.spmv(m, x, y)?;
+            self.multiply(m, x, y, batch)?;
             self.synchronize()?;
             if i >= warmup {
                 times.push(start.elapsed().as_secs_f64());
@@ -179,6 +190,39 @@ pub(crate) trait Backend: Send + Sync {
     }
 }
 
+/// Most vectors one pass over the matrix multiplies: a larger batch is worked through in
+/// [`chunks`] of at most this many. Sixteen f32 sums per row fit a GPU lane's registers, and
+/// past sixteen vectors a product stops being bound by reading the matrix.
+pub const MAX_CHUNK: usize = 16;
+
+/// Vectors `first .. first + count` of a batch: what one pass over the matrix multiplies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Chunk {
+    /// The first vector.
+    pub first: usize,
+    /// How many vectors (1 to [`MAX_CHUNK`]).
+    pub count: usize,
+}
+
+/// A batch of `batch` vectors cut into the fewest chunks of at most [`MAX_CHUNK`], as even as
+/// possible (17 vectors are 9 + 8, not 16 + 1), so that a batch above one never has a chunk of
+/// one vector and every chunk reads the matrix for as many vectors as it can.
+pub(crate) fn chunks(batch: usize) -> impl Iterator<Item = Chunk> {
+    let n = batch.div_ceil(MAX_CHUNK).max(1);
+    let (base, extra) = (batch / n, batch % n);
+    (0..n)
+        .scan(0usize, move |first, k| {
+            let count = base + usize::from(k < extra);
+            let chunk = Chunk {
+                first: *first,
+                count,
+            };
+            *first += count;
+            Some(chunk)
+        })
+        .filter(|c| c.count > 0)
+}
+
 /// A vendor library's product, measured beside macko's kernels as the baseline users would
 /// otherwise pick.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -195,6 +239,36 @@ impl VendorBaseline {
         match self {
             VendorBaseline::CublasDense => "cublas",
             VendorBaseline::CusparseCsr => "cusparse",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_cover_the_batch_evenly_in_few_passes() {
+        assert_eq!(chunks(0).count(), 0);
+        for batch in 1..=200usize {
+            let cs: Vec<Chunk> = chunks(batch).collect();
+            assert_eq!(cs.len(), batch.div_ceil(MAX_CHUNK), "batch {batch}");
+            let mut next = 0;
+            for c in &cs {
+                assert_eq!(c.first, next, "batch {batch}: chunks are contiguous");
+                assert!((1..=MAX_CHUNK).contains(&c.count), "batch {batch}: {c:?}");
+                assert!(batch == 1 || c.count > 1, "batch {batch}: a chunk of one");
+                next += c.count;
+            }
+            assert_eq!(next, batch);
+            let (lo, hi) = (
+                cs.iter().map(|c| c.count).min(),
+                cs.iter().map(|c| c.count).max(),
+            );
+            assert!(
+                hi.unwrap_or(0) - lo.unwrap_or(0) <= 1,
+                "batch {batch}: uneven {cs:?}"
+            );
         }
     }
 }

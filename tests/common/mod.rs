@@ -266,3 +266,39 @@ pub fn check_shapes_and_ragged(dev: &Device, shapes: &[(usize, usize, f64)], see
     let x = random_x(dense.cols(), seed0 + 10);
     check_all_formats("wgpu", dev, "ragged 203×300", &dense, &x);
 }
+
+/// `batch` seeded vectors of `cols` elements, one after another (`[batch][cols]`).
+pub fn random_batch(cols: usize, batch: usize, seed: u64) -> Vec<f16> {
+    (0..batch)
+        .flat_map(|b| random_x(cols, seed.wrapping_mul(1000).wrapping_add(b as u64)))
+        .collect()
+}
+
+/// Multiplies `dense` by `batch` vectors at once ([`Device::spmm`]) in all three formats, both
+/// output precisions, and checks every vector's every row against the f64 reference.
+pub fn check_all_formats_batch(
+    label: &str,
+    dev: &Device,
+    name: &str,
+    dense: &DenseMatrix,
+    x: &[f16],
+    batch: usize,
+) {
+    let macko = MackoMatrix::from_dense(dense).unwrap();
+    let csr = CsrMatrix::from_dense(dense).unwrap();
+    let x_dev = dev.upload_batch(x, batch).unwrap();
+    for (format, m) in [
+        ("macko", MatrixRef::from(&macko)),
+        ("csr", MatrixRef::from(&csr)),
+        ("dense", MatrixRef::from(dense)),
+    ] {
+        let r = reference::spmm(m, x, batch).unwrap();
+        let a = dev.upload(m).unwrap();
+        for precision in [Precision::F16, Precision::F32] {
+            let mut y = dev.zeros_batch(dense.rows(), batch, precision).unwrap();
+            dev.spmm(&a, &x_dev, &mut y).unwrap();
+            let y = dev.download(&y).unwrap();
+            assert_agrees(label, &format!("{name} as {format}, B = {batch}"), &r, &y);
+        }
+    }
+}

@@ -12,6 +12,7 @@ use super::{Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision};
 use crate::error::Result;
 
 mod avx2;
+mod batch;
 mod decode;
 
 use decode::column_steps;
@@ -38,6 +39,17 @@ enum CpuData {
     Macko(MackoMatrix),
     Csr(CsrMatrix),
     Dense(DenseMatrix),
+}
+
+impl CpuData {
+    /// Rows and columns.
+    fn shape(&self) -> (usize, usize) {
+        match self {
+            CpuData::Macko(m) => (m.rows(), m.cols()),
+            CpuData::Csr(m) => (m.rows(), m.cols()),
+            CpuData::Dense(m) => (m.rows(), m.cols()),
+        }
+    }
 }
 
 /// A vector on the CPU.
@@ -126,40 +138,24 @@ impl Backend for CpuBackend {
         })
     }
 
-    fn spmv(&self, a: &CpuMatrix, x: &CpuVector, y: &mut CpuVector) -> Result<()> {
-        let x = match x {
-            CpuVector::F16(x) => widen(x),
-            CpuVector::F32(x) => x.clone(),
+    fn multiply(
+        &self,
+        a: &CpuMatrix,
+        x: &CpuVector,
+        y: &mut CpuVector,
+        batch: usize,
+    ) -> Result<()> {
+        if batch == 1 {
+            return spmv(a, x, y);
+        }
+        let CpuVector::F16(x) = x else {
+            return Err(crate::Error::Backend {
+                backend: BackendKind::Cpu,
+                message: "internal: a product's x must be f16".into(),
+            });
         };
-        // Whether x is finite is known only now: a product with NaN/∞ in x masks padding.
-        let finite = x.iter().all(|v| v.is_finite());
-        let avx2 = a.plan.avx2;
-        let row = |r: usize| match (&a.data, finite) {
-            (CpuData::Macko(m), true) => macko_row::<false>(m, r, &x, avx2),
-            (CpuData::Macko(m), false) => macko_row::<true>(m, r, &x, avx2),
-            (CpuData::Csr(m), true) => csr_row::<false>(m, r, &x),
-            (CpuData::Csr(m), false) => csr_row::<true>(m, r, &x),
-            (CpuData::Dense(m), _) => {
-                #[cfg(target_arch = "x86_64")]
-                if avx2 {
-                    // SAFETY: `self.avx2` is `avx2::supported()`; row and x both have `cols`
-                    // elements (checked by `Device::spmv`).
-                    return unsafe { avx2::dense_row(m.row(r), &x) };
-                }
-                dense_row(m.row(r), &x)
-            }
-        };
-        match y {
-            CpuVector::F16(y) => y
-                .par_iter_mut()
-                .enumerate()
-                .with_min_len(ROWS_PER_TASK)
-                .for_each(|(r, out)| *out = f16::from_f32(row(r))),
-            CpuVector::F32(y) => y
-                .par_iter_mut()
-                .enumerate()
-                .with_min_len(ROWS_PER_TASK)
-                .for_each(|(r, out)| *out = row(r)),
+        for chunk in super::chunks(batch) {
+            batch::multiply_chunk(&a.data, a.plan.avx2, a.data.shape(), x, chunk, y);
         }
         Ok(())
     }
@@ -182,6 +178,45 @@ impl Backend for CpuBackend {
     fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
         stream_read(bytes, warmup, iters).map(Some)
     }
+}
+
+/// y = A·x for one vector, row by row.
+fn spmv(a: &CpuMatrix, x: &CpuVector, y: &mut CpuVector) -> Result<()> {
+    let x = match x {
+        CpuVector::F16(x) => widen(x),
+        CpuVector::F32(x) => x.clone(),
+    };
+    // Whether x is finite is known only now: a product with NaN/∞ in x masks padding.
+    let finite = x.iter().all(|v| v.is_finite());
+    let avx2 = a.plan.avx2;
+    let row = |r: usize| match (&a.data, finite) {
+        (CpuData::Macko(m), true) => macko_row::<false>(m, r, &x, avx2),
+        (CpuData::Macko(m), false) => macko_row::<true>(m, r, &x, avx2),
+        (CpuData::Csr(m), true) => csr_row::<false>(m, r, &x),
+        (CpuData::Csr(m), false) => csr_row::<true>(m, r, &x),
+        (CpuData::Dense(m), _) => {
+            #[cfg(target_arch = "x86_64")]
+            if avx2 {
+                // SAFETY: the plan's `avx2` is `avx2::supported()`; row and x both have `cols`
+                // elements (checked by `Device::spmv`).
+                return unsafe { avx2::dense_row(m.row(r), &x) };
+            }
+            dense_row(m.row(r), &x)
+        }
+    };
+    match y {
+        CpuVector::F16(y) => y
+            .par_iter_mut()
+            .enumerate()
+            .with_min_len(ROWS_PER_TASK)
+            .for_each(|(r, out)| *out = f16::from_f32(row(r))),
+        CpuVector::F32(y) => y
+            .par_iter_mut()
+            .enumerate()
+            .with_min_len(ROWS_PER_TASK)
+            .for_each(|(r, out)| *out = row(r)),
+    }
+    Ok(())
 }
 
 /// Copies of the streamed buffer are rotated until they total this much, like the benchmark's

@@ -270,7 +270,16 @@ impl Backend for CudaBackend {
         Ok(CudaVector { data })
     }
 
-    fn spmv(&self, a: &CudaMatrix, x: &CudaVector, y: &mut CudaVector) -> Result<()> {
+    fn multiply(
+        &self,
+        a: &CudaMatrix,
+        x: &CudaVector,
+        y: &mut CudaVector,
+        batch: usize,
+    ) -> Result<()> {
+        if batch != 1 {
+            return Err(not_yet());
+        }
         self.product(a, x, y)
     }
 
@@ -303,14 +312,18 @@ impl Backend for CudaBackend {
         "cuda events"
     }
 
-    fn time_spmv(
+    fn time_multiply(
         &self,
         a: &[&CudaMatrix],
         x: &CudaVector,
         y: &mut CudaVector,
+        batch: usize,
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
+        if batch != 1 {
+            return Err(not_yet());
+        }
         let matrices = a;
         if matrices.is_empty() {
             return Ok(Vec::new());
@@ -368,6 +381,14 @@ impl Backend for CudaBackend {
 }
 
 /// A baseline asked for a format it does not take.
+/// Placeholder until the few-token kernels land (issue 23).
+fn not_yet() -> Error {
+    Error::Backend {
+        backend: BackendKind::Cuda,
+        message: "few-token products are not implemented on CUDA yet".into(),
+    }
+}
+
 fn wrong_format(vendor: VendorBaseline, wants: &str, got: MatrixRef<'_>) -> Error {
     Error::Backend {
         backend: BackendKind::Cuda,

@@ -167,7 +167,16 @@ impl Backend for WgpuBackend {
         self.alloc_vector_impl(len, precision)
     }
 
-    fn spmv(&self, a: &GpuMatrix, x: &GpuVector, y: &mut GpuVector) -> Result<()> {
+    fn multiply(
+        &self,
+        a: &GpuMatrix,
+        x: &GpuVector,
+        y: &mut GpuVector,
+        batch: usize,
+    ) -> Result<()> {
+        if batch != 1 {
+            return Err(not_yet());
+        }
         self.spmv_impl(a, x, y)
     }
 
@@ -191,19 +200,31 @@ impl Backend for WgpuBackend {
         }
     }
 
-    fn time_spmv(
+    fn time_multiply(
         &self,
         a: &[&GpuMatrix],
         x: &GpuVector,
         y: &mut GpuVector,
+        batch: usize,
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
+        if batch != 1 {
+            return Err(not_yet());
+        }
         self.time_products(a, x, y, warmup, iters)
     }
 
     fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
         self.stream_read_impl(bytes, warmup, iters).map(Some)
+    }
+}
+
+/// Placeholder until the few-token kernels land (issue 23).
+fn not_yet() -> crate::Error {
+    crate::Error::Backend {
+        backend: BackendKind::Wgpu,
+        message: "few-token products are not implemented on wgpu yet".into(),
     }
 }
 
