@@ -8,7 +8,7 @@
 //! CPU has them, so the compiler turns each entry's W multiply-adds into one or two vector FMAs.
 
 use half::f16;
-use macko_format::{code_at, CsrMatrix, DenseMatrix, MackoMatrix, GROUP};
+use macko_format::{code_at, CsrMatrix, MackoMatrix, GROUP};
 use rayon::prelude::*;
 
 use super::decode::column_steps;
@@ -93,12 +93,13 @@ fn rows_of<const W: usize>(data: &CpuData, simd: bool, finite: bool, xt: &[f32],
         });
 }
 
-/// [`rows_generic`] compiled for AVX2 + FMA: the W-lane multiply-adds become vector FMAs.
+/// [`rows_generic`] compiled for AVX2 + FMA + F16C: the W-lane multiply-adds become vector FMAs
+/// and 8 values are widened with one instruction.
 ///
 /// # Safety
-/// The CPU must support AVX2 and FMA.
+/// The CPU must support AVX2, FMA and F16C.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 unsafe fn rows_fma<const W: usize>(
     data: &CpuData,
     finite: bool,
@@ -122,6 +123,11 @@ fn rows_plain<const W: usize>(
 }
 
 /// The sums of rows `first_row..` into `out` (W per row).
+///
+/// Measured and rejected (2-core AVX2 VM, 4096², d = 0.5, W = 8): walking a block of rows one
+/// tile of columns at a time so the transposed X stays in L1 was slower (16 KiB tiles: MACKO
+/// 10.4 ms, dense 8.3–9.1 ms; untiled 8.4 and 6.7–7.2 ms): the whole transposed X (128 KiB)
+/// streams from L2 fast enough, and a block of rows read in tiles breaks the matrix's stream.
 #[inline(always)]
 fn rows_generic<const W: usize, const FMA: bool>(
     data: &CpuData,
@@ -137,30 +143,75 @@ fn rows_generic<const W: usize, const FMA: bool>(
             (CpuData::Macko(m), false) => macko_row::<W, FMA, true>(m, r, xt),
             (CpuData::Csr(m), true) => csr_row::<W, FMA, false>(m, r, xt),
             (CpuData::Csr(m), false) => csr_row::<W, FMA, true>(m, r, xt),
-            (CpuData::Dense(m), _) => dense_row::<W, FMA>(m, r, xt),
+            (CpuData::Dense(m), _) => dense_row::<W, FMA>(m.row(r), xt),
         };
         o.copy_from_slice(&acc);
     }
 }
 
-/// `acc += a · xs`, lane by lane; with `MASK`, a zero-valued entry (padding) adds nothing even
-/// where X holds NaN or ±∞ (with every X finite, 0 · x = ±0 adds nothing anyway).
+/// Independent accumulator sets a row's entries rotate through: one set's W sums form a chain of
+/// dependent multiply-adds (4 cycles each on current x86 cores), so four sets keep enough FMAs
+/// in flight to use the FMA units rather than wait on the previous sum.
+const SETS: usize = 4;
+
+/// The W sums of a row, kept in [`SETS`] independent sets.
+type Sums<const W: usize> = [[f32; W]; SETS];
+
+/// `sums[set] += a · xs`, lane by lane; with `MASK`, a zero-valued entry (padding) adds nothing
+/// even where X holds NaN or ±∞ (with every X finite, 0 · x = ±0 adds nothing anyway).
 #[inline(always)]
 fn entry<const W: usize, const FMA: bool, const MASK: bool>(
-    acc: &mut [f32; W],
+    sums: &mut Sums<W>,
+    set: usize,
     a: f32,
     xs: &[f32],
 ) {
     if MASK && a == 0.0 {
         return;
     }
-    for (s, &x) in acc.iter_mut().zip(&xs[..W]) {
+    for (s, &x) in sums[set % SETS].iter_mut().zip(&xs[..W]) {
         *s = if FMA { a.mul_add(x, *s) } else { *s + a * x };
     }
 }
 
-/// Row `r` of a MACKO matrix: entries one at a time at the ends of the row, whole groups of 8
-/// (one code word decoded to 8 columns with one multiplication) in between.
+/// The row's result: the sets added lane by lane.
+#[inline(always)]
+fn total<const W: usize>(sums: &Sums<W>) -> [f32; W] {
+    let mut out = [0.0f32; W];
+    for set in sums {
+        for (o, s) in out.iter_mut().zip(set) {
+            *o += s;
+        }
+    }
+    out
+}
+
+/// Eight binary16 values to f32: with `F16C` (only inside [`rows_fma`], whose CPU has it) one
+/// `vcvtph2ps`, else [`widen1`] eight times.
+#[inline(always)]
+fn widen8<const F16C: bool>(h: &[f16]) -> [f32; GROUP] {
+    #[cfg(target_arch = "x86_64")]
+    if F16C {
+        use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm_loadu_si128};
+        let mut out = [0.0f32; GROUP];
+        // SAFETY: `h` has at least 8 elements (callers pass whole groups); F16C is true only
+        // on the AVX2 + FMA + F16C path (`rows_fma`, called where `avx2::supported()`).
+        unsafe {
+            let v = _mm256_cvtph_ps(_mm_loadu_si128(h.as_ptr() as *const __m128i));
+            std::ptr::copy_nonoverlapping(&v as *const _ as *const f32, out.as_mut_ptr(), GROUP);
+        }
+        return out;
+    }
+    let mut out = [0.0f32; GROUP];
+    for (o, v) in out.iter_mut().zip(h) {
+        *o = widen1(*v);
+    }
+    out
+}
+
+/// Row `r` of a MACKO matrix: entries one at a time up to the first aligned group, then whole
+/// groups of 8 (one code word decoded to 8 columns with one multiplication, 8 values widened at
+/// once), then one at a time to the row's end. The sums are locals, so they stay in registers.
 #[inline(always)]
 fn macko_row<const W: usize, const FMA: bool, const MASK: bool>(
     m: &MackoMatrix,
@@ -171,36 +222,38 @@ fn macko_row<const W: usize, const FMA: bool, const MASK: bool>(
     let range = m.row_range(r);
     let (mut i, end) = (range.start, range.end);
     let mut next = 0usize; // the column after the previous entry
-    let mut acc = [0.0f32; W];
-    let single = |i: usize, next: &mut usize, acc: &mut [f32; W]| {
+    let mut sums = [[0.0f32; W]; SETS];
+    let single = |i: usize, next: &mut usize, sums: &mut Sums<W>| {
         let c = *next + code_at(codes, i) as usize;
-        entry::<W, FMA, MASK>(acc, widen1(values[i]), &xt[c * W..]);
+        entry::<W, FMA, MASK>(sums, i, widen1(values[i]), &xt[c * W..]);
         *next = c + 1;
     };
     while i < end && i % GROUP != 0 {
-        single(i, &mut next, &mut acc);
+        single(i, &mut next, &mut sums);
         i += 1;
     }
     while i + GROUP <= end {
-        let w = u32::from_le_bytes([
-            codes[i / 2],
-            codes[i / 2 + 1],
-            codes[i / 2 + 2],
-            codes[i / 2 + 3],
-        ]);
+        let k = i / 2;
+        let w = u32::from_le_bytes([codes[k], codes[k + 1], codes[k + 2], codes[k + 3]]);
         let steps = column_steps(w);
-        for j in 0..GROUP {
-            let c = next + ((steps >> (8 * j)) & 0xff) as usize - 1;
-            entry::<W, FMA, MASK>(&mut acc, widen1(values[i + j]), &xt[c * W..]);
+        let v = widen8::<FMA>(&values[i..i + GROUP]);
+        // The group's last column bounds all 8: one check instead of one per entry.
+        let last = next + (steps >> 56) as usize - 1;
+        let Some(window) = xt.get(next * W..(last + 1) * W) else {
+            break; // unreachable for a validated matrix; `single` then checks each entry
+        };
+        for (j, &a) in v.iter().enumerate() {
+            let c = ((steps >> (8 * j)) & 0xff) as usize - 1;
+            entry::<W, FMA, MASK>(&mut sums, j, a, &window[c * W..]);
         }
         next += (steps >> 56) as usize;
         i += GROUP;
     }
     while i < end {
-        single(i, &mut next, &mut acc);
+        single(i, &mut next, &mut sums);
         i += 1;
     }
-    acc
+    total(&sums)
 }
 
 #[inline(always)]
@@ -209,20 +262,31 @@ fn csr_row<const W: usize, const FMA: bool, const MASK: bool>(
     r: usize,
     xt: &[f32],
 ) -> [f32; W] {
-    let mut acc = [0.0f32; W];
+    let mut sums = [[0.0f32; W]; SETS];
     for i in m.row_range(r) {
         let c = m.col_idx()[i] as usize;
-        entry::<W, FMA, MASK>(&mut acc, widen1(m.values()[i]), &xt[c * W..]);
+        entry::<W, FMA, MASK>(&mut sums, i, widen1(m.values()[i]), &xt[c * W..]);
     }
-    acc
+    total(&sums)
 }
 
-/// A dense row with IEEE semantics (a stored zero times ∞ is NaN, as in any dense product).
+/// A dense row with IEEE semantics (a stored zero times ∞ is NaN, as in any dense product):
+/// 8 values widened at once, each feeding W lanes.
 #[inline(always)]
-fn dense_row<const W: usize, const FMA: bool>(m: &DenseMatrix, r: usize, xt: &[f32]) -> [f32; W] {
-    let mut acc = [0.0f32; W];
-    for (a, xs) in m.row(r).iter().zip(xt.chunks_exact(W)) {
-        entry::<W, FMA, false>(&mut acc, widen1(*a), xs);
+fn dense_row<const W: usize, const FMA: bool>(a: &[f16], xt: &[f32]) -> [f32; W] {
+    let mut local = [[0.0f32; W]; SETS];
+    let sums = &mut local;
+    let mut groups = a.chunks_exact(GROUP);
+    let mut c = 0;
+    for g in &mut groups {
+        let v = widen8::<FMA>(g);
+        for (j, &a) in v.iter().enumerate() {
+            entry::<W, FMA, false>(sums, j, a, &xt[(c + j) * W..]);
+        }
+        c += GROUP;
     }
-    acc
+    for (j, &a) in groups.remainder().iter().enumerate() {
+        entry::<W, FMA, false>(sums, j, widen1(a), &xt[(c + j) * W..]);
+    }
+    total(&local)
 }
