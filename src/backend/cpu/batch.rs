@@ -11,8 +11,8 @@ use half::f16;
 use macko_format::{code_at, CsrMatrix, MackoMatrix, GROUP};
 use rayon::prelude::*;
 
-use super::decode::column_steps;
-use super::{widen1, CpuData, CpuVector, ROWS_PER_TASK};
+use super::decode::{column_steps, widen1};
+use super::storage::{CpuData, CpuVector, ROWS_PER_TASK};
 use crate::backend::{Chunk, MAX_CHUNK};
 
 /// Multiplies the vectors `chunk` of `x` (row-major `[batch][cols]`) into the same vectors of

@@ -1,5 +1,8 @@
-//! Decoding a group's 8 gap codes into column steps with one multiplication: a leaf module,
-//! shared by the portable group loop (mod.rs) and the AVX2 one (avx2.rs).
+//! Decoding a group's 8 gap codes into column steps with one multiplication, and binary16 values
+//! into f32: a leaf module, shared by the portable group loops (mod.rs, batch.rs) and the AVX2
+//! one (avx2.rs).
+
+use half::f16;
 
 /// Spreads the 8 nibbles of a code word into the 8 bytes of a u64 (nibble j to byte j).
 #[inline(always)]
@@ -15,4 +18,22 @@ fn spread_nibbles(w: u32) -> u64 {
 #[inline(always)]
 pub(super) fn column_steps(w: u32) -> u64 {
     (spread_nibbles(w) + 0x0101_0101_0101_0101).wrapping_mul(0x0101_0101_0101_0101)
+}
+
+/// One binary16 value to f32 in plain integer arithmetic (no per-value call or run-time
+/// feature check, so loops over it vectorise). Exact for every input: the magnitude bits
+/// shifted into an f32 and scaled by 2¹¹² give normals and subnormals; the all-ones exponent
+/// (∞, NaN) is patched.
+#[inline(always)]
+pub(super) fn widen1(v: f16) -> f32 {
+    let bits = v.to_bits() as u32;
+    let magnitude = (bits & 0x7fff) << 13;
+    let scaled = f32::from_bits(magnitude) * f32::from_bits(0x7780_0000); // × 2^112
+    let special = f32::from_bits(0x7f80_0000 | (magnitude & 0x007f_ffff));
+    let m = if bits & 0x7c00 == 0x7c00 {
+        special
+    } else {
+        scaled
+    };
+    f32::from_bits(m.to_bits() | ((bits & 0x8000) << 16))
 }

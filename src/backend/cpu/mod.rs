@@ -5,7 +5,7 @@
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
-use macko_format::{code_at, CsrMatrix, DenseMatrix, MackoMatrix, GROUP};
+use macko_format::{code_at, CsrMatrix, MackoMatrix, GROUP};
 use rayon::prelude::*;
 
 use super::{Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision};
@@ -14,11 +14,11 @@ use crate::error::Result;
 mod avx2;
 mod batch;
 mod decode;
+mod storage;
 
-use decode::column_steps;
-
-/// Rows per parallel task.
-const ROWS_PER_TASK: usize = 32;
+use decode::{column_steps, widen1};
+pub(crate) use storage::CpuVector;
+use storage::{CpuData, ROWS_PER_TASK};
 
 /// How the CPU multiplies one matrix, chosen once at upload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,30 +32,6 @@ pub struct CpuPlan {
 pub(crate) struct CpuMatrix {
     data: CpuData,
     plan: CpuPlan,
-}
-
-/// The arrays of a [`CpuMatrix`].
-enum CpuData {
-    Macko(MackoMatrix),
-    Csr(CsrMatrix),
-    Dense(DenseMatrix),
-}
-
-impl CpuData {
-    /// Rows and columns.
-    fn shape(&self) -> (usize, usize) {
-        match self {
-            CpuData::Macko(m) => (m.rows(), m.cols()),
-            CpuData::Csr(m) => (m.rows(), m.cols()),
-            CpuData::Dense(m) => (m.rows(), m.cols()),
-        }
-    }
-}
-
-/// A vector on the CPU.
-pub(crate) enum CpuVector {
-    F16(Vec<f16>),
-    F32(Vec<f32>),
 }
 
 /// The CPU backend (always available).
@@ -341,24 +317,6 @@ fn macko_row<const MASK: bool>(m: &MackoMatrix, r: usize, x: &[f32], avx2: bool)
         i += 1;
     }
     acc + lanes.iter().sum::<f32>()
-}
-
-/// One binary16 value to f32 in plain integer arithmetic (no per-value call or run-time
-/// feature check, so loops over it vectorise). Exact for every input: the magnitude bits
-/// shifted into an f32 and scaled by 2¹¹² give normals and subnormals; the all-ones exponent
-/// (∞, NaN) is patched.
-#[inline(always)]
-fn widen1(v: f16) -> f32 {
-    let bits = v.to_bits() as u32;
-    let magnitude = (bits & 0x7fff) << 13;
-    let scaled = f32::from_bits(magnitude) * f32::from_bits(0x7780_0000); // × 2^112
-    let special = f32::from_bits(0x7f80_0000 | (magnitude & 0x007f_ffff));
-    let m = if bits & 0x7c00 == 0x7c00 {
-        special
-    } else {
-        scaled
-    };
-    f32::from_bits(m.to_bits() | ((bits & 0x8000) << 16))
 }
 
 /// Eight binary16 values to f32 (see [`widen1`]).

@@ -1,0 +1,32 @@
+//! What the CPU backend stores: a matrix's arrays and a vector's elements. A leaf module, shared
+//! by the single-vector loops (mod.rs) and the few-token ones (batch.rs).
+
+use half::f16;
+use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix};
+
+/// Rows per parallel task.
+pub(super) const ROWS_PER_TASK: usize = 32;
+
+/// The arrays of a CPU matrix (a copy of the validated host arrays).
+pub(super) enum CpuData {
+    Macko(MackoMatrix),
+    Csr(CsrMatrix),
+    Dense(DenseMatrix),
+}
+
+impl CpuData {
+    /// Rows and columns.
+    pub(super) fn shape(&self) -> (usize, usize) {
+        match self {
+            CpuData::Macko(m) => (m.rows(), m.cols()),
+            CpuData::Csr(m) => (m.rows(), m.cols()),
+            CpuData::Dense(m) => (m.rows(), m.cols()),
+        }
+    }
+}
+
+/// A vector on the CPU.
+pub(crate) enum CpuVector {
+    F16(Vec<f16>),
+    F32(Vec<f32>),
+}
