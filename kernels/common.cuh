@@ -210,4 +210,60 @@ __device__ __forceinline__ bool macko_stage_x_half(unsigned short* xh,
     return nonfinite;
 }
 
+// MACKO-16-4 decoding, shared by the single-vector kernels (macko.cu) and the few-token ones
+// (batch.cu).
+
+// Masks the entries of group `w` that lie outside the row's [start, end): their codes and values
+// become 0. Returns in lo/hi the range [lo, hi) of the group's 8 entries that belong to the row.
+// Only a row's first and last groups (and groups past the row's end, already zero) are partial,
+// so the masking runs on few lanes and the branch is usually skipped by the whole warp.
+__device__ __forceinline__ void macko_mask(unsigned w, unsigned start, unsigned end, uint4& v,
+                                           unsigned& c, unsigned& lo, unsigned& hi) {
+    const unsigned first = w * 8u;
+    lo = start > first ? min(start - first, 8u) : 0u;
+    hi = end > first ? min(end - first, 8u) : 0u;
+    if (lo != 0u || hi != 8u) {
+        // Nibble k of m is 0xf when entry k is in the row (hi >= lo always holds here).
+        const unsigned m = (unsigned)((1ull << (4u * hi)) - (1ull << (4u * lo)));
+        c &= m;
+        // Byte j of ee (oo) is 0xff when entry 2j (2j + 1) is in the row.
+        const unsigned ee = (m & 0x0f0f0f0fu) * 0x11u;
+        const unsigned oo = ((m >> 4) & 0x0f0f0f0fu) * 0x11u;
+        v.x &= __byte_perm(ee, oo, 0x4400);
+        v.y &= __byte_perm(ee, oo, 0x5511);
+        v.z &= __byte_perm(ee, oo, 0x6622);
+        v.w &= __byte_perm(ee, oo, 0x7733);
+    }
+}
+
+// Byte k of pl (k < 4) and of ph (entries 4 + k) is the inclusive prefix sum of (gap + 1) over
+// the 4 entries of its half: each byte sum is at most 4 * 16 = 64, so the multiplication by
+// 0x01010101 (which adds every byte into all the bytes above it) never carries across bytes.
+__device__ __forceinline__ void macko_prefix(unsigned c, unsigned& pl, unsigned& ph) {
+    const unsigned even = c & 0x0f0f0f0fu;         // gaps 0, 2, 4, 6 in bytes 0..3
+    const unsigned odd = (c >> 4) & 0x0f0f0f0fu;   // gaps 1, 3, 5, 7
+    pl = (__byte_perm(even, odd, 0x5140) + 0x01010101u) * 0x01010101u;  // gaps 0..3
+    ph = (__byte_perm(even, odd, 0x7362) + 0x01010101u) * 0x01010101u;  // gaps 4..7
+}
+
+// Loads the batch of groups {w0 + L·u + sub : u < CH} below w_end (values and codes); groups at or
+// past w_end read as zero (no entries, no column advance).
+template <unsigned L, int CH>
+__device__ __forceinline__ void macko_load_batch(const uint4* __restrict__ values,
+                                                 const unsigned* __restrict__ codes, unsigned w0,
+                                                 unsigned w_end, unsigned sub, uint4 (&v)[CH],
+                                                 unsigned (&c)[CH]) {
+#pragma unroll
+    for (int u = 0; u < CH; ++u) {
+        const unsigned w = w0 + L * u + sub;
+        if (w < w_end) {
+            v[u] = macko_load_stream(values + w);
+            c[u] = macko_load_stream(codes + w);
+        } else {
+            v[u] = make_uint4(0u, 0u, 0u, 0u);
+            c[u] = 0u;
+        }
+    }
+}
+
 #endif  // MACKO_COMMON_CUH

@@ -47,11 +47,20 @@ fn products_agree_and_plan_taken<P>(
         let own = plan_of(&plan).unwrap_or_else(|| panic!("{label}: a foreign plan {plan:?}"));
         seen |= taken(own);
         let x_dev = dev.upload_vector(&x).unwrap();
+        // A few-token product too (odd, one chunk of width 8), for the plans of batches.
+        let batch = 5;
+        let xb = random_batch(cols, batch, seed);
+        let rb = reference::spmm((&m).into(), &xb, batch).unwrap();
+        let xb_dev = dev.upload_batch(&xb, batch).unwrap();
         for precision in [Precision::F16, Precision::F32] {
             let mut y = dev.zeros(rows, precision).unwrap();
             dev.spmv(&a, &x_dev, &mut y).unwrap();
             let what = format!("{rows}×{cols} d={d} ({plan:?})");
             assert_agrees(label, &what, &r, &dev.download(&y).unwrap());
+            let mut y = dev.zeros_batch(rows, batch, precision).unwrap();
+            dev.spmm(&a, &xb_dev, &mut y).unwrap();
+            let what = format!("{rows}×{cols} d={d}, {batch} vectors ({plan:?})");
+            assert_agrees(label, &what, &rb, &dev.download(&y).unwrap());
         }
     }
     seen

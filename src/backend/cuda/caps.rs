@@ -64,37 +64,207 @@ pub enum Kernel {
     DenseAny,
     /// `stream_read`: the streaming-read ceiling.
     StreamRead,
+    /// A few-token product kernel of kernels/batch.cu (one format, x place and chunk width).
+    Batch(BatchKernel),
+    /// `batch_transpose`: a chunk of X into W lanes per column (kernels/batch.cu).
+    BatchTranspose,
+}
+
+/// Chunk widths of the few-token kernels: W f32 sums per lane, the chunk's vector count rounded
+/// up to a power of two (lanes past the count compute on zero x and are never stored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Width {
+    W2,
+    W4,
+    W8,
+    W16,
+}
+
+impl Width {
+    /// Every width, narrowest first (the order of [`Width::index`]).
+    pub const ALL: [Width; 4] = [Width::W2, Width::W4, Width::W8, Width::W16];
+
+    /// Vectors per pass.
+    pub fn lanes(self) -> u32 {
+        match self {
+            Width::W2 => 2,
+            Width::W4 => 4,
+            Width::W8 => 8,
+            Width::W16 => 16,
+        }
+    }
+
+    /// Position in [`Width::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The width of a chunk of `count` vectors (2 to 16; `None` above 16).
+    pub fn for_count(count: usize) -> Option<Width> {
+        Width::ALL.into_iter().find(|w| count <= w.lanes() as usize)
+    }
+}
+
+/// Format and x place of a few-token kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BatchFormat {
+    /// `macko_batch_xs_*`: MACKO rows, XT staged in shared memory.
+    MackoShared,
+    /// `macko_batch_xg_*`: MACKO rows, XT read from global memory.
+    MackoGlobal,
+    /// `csr_batch_xs_*`: CSR rows, XT staged.
+    CsrShared,
+    /// `csr_batch_xg_*`: CSR rows, XT from global memory.
+    CsrGlobal,
+    /// `dense_batch_a16_*`: dense rows starting on 16-byte boundaries.
+    DenseAligned,
+    /// `dense_batch_any_*`: dense rows of any length.
+    DenseAny,
+}
+
+impl BatchFormat {
+    /// Every format, in the order of [`BatchFormat::index`].
+    pub const ALL: [BatchFormat; 6] = [
+        BatchFormat::MackoShared,
+        BatchFormat::MackoGlobal,
+        BatchFormat::CsrShared,
+        BatchFormat::CsrGlobal,
+        BatchFormat::DenseAligned,
+        BatchFormat::DenseAny,
+    ];
+
+    /// Position in [`BatchFormat::ALL`].
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    /// Whether the kernel stages XT in shared memory.
+    pub fn stages_x(self) -> bool {
+        matches!(self, BatchFormat::MackoShared | BatchFormat::CsrShared)
+    }
+}
+
+/// A few-token product kernel: a format (with its x place) at one chunk width.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BatchKernel {
+    pub format: BatchFormat,
+    pub width: Width,
+}
+
+impl BatchKernel {
+    /// Number of few-token product kernels.
+    pub const COUNT: usize = 24;
+
+    /// Position among the few-token kernels: format-major, widths narrowest first.
+    pub fn index(self) -> usize {
+        self.format.index() * Width::ALL.len() + self.width.index()
+    }
+}
+
+/// Entry names (f16, f32) of the few-token kernels, in the order of [`BatchKernel::index`].
+const BATCH_ENTRIES: [(&str, &str); BatchKernel::COUNT] = [
+    ("macko_batch_xs_w2_f16", "macko_batch_xs_w2_f32"),
+    ("macko_batch_xs_w4_f16", "macko_batch_xs_w4_f32"),
+    ("macko_batch_xs_w8_f16", "macko_batch_xs_w8_f32"),
+    ("macko_batch_xs_w16_f16", "macko_batch_xs_w16_f32"),
+    ("macko_batch_xg_w2_f16", "macko_batch_xg_w2_f32"),
+    ("macko_batch_xg_w4_f16", "macko_batch_xg_w4_f32"),
+    ("macko_batch_xg_w8_f16", "macko_batch_xg_w8_f32"),
+    ("macko_batch_xg_w16_f16", "macko_batch_xg_w16_f32"),
+    ("csr_batch_xs_w2_f16", "csr_batch_xs_w2_f32"),
+    ("csr_batch_xs_w4_f16", "csr_batch_xs_w4_f32"),
+    ("csr_batch_xs_w8_f16", "csr_batch_xs_w8_f32"),
+    ("csr_batch_xs_w16_f16", "csr_batch_xs_w16_f32"),
+    ("csr_batch_xg_w2_f16", "csr_batch_xg_w2_f32"),
+    ("csr_batch_xg_w4_f16", "csr_batch_xg_w4_f32"),
+    ("csr_batch_xg_w8_f16", "csr_batch_xg_w8_f32"),
+    ("csr_batch_xg_w16_f16", "csr_batch_xg_w16_f32"),
+    ("dense_batch_a16_w2_f16", "dense_batch_a16_w2_f32"),
+    ("dense_batch_a16_w4_f16", "dense_batch_a16_w4_f32"),
+    ("dense_batch_a16_w8_f16", "dense_batch_a16_w8_f32"),
+    ("dense_batch_a16_w16_f16", "dense_batch_a16_w16_f32"),
+    ("dense_batch_any_w2_f16", "dense_batch_any_w2_f32"),
+    ("dense_batch_any_w4_f16", "dense_batch_any_w4_f32"),
+    ("dense_batch_any_w8_f16", "dense_batch_any_w8_f32"),
+    ("dense_batch_any_w16_f16", "dense_batch_any_w16_f32"),
+];
+
+/// The single-vector kernels, in the order of [`Kernel::index`].
+const SINGLE: [Kernel; 18] = [
+    Kernel::RowPadded,
+    Kernel::RowGlobal,
+    Kernel::RowPlain,
+    Kernel::RowHalf,
+    Kernel::BigPadded,
+    Kernel::BigPlain,
+    Kernel::FlatPadded,
+    Kernel::FlatPlain,
+    Kernel::FlatHalf,
+    Kernel::Lean,
+    Kernel::LeanHalf,
+    Kernel::Combine,
+    Kernel::CombineRows,
+    Kernel::CsrStaged,
+    Kernel::CsrGlobal,
+    Kernel::DenseAligned,
+    Kernel::DenseAny,
+    Kernel::StreamRead,
+];
+
+/// Every kernel: the single-vector ones, the few-token ones, the transpose.
+const fn all_kernels() -> [Kernel; Kernel::COUNT] {
+    let mut all = [Kernel::BatchTranspose; Kernel::COUNT];
+    let mut i = 0;
+    while i < SINGLE.len() {
+        all[i] = SINGLE[i];
+        i += 1;
+    }
+    let mut f = 0;
+    while f < BatchFormat::ALL.len() {
+        let mut w = 0;
+        while w < Width::ALL.len() {
+            all[SINGLE.len() + f * Width::ALL.len() + w] = Kernel::Batch(BatchKernel {
+                format: BatchFormat::ALL[f],
+                width: Width::ALL[w],
+            });
+            w += 1;
+        }
+        f += 1;
+    }
+    all
 }
 
 impl Kernel {
     /// Number of kernels.
-    pub const COUNT: usize = 18;
+    pub const COUNT: usize = SINGLE.len() + BatchKernel::COUNT + 1;
 
     /// Every kernel, in the order of [`Kernel::index`].
-    pub const ALL: [Kernel; Self::COUNT] = [
-        Kernel::RowPadded,
-        Kernel::RowGlobal,
-        Kernel::RowPlain,
-        Kernel::RowHalf,
-        Kernel::BigPadded,
-        Kernel::BigPlain,
-        Kernel::FlatPadded,
-        Kernel::FlatPlain,
-        Kernel::FlatHalf,
-        Kernel::Lean,
-        Kernel::LeanHalf,
-        Kernel::Combine,
-        Kernel::CombineRows,
-        Kernel::CsrStaged,
-        Kernel::CsrGlobal,
-        Kernel::DenseAligned,
-        Kernel::DenseAny,
-        Kernel::StreamRead,
-    ];
+    pub const ALL: [Kernel; Self::COUNT] = all_kernels();
 
     /// Position in [`Kernel::ALL`] (and in [`CudaCaps::kernels`]).
     pub fn index(self) -> usize {
-        self as usize
+        match self {
+            Kernel::RowPadded => 0,
+            Kernel::RowGlobal => 1,
+            Kernel::RowPlain => 2,
+            Kernel::RowHalf => 3,
+            Kernel::BigPadded => 4,
+            Kernel::BigPlain => 5,
+            Kernel::FlatPadded => 6,
+            Kernel::FlatPlain => 7,
+            Kernel::FlatHalf => 8,
+            Kernel::Lean => 9,
+            Kernel::LeanHalf => 10,
+            Kernel::Combine => 11,
+            Kernel::CombineRows => 12,
+            Kernel::CsrStaged => 13,
+            Kernel::CsrGlobal => 14,
+            Kernel::DenseAligned => 15,
+            Kernel::DenseAny => 16,
+            Kernel::StreamRead => 17,
+            Kernel::Batch(b) => SINGLE.len() + b.index(),
+            Kernel::BatchTranspose => Self::COUNT - 1,
+        }
     }
 
     /// The entry names of the f16 and f32 outputs (the same name twice where the kernel has one
@@ -119,12 +289,17 @@ impl Kernel {
             Kernel::DenseAligned => ("dense_gemv_a16_f16", "dense_gemv_a16_f32"),
             Kernel::DenseAny => ("dense_gemv_any_f16", "dense_gemv_any_f32"),
             Kernel::StreamRead => ("stream_read", "stream_read"),
+            Kernel::Batch(b) => BATCH_ENTRIES[b.index()],
+            Kernel::BatchTranspose => ("batch_transpose", "batch_transpose"),
         }
     }
 
     /// Whether the kernel stages x in dynamic shared memory (and so may opt in to more than
     /// 48 KiB of it).
     pub fn stages_x(self) -> bool {
+        if let Kernel::Batch(b) = self {
+            return b.format.stages_x();
+        }
         matches!(
             self,
             Kernel::RowPadded
@@ -252,9 +427,15 @@ impl CudaCaps {
 pub mod tables {
     use crate::backend::cuda::caps::{CudaCaps, Kernel, KernelUse};
 
-    /// Registers per thread of each kernel for sm_90, in the order of [`Kernel::ALL`].
+    /// Registers per thread of each kernel for sm_90, in the order of [`Kernel::ALL`]: the
+    /// single-vector kernels, then the few-token ones (format-major: MACKO staged, MACKO global,
+    /// CSR staged, CSR global, dense aligned, dense any; widths 2, 4, 8, 16), the transpose.
     const SM90_REGISTERS: [u32; Kernel::COUNT] = [
-        64, 64, 64, 64, 64, 64, 64, 64, 64, 40, 40, 32, 32, 39, 32, 62, 64, 32,
+        64, 64, 64, 64, 64, 64, 64, 64, 64, 40, 40, 32, 32, 39, 32, 62, 64, 32, // single
+        43, 53, 63, 72, 47, 54, 64, 120, // MACKO
+        32, 32, 44, 55, 32, 32, 45, 70, // CSR
+        48, 62, 64, 128, 32, 38, 51, 78, // dense
+        20, // transpose
     ];
 
     /// The kernels' use of an SM for sm_90.

@@ -7,6 +7,7 @@ use cudarc::driver::{
     CudaFunction, CudaSlice, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 
+use super::batch_plan::BatchPlan;
 use super::caps::{Kernel, BLOCK};
 use super::errors::{cuda_error, internal};
 use super::kernels::Kernels;
@@ -30,10 +31,18 @@ impl Output for f32 {
 }
 
 /// A matrix format that macko's own kernels multiply.
+#[derive(Clone, Copy)]
 pub(crate) enum Product<'a> {
     Macko(&'a MackoDev),
     Csr(&'a CsrDev),
     Dense(&'a DenseDev, &'a CudaPlan),
+}
+
+/// Vectors `first .. first + count` of a few-token product (`backend::chunks`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BatchChunk {
+    pub first: u32,
+    pub count: u32,
 }
 
 /// What a launch needs besides the matrix and vectors.
@@ -101,6 +110,131 @@ impl Launcher<'_> {
         }
         macko_into(self.stream, f, m, x, y)?;
         combine_into(self.stream, self.pick::<T>(Kernel::Combine), self.sms, m, y)
+    }
+
+    /// Queues one chunk of a few-token product Y = A·X: the transpose of the chunk's vectors of
+    /// `x` (`[batch][cols]`) into `xt` (at least `plan.xt_len()` halves, as 32-bit words), then
+    /// the product kernel of `plan` into the chunk's vectors of `y` (`[batch][rows]`).
+    pub fn batch(
+        &self,
+        a: Product<'_>,
+        plan: &BatchPlan,
+        chunk: BatchChunk,
+        x: &DeviceArray<u16>,
+        xt: &mut DeviceArray<u32>,
+        y: &mut VectorData,
+    ) -> Result<()> {
+        match y {
+            VectorData::F16(y) => self.batch_into(a, plan, chunk, x, xt, y.buf_mut()),
+            VectorData::F32(y) => self.batch_into(a, plan, chunk, x, xt, y.buf_mut()),
+        }
+    }
+
+    fn batch_into<T: Output>(
+        &self,
+        a: Product<'_>,
+        plan: &BatchPlan,
+        chunk: BatchChunk,
+        x: &DeviceArray<u16>,
+        xt: &mut DeviceArray<u32>,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let (rows, cols) = match a {
+            Product::Macko(m) => (m.rows, m.cols),
+            Product::Csr(m) => (m.rows, m.cols),
+            Product::Dense(m, _) => (m.rows, m.cols),
+        };
+        if rows == 0 {
+            return Ok(());
+        }
+        let width = plan
+            .width()
+            .ok_or_else(|| internal("a few-token plan without a width"))?;
+        if chunk.count == 0 || chunk.count > width.lanes() || xt.len() * 2 < plan.xt_len() {
+            return Err(internal("a few-token chunk does not fit its plan"));
+        }
+        self.transpose(plan, chunk, width.lanes(), cols, x, xt)?;
+        let f = self.pick::<T>(plan.kernel);
+        let mut args = self.stream.launch_builder(f);
+        match a {
+            Product::Macko(m) => args
+                .arg(m.row_ptr.buf())
+                .arg(m.values.buf())
+                .arg(m.codes.buf())
+                .arg(xt.buf())
+                .arg(y)
+                .arg(&m.rows)
+                .arg(&plan.slots),
+            Product::Csr(m) => args
+                .arg(m.row_ptr.buf())
+                .arg(m.col_idx.buf())
+                .arg(m.values.buf())
+                .arg(xt.buf())
+                .arg(y)
+                .arg(&m.rows)
+                .arg(&plan.slots),
+            Product::Dense(m, _) => args
+                .arg(m.values.buf())
+                .arg(xt.buf())
+                .arg(y)
+                .arg(&m.rows)
+                .arg(&m.cols),
+        };
+        args.arg(&chunk.first).arg(&chunk.count);
+        let cfg = LaunchConfig {
+            grid_dim: (plan.grid, 1, 1),
+            block_dim: (plan.block, 1, 1),
+            shared_mem_bytes: plan.smem_bytes,
+        };
+        // SAFETY: the arguments match `macko_batch_*` (row_ptr, values, codes, xt, y, rows,
+        // slots, first, count), `csr_batch_*` (row_ptr, col_idx, values, xt, y, rows, slots,
+        // first, count) or `dense_batch_*` (a, xt, y, rows, cols, first, count) of
+        // kernels/batch.cu in order and type, as the plan's kernel is of the matrix's format
+        // (batch_plan.rs); xt holds plan.slots × W halves (checked above) written by the
+        // transpose queued before on this stream; y holds batch × rows elements of the kernel's
+        // output type and the kernel writes only vectors first .. first + count (the backend
+        // checked first + count <= batch); the matrix arrays are those of the single-vector
+        // kernels, read the same way (MACKO slots stay inside XT's slack: kernels/README.md,
+        // "Correctness: every read in bounds").
+        unsafe { args.launch(cfg) }
+            .map(|_| ())
+            .map_err(|e| cuda_error("launching a few-token product kernel", e))
+    }
+
+    /// Queues the transpose of a chunk of x into XT (kernels/batch.cu, `batch_transpose`).
+    fn transpose(
+        &self,
+        plan: &BatchPlan,
+        chunk: BatchChunk,
+        width: u32,
+        cols: u32,
+        x: &DeviceArray<u16>,
+        xt: &mut DeviceArray<u32>,
+    ) -> Result<()> {
+        let f = self
+            .kernels
+            .get(Kernel::BatchTranspose)
+            .pick(Precision::F32);
+        let mut args = self.stream.launch_builder(f);
+        args.arg(x.buf())
+            .arg(xt.buf_mut())
+            .arg(&cols)
+            .arg(&chunk.first)
+            .arg(&chunk.count)
+            .arg(&width)
+            .arg(&plan.slots);
+        let cfg = LaunchConfig {
+            grid_dim: (plan.transpose_grid, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        // SAFETY: matches `batch_transpose(const unsigned short* x, unsigned* xt, unsigned cols,
+        // unsigned first, unsigned count, unsigned width, unsigned slots)`: x holds batch × cols
+        // halves and the kernel reads vectors first .. first + count only (count <= width,
+        // first + count <= batch, checked by the callers); xt holds slots × width / 2 words.
+        unsafe { args.launch(cfg) }
+            .map(|_| ())
+            .map_err(|e| cuda_error("launching the few-token transpose", e))
     }
 
     /// Queues a one-thread kernel that holds the stream for `ns` nanoseconds (see

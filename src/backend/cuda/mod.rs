@@ -10,6 +10,7 @@
 //! - `probe`: libraries, device, context, properties;
 //! - `caps`: what the planner knows of the GPU and the kernels ([`caps::CudaCaps`]);
 //! - `tuning`: the typed tuning that forces plan choices ([`tuning::CudaTuning`]);
+//! - `batch_plan`: the pure planner of few-token chunks ([`batch_plan::BatchPlan`]);
 //! - `rules`, `plan`: the measured rules and the pure planner ([`plan::CudaPlan`]);
 //! - `split`, `flat`: the layouts of split rows and flat ranges;
 //! - `kernels`: the compiled kernels loaded into a context;
@@ -23,6 +24,8 @@
 //! Everything is queued on one stream, in order: products return once queued, and
 //! `synchronize`/`download` wait.
 
+#[doc(hidden)]
+pub mod batch_plan;
 #[doc(hidden)]
 pub mod caps;
 mod errors;
@@ -42,14 +45,14 @@ pub mod tuning;
 mod upload;
 mod vendor;
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use half::f16;
 
-use self::caps::{CudaCaps, Kernel, BLOCK};
+use self::caps::{CudaCaps, Kernel, Width, BLOCK};
 use self::errors::{cuda_error, internal};
 use self::kernels::Kernels;
-use self::launch::{Launcher, Product};
+use self::launch::{BatchChunk, Launcher, Product};
 pub(crate) use self::memory::CudaVector;
 use self::memory::{CsrDev, DenseDev, DeviceArray, MackoDev, VectorData};
 use self::plan::CudaPlan;
@@ -58,7 +61,9 @@ use self::tuning::CudaTuning;
 use self::upload::Uploader;
 use self::vendor::{CusparseCsr, Vendor};
 
-use super::{Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, VendorBaseline};
+use super::{
+    chunks, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, VendorBaseline,
+};
 use crate::error::{Error, Result};
 
 /// How to open the CUDA backend.
@@ -79,7 +84,7 @@ pub(crate) fn open(config: &CudaConfig) -> Result<CudaBackend> {
 /// A matrix of this backend: the variant says which implementation multiplies it.
 pub(crate) enum CudaMatrix {
     /// macko's MACKO kernels.
-    Macko(MackoDev),
+    Macko(Box<MackoDev>),
     /// macko's CSR kernel.
     Csr(CsrDev),
     /// macko's dense GEMV.
@@ -121,6 +126,10 @@ pub(crate) struct CudaBackend {
     tuning: CudaTuning,
     vendor: Vendor,
     info: DeviceInfo,
+    /// XT, the transposed chunk of X the few-token kernels read (`batch_plan.rs`), grown on
+    /// demand and reused by every chunk: everything runs on one stream, so a chunk's transpose
+    /// is queued only after the previous chunk's product has read XT.
+    xt: Mutex<Option<DeviceArray<u32>>>,
 }
 
 impl CudaBackend {
@@ -150,6 +159,7 @@ impl CudaBackend {
             tuning: config.tuning.clone(),
             vendor,
             info,
+            xt: Mutex::new(None),
         })
     }
 
@@ -185,9 +195,86 @@ impl CudaBackend {
             CudaMatrix::Macko(m) => launcher.product(Product::Macko(m), x, &mut y.data),
             CudaMatrix::Csr(m) => launcher.product(Product::Csr(m), x, &mut y.data),
             CudaMatrix::Dense(m, plan) => launcher.product(Product::Dense(m, plan), x, &mut y.data),
-            CudaMatrix::Cublas(m) => self.vendor.cublas_gemv(m, x, &mut y.data),
+            CudaMatrix::Cublas(m) => self.vendor.cublas_gemm(m, x, &mut y.data, 1),
             CudaMatrix::Cusparse(m) => self.vendor.cusparse_spmv(m, x, &mut y.data),
         }
+    }
+}
+
+impl CudaBackend {
+    /// Queues Y = A·X for `batch` vectors (`batch` ≥ 2): the vendor baselines in one call with
+    /// n = batch, macko's kernels chunk by chunk (`backend::chunks`), each chunk at the plan of
+    /// its width stored with the matrix.
+    fn product_batch(
+        &self,
+        a: &CudaMatrix,
+        x: &CudaVector,
+        y: &mut CudaVector,
+        batch: usize,
+    ) -> Result<()> {
+        let (rows, cols) = a.shape();
+        if x.len() != batch * cols as usize || y.len() != batch * rows as usize {
+            return Err(internal("batch lengths reached the backend unchecked"));
+        }
+        let x = x.as_input()?;
+        let product = match a {
+            CudaMatrix::Cublas(m) => return self.vendor.cublas_gemm(m, x, &mut y.data, batch),
+            CudaMatrix::Cusparse(m) => return self.vendor.cusparse_spmm(m, x, &mut y.data, batch),
+            CudaMatrix::Macko(m) => Product::Macko(m),
+            CudaMatrix::Csr(m) => Product::Csr(m),
+            CudaMatrix::Dense(m, plan) => Product::Dense(m, plan),
+        };
+        let plans = a
+            .plan()
+            .and_then(|p| p.batch)
+            .ok_or_else(|| internal("a matrix without few-token plans"))?;
+        let launcher = self.launcher();
+        let mut xt = self
+            .xt
+            .lock()
+            .map_err(|_| internal("the XT scratch lock is poisoned"))?;
+        for chunk in chunks(batch) {
+            let width = Width::for_count(chunk.count)
+                .ok_or_else(|| internal("a chunk wider than 16 vectors"))?;
+            let plan = plans.get(width);
+            let xt = scratch(self.stream(), &mut xt, plan.xt_len().div_ceil(2))?;
+            let chunk = BatchChunk {
+                first: u32::try_from(chunk.first).map_err(|_| too_many(batch))?,
+                count: u32::try_from(chunk.count).map_err(|_| too_many(batch))?,
+            };
+            launcher.batch(product, plan, chunk, x, xt, &mut y.data)?;
+        }
+        Ok(())
+    }
+}
+
+/// The XT scratch buffer, grown to at least `words` 32-bit words (an allocation failure is
+/// `Error::OutOfMemory` naming it).
+fn scratch<'a>(
+    stream: &Arc<cudarc::driver::CudaStream>,
+    xt: &'a mut Option<DeviceArray<u32>>,
+    words: usize,
+) -> Result<&'a mut DeviceArray<u32>> {
+    if xt.as_ref().is_none_or(|a| a.len() < words) {
+        *xt = None;
+        *xt = Some(DeviceArray::zeros(
+            stream,
+            words,
+            "the few-token XT scratch",
+        )?);
+    }
+    xt.as_mut().ok_or_else(|| internal("XT scratch missing"))
+}
+
+/// A batch whose vector indices pass the kernels' 32 bits.
+fn too_many(batch: usize) -> Error {
+    Error::Backend {
+        backend: BackendKind::Cuda,
+        message: format!(
+            "the CUDA few-token kernels index vectors with 32-bit integers: {batch} vectors \
+             exceed the limit of {}",
+            u32::MAX
+        ),
     }
 }
 
@@ -245,7 +332,7 @@ impl Backend for CudaBackend {
     fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<CudaMatrix> {
         let up = self.uploader();
         let matrix = match m {
-            MatrixRef::Macko(m) => CudaMatrix::Macko(up.macko(m)?),
+            MatrixRef::Macko(m) => CudaMatrix::Macko(Box::new(up.macko(m)?)),
             MatrixRef::Csr(m) => CudaMatrix::Csr(up.csr(m)?),
             MatrixRef::Dense(m) => {
                 let (m, plan) = up.dense(m)?;
@@ -277,10 +364,11 @@ impl Backend for CudaBackend {
         y: &mut CudaVector,
         batch: usize,
     ) -> Result<()> {
-        if batch != 1 {
-            return Err(not_yet());
+        match batch {
+            0 => Ok(()),
+            1 => self.product(a, x, y),
+            _ => self.product_batch(a, x, y, batch),
         }
-        self.product(a, x, y)
     }
 
     fn plan(&self, a: &CudaMatrix) -> Result<CudaPlan> {
@@ -321,9 +409,6 @@ impl Backend for CudaBackend {
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
-        if batch != 1 {
-            return Err(not_yet());
-        }
         let matrices = a;
         if matrices.is_empty() {
             return Ok(Vec::new());
@@ -334,7 +419,7 @@ impl Backend for CudaBackend {
             warmup,
             iters,
             |ns| self.launcher().spin_wait(ns),
-            |i| self.product(matrices[i % matrices.len()], x, y),
+            |i| self.multiply(matrices[i % matrices.len()], x, y, batch),
         )
     }
 
@@ -381,14 +466,6 @@ impl Backend for CudaBackend {
 }
 
 /// A baseline asked for a format it does not take.
-/// Placeholder until the few-token kernels land (issue 23).
-fn not_yet() -> Error {
-    Error::Backend {
-        backend: BackendKind::Cuda,
-        message: "few-token products are not implemented on CUDA yet".into(),
-    }
-}
-
 fn wrong_format(vendor: VendorBaseline, wants: &str, got: MatrixRef<'_>) -> Error {
     Error::Backend {
         backend: BackendKind::Cuda,

@@ -100,8 +100,66 @@ pub const STREAM: KernelSource = KernelSource {
     entries: &["stream_read", "spin_wait"],
 };
 
+/// Few-token products (Y = A·X for chunks of up to 16 vectors) of every format, and the
+/// transpose of X they read.
+pub const BATCH: KernelSource = KernelSource {
+    file: "batch.cu",
+    source: include_str!("../../../kernels/batch.cu"),
+    entries: &[
+        "macko_batch_xs_w2_f16",
+        "macko_batch_xs_w2_f32",
+        "macko_batch_xs_w4_f16",
+        "macko_batch_xs_w4_f32",
+        "macko_batch_xs_w8_f16",
+        "macko_batch_xs_w8_f32",
+        "macko_batch_xs_w16_f16",
+        "macko_batch_xs_w16_f32",
+        "macko_batch_xg_w2_f16",
+        "macko_batch_xg_w2_f32",
+        "macko_batch_xg_w4_f16",
+        "macko_batch_xg_w4_f32",
+        "macko_batch_xg_w8_f16",
+        "macko_batch_xg_w8_f32",
+        "macko_batch_xg_w16_f16",
+        "macko_batch_xg_w16_f32",
+        "csr_batch_xs_w2_f16",
+        "csr_batch_xs_w2_f32",
+        "csr_batch_xs_w4_f16",
+        "csr_batch_xs_w4_f32",
+        "csr_batch_xs_w8_f16",
+        "csr_batch_xs_w8_f32",
+        "csr_batch_xs_w16_f16",
+        "csr_batch_xs_w16_f32",
+        "csr_batch_xg_w2_f16",
+        "csr_batch_xg_w2_f32",
+        "csr_batch_xg_w4_f16",
+        "csr_batch_xg_w4_f32",
+        "csr_batch_xg_w8_f16",
+        "csr_batch_xg_w8_f32",
+        "csr_batch_xg_w16_f16",
+        "csr_batch_xg_w16_f32",
+        "dense_batch_a16_w2_f16",
+        "dense_batch_a16_w2_f32",
+        "dense_batch_a16_w4_f16",
+        "dense_batch_a16_w4_f32",
+        "dense_batch_a16_w8_f16",
+        "dense_batch_a16_w8_f32",
+        "dense_batch_a16_w16_f16",
+        "dense_batch_a16_w16_f32",
+        "dense_batch_any_w2_f16",
+        "dense_batch_any_w2_f32",
+        "dense_batch_any_w4_f16",
+        "dense_batch_any_w4_f32",
+        "dense_batch_any_w8_f16",
+        "dense_batch_any_w8_f32",
+        "dense_batch_any_w16_f16",
+        "dense_batch_any_w16_f32",
+        "batch_transpose",
+    ],
+};
+
 /// Every kernel file.
-pub const KERNELS: [KernelSource; 4] = [MACKO, CSR, DENSE, STREAM];
+pub const KERNELS: [KernelSource; 5] = [MACKO, CSR, DENSE, STREAM, BATCH];
 
 /// The result of one compilation.
 #[derive(Debug, Clone)]

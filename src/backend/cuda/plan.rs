@@ -8,6 +8,7 @@
 //! each warp then walks rows grid-stride. With x staged in shared memory, the staging cost is
 //! paid once per resident block, not once per row.
 
+use super::batch_plan::{batch_plans, BatchMatrix, BatchPlans};
 use super::caps::{x_smem_bytes, x_smem_half_bytes, CudaCaps, Kernel, BIG_BLOCK, BLOCK};
 use super::errors::internal;
 use super::flat;
@@ -86,6 +87,9 @@ pub struct CudaPlan {
     /// MACKO row kernels: the grid holds every resident block, more warps than items
     /// (`rules::spread_grid`).
     pub spread: bool,
+    /// The few-token plans of every chunk width (`batch_plan.rs`), set by the public planners
+    /// ([`macko_plan`], [`csr_plan`], [`dense_plan`]).
+    pub batch: Option<BatchPlans>,
 }
 
 impl CudaPlan {
@@ -109,6 +113,7 @@ impl CudaPlan {
             aligned_rows: false,
             lean: false,
             spread: false,
+            batch: None,
         }
     }
 
@@ -202,18 +207,22 @@ fn sparse_plan(
 
 /// Launch plan of a CSR matrix.
 pub fn csr_plan(caps: &CudaCaps, tuning: &CudaTuning, rows: u32, cols: u32) -> Result<CudaPlan> {
-    sparse_plan(
+    let mut plan = sparse_plan(
         caps,
         tuning,
         (Kernel::CsrStaged, Kernel::CsrGlobal),
         rows,
         cols,
-    )
+    )?;
+    plan.batch = Some(batch_plans(caps, tuning, BatchMatrix::Csr, rows, cols)?);
+    Ok(plan)
 }
 
 /// Launch plan of a dense matrix: the 16-byte-aligned GEMV where every row starts on a 16-byte
 /// boundary (`cols % 8 == 0`).
 pub fn dense_plan(caps: &CudaCaps, rows: u32, cols: u32) -> Result<CudaPlan> {
+    let tuning = CudaTuning::default();
+    let batch = batch_plans(caps, &tuning, BatchMatrix::Dense, rows, cols)?;
     let kernel = if cols % 8 == 0 {
         Kernel::DenseAligned
     } else {
@@ -222,7 +231,9 @@ pub fn dense_plan(caps: &CudaCaps, rows: u32, cols: u32) -> Result<CudaPlan> {
     let grid = caps
         .grid(kernel, BLOCK, 0, rows)
         .ok_or_else(|| internal("the dense kernel cannot be resident"))?;
-    Ok(CudaPlan::new(kernel, grid, BLOCK, 0))
+    let mut plan = CudaPlan::new(kernel, grid, BLOCK, 0);
+    plan.batch = Some(batch);
+    Ok(plan)
 }
 
 /// Launch plan of a MACKO matrix: x padded in shared memory only when rows are nearly dense
@@ -248,6 +259,13 @@ pub fn macko_plan(caps: &CudaCaps, tuning: &CudaTuning, m: &MackoStats) -> Resul
         }
     }
     plan.kernel = plan.macko_kernel();
+    plan.batch = Some(batch_plans(
+        caps,
+        tuning,
+        BatchMatrix::Macko,
+        m.rows,
+        m.cols,
+    )?);
     Ok(plan)
 }
 
@@ -678,6 +696,14 @@ impl CudaTuning {
                     ..t()
                 },
                 taken: |p| p.lean,
+            },
+            ForcedPlan {
+                name: "cuda few-token XT from global memory",
+                tuning: CudaTuning {
+                    batch_x: Some(XPlace::Global),
+                    ..t()
+                },
+                taken: |p| p.batch.is_some_and(|b| b.0.iter().all(|w| !w.x_in_smem())),
             },
             ForcedPlan {
                 name: "cuda every resident block",

@@ -59,6 +59,10 @@ pub struct CudaTuning {
     /// `spread`: a row kernel's grid grown to every resident block where its items are fewer
     /// than their warps.
     pub spread: Option<bool>,
+    /// `batch_x`: where the few-token kernels read XT (the transposed chunk of X): `smem`
+    /// (staged wherever it fits) or `global`; by default staged where that costs no resident
+    /// blocks (`batch_plan.rs`).
+    pub batch_x: Option<XPlace>,
 }
 
 /// One of `choices` (name, value), `None` for `auto` or empty.
@@ -88,6 +92,7 @@ impl CudaTuning {
         "flat_snap",
         "lean",
         "spread",
+        "batch_x",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -98,17 +103,7 @@ impl CudaTuning {
         let v = value.trim().to_ascii_lowercase();
         let v = v.as_str();
         match key {
-            "x" => {
-                self.x = one_of(
-                    v,
-                    &[
-                        ("smem", XPlace::Shared),
-                        ("shared", XPlace::Shared),
-                        ("global", XPlace::Global),
-                    ],
-                    "expected smem, global or auto",
-                )?
-            }
+            "x" => self.x = x_place(v)?,
             "xpad" => self.xpad = switch(v)?,
             "xhalf" => self.xhalf = switch(v)?,
             "lanes" => {
@@ -144,6 +139,7 @@ impl CudaTuning {
             }
             "lean" => self.lean = switch(v)?,
             "spread" => self.spread = switch(v)?,
+            "batch_x" => self.batch_x = x_place(v)?,
             other => {
                 return Err(format!(
                     "unknown key {other:?}: expected one of {}",
@@ -153,6 +149,19 @@ impl CudaTuning {
         }
         Ok(())
     }
+}
+
+/// An `x` or `batch_x` value: `smem` (or `shared`), `global` or `auto`.
+fn x_place(v: &str) -> Result<Option<XPlace>, String> {
+    one_of(
+        v,
+        &[
+            ("smem", XPlace::Shared),
+            ("shared", XPlace::Shared),
+            ("global", XPlace::Global),
+        ],
+        "expected smem, global or auto",
+    )
 }
 
 /// A `split` value: `off`/`0`, a segment count 1 to [`MAX_SPLIT`], or `auto`.
@@ -198,6 +207,7 @@ mod tests {
             ("flat_snap", "0"),
             ("lean", "off"),
             ("spread", "1"),
+            ("batch_x", "global"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -216,6 +226,7 @@ mod tests {
                 flat_snap: Some(0.0),
                 lean: Some(false),
                 spread: Some(true),
+                batch_x: Some(XPlace::Global),
             }
         );
         t.set("split", "off").expect("off");

@@ -54,6 +54,8 @@ pub(crate) struct Vendor {
     stream: Arc<CudaStream>,
     cublas: Mutex<Option<CublasHandle>>,
     cusparse: Mutex<Option<CusparseHandle>>,
+    /// The cuSPARSE SpMM workspace (its size depends on the batch), grown on demand.
+    spmm_workspace: Mutex<Option<DeviceArray<u8>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> Result<MutexGuard<'_, T>> {
@@ -68,6 +70,7 @@ impl Vendor {
             stream,
             cublas: Mutex::new(None),
             cusparse: Mutex::new(None),
+            spmm_workspace: Mutex::new(None),
         }
     }
 
@@ -136,14 +139,17 @@ impl Vendor {
         })
     }
 
-    /// Queues y = A·x through `cublasGemmEx`: A is row-major rows × cols, which column-major
-    /// cuBLAS sees as the cols × rows matrix Aᵀ, so y = op(Aᵀ)·x with op = transpose, m = rows,
-    /// n = 1, k = cols.
-    pub fn cublas_gemv(
+    /// Queues Y = A·X for `batch` vectors through `cublasGemmEx`: A is row-major rows × cols,
+    /// which column-major cuBLAS sees as the cols × rows matrix Aᵀ, so Y = op(Aᵀ)·X with op =
+    /// transpose, m = rows, n = batch, k = cols; X row-major `[batch][cols]` is exactly the
+    /// column-major cols × batch matrix (ldb = cols), Y `[batch][rows]` the rows × batch one
+    /// (ldc = rows). A batch of one is the GEMV the paper measured.
+    pub fn cublas_gemm(
         &self,
         a: &DenseDev,
         x: &DeviceArray<u16>,
         y: &mut VectorData,
+        batch: usize,
     ) -> Result<()> {
         if a.rows == 0 {
             return Ok(());
@@ -157,20 +163,28 @@ impl Vendor {
             .ok_or_else(|| internal("cuBLAS handle missing"))?;
         self.bind()?;
         let (m, k) = (a.rows as i32, a.cols as i32);
+        let n = i32::try_from(batch).map_err(|_| Error::Backend {
+            backend: BackendKind::Cuda,
+            message: format!(
+                "cuBLAS takes at most {} vectors at once, not {batch}",
+                i32::MAX
+            ),
+        })?;
         let (alpha, beta) = (1.0f32, 0.0f32);
         let (a_ptr, _a_sync) = a.values.buf().device_ptr(&self.stream);
         let (x_ptr, _x_sync) = x.buf().device_ptr(&self.stream);
         let (y_ptr, y_type, _y_sync) = output_ptr(y, &self.stream);
-        // SAFETY: A holds rows·cols halves (lda = cols ≥ k), x holds cols halves, y holds rows
-        // elements of y_type (ldc = rows ≥ m); alpha and beta are f32, as CUBLAS_COMPUTE_32F
-        // requires; the handle is bound to this stream and used under its lock.
+        // SAFETY: A holds rows·cols halves (lda = cols ≥ k), x holds batch·cols halves (ldb =
+        // cols), y holds batch·rows elements of y_type (ldc = rows ≥ m), as the backend checked;
+        // alpha and beta are f32, as CUBLAS_COMPUTE_32F requires; the handle is bound to this
+        // stream and used under its lock.
         unsafe {
             blas_result::gemm_ex(
                 handle.0,
                 blas::cublasOperation_t::CUBLAS_OP_T,
                 blas::cublasOperation_t::CUBLAS_OP_N,
                 m,
-                1,
+                n,
                 k,
                 (&alpha as *const f32).cast::<c_void>(),
                 a_ptr as *const c_void,
@@ -333,6 +347,131 @@ impl Vendor {
         }
         .result()
         .map_err(|e| cuda_error("cusparseSpMV", e))
+    }
+}
+
+/// cuSPARSE SpMM (few-token baseline).
+impl Vendor {
+    /// Queues Y = A·X for `batch` vectors through `cusparseSpMM`: X row-major `[batch][cols]` is
+    /// the column-major dense cols × batch matrix (ld = cols), Y `[batch][rows]` the rows ×
+    /// batch one (ld = rows); f16 values and X, f32 compute. The workspace, which depends on the
+    /// batch, is the vendor's own, grown on demand (one stream: reuse in order is safe).
+    pub fn cusparse_spmm(
+        &self,
+        a: &CusparseCsr,
+        x: &DeviceArray<u16>,
+        y: &mut VectorData,
+        batch: usize,
+    ) -> Result<()> {
+        let Some(descr) = a.descr.as_ref() else {
+            return clear(y, &self.stream);
+        };
+        let n = i64::try_from(batch).map_err(|_| internal("batch size"))?;
+        let guard = self.cusparse()?;
+        let handle = guard
+            .as_ref()
+            .ok_or_else(|| internal("cuSPARSE handle missing"))?;
+        self.bind()?;
+        let (x_ptr, _x_sync) = x.buf().device_ptr(&self.stream);
+        let (y_ptr, y_type, _y_sync) = output_ptr(y, &self.stream);
+        let mx = DnMat::new(i64::from(a.cols), n, x_ptr, OutputType::F16)?;
+        let my = DnMat::new(i64::from(a.rows), n, y_ptr, y_type)?;
+        let (alpha, beta) = (1.0f32, 0.0f32);
+        let op = sparse::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
+        let alg = sparse::cusparseSpMMAlg_t::CUSPARSE_SPMM_ALG_DEFAULT;
+        let mut size = 0usize;
+        // SAFETY: handle, descriptors and pointers are live; alpha/beta are f32 for the
+        // CUDA_R_32F compute type; `size` is valid for writes.
+        let status = unsafe {
+            sparse::cusparseSpMM_bufferSize(
+                handle.0,
+                op,
+                op,
+                (&alpha as *const f32).cast::<c_void>(),
+                descr.0,
+                mx.0,
+                (&beta as *const f32).cast::<c_void>(),
+                my.0,
+                sparse::cudaDataType::CUDA_R_32F,
+                alg,
+                &mut size,
+            )
+        };
+        match status.result() {
+            Ok(()) => {}
+            Err(e) if e.0 == sparse::cusparseStatus_t::CUSPARSE_STATUS_NOT_SUPPORTED => {
+                return Err(Error::Backend {
+                    backend: BackendKind::Cuda,
+                    message: format!(
+                        "this cuSPARSE does not multiply f16 values and X into a {y_type:?} Y \
+                         (cusparseSpMM: CUSPARSE_STATUS_NOT_SUPPORTED)"
+                    ),
+                })
+            }
+            Err(e) => return Err(cuda_error("cusparseSpMM_bufferSize", e)),
+        }
+        let mut workspace = lock(&self.spmm_workspace)?;
+        if workspace.as_ref().is_none_or(|w| w.len() < size) {
+            *workspace = Some(DeviceArray::zeros(
+                &self.stream,
+                size,
+                "the cuSPARSE SpMM workspace",
+            )?);
+        }
+        let w = workspace
+            .as_ref()
+            .ok_or_else(|| internal("SpMM workspace missing"))?;
+        let (w_ptr, _w_sync) = w.buf().device_ptr(&self.stream);
+        // SAFETY: as above, with a workspace of at least `size` bytes on this stream.
+        unsafe {
+            sparse::cusparseSpMM(
+                handle.0,
+                op,
+                op,
+                (&alpha as *const f32).cast::<c_void>(),
+                descr.0,
+                mx.0,
+                (&beta as *const f32).cast::<c_void>(),
+                my.0,
+                sparse::cudaDataType::CUDA_R_32F,
+                alg,
+                w_ptr as *mut c_void,
+            )
+        }
+        .result()
+        .map_err(|e| cuda_error("cusparseSpMM", e))
+    }
+}
+
+/// A cuSPARSE dense-matrix descriptor (column-major), destroyed when dropped.
+struct DnMat(sparse::cusparseDnMatDescr_t);
+
+impl DnMat {
+    fn new(rows: i64, cols: i64, ptr: u64, t: OutputType) -> Result<Self> {
+        let mut d: sparse::cusparseDnMatDescr_t = std::ptr::null_mut();
+        // SAFETY: `ptr` is a live device allocation of rows × cols elements of type `t`,
+        // column-major with leading dimension `rows`.
+        unsafe {
+            sparse::cusparseCreateDnMat(
+                &mut d,
+                rows,
+                cols,
+                rows.max(1),
+                ptr as *mut c_void,
+                t.sparse(),
+                sparse::cusparseOrder_t::CUSPARSE_ORDER_COL,
+            )
+        }
+        .result()
+        .map_err(|e| cuda_error("cusparseCreateDnMat", e))?;
+        Ok(Self(d))
+    }
+}
+
+impl Drop for DnMat {
+    fn drop(&mut self) {
+        // SAFETY: created by cusparseCreateDnMat, destroyed once.
+        let _ = unsafe { sparse::cusparseDestroyDnMat(self.0) };
     }
 }
 

@@ -1,0 +1,166 @@
+//! The few-token planner: how a chunk of 2 to 16 vectors is multiplied (kernels/batch.cu), as
+//! data. [`batch_plans`] is a pure function of the format, the shape, the GPU's capabilities
+//! ([`CudaCaps`]) and the tuning; `plan.rs` calls it once per matrix at upload for every chunk
+//! width and stores the four plans in the matrix's [`CudaPlan`](super::plan::CudaPlan), so a
+//! product only binds and dispatches.
+//!
+//! Each chunk runs two launches: `batch_transpose` writes XT (W binary16 lanes per column slot)
+//! into the backend's scratch buffer, then the product kernel reads it, staged in shared memory
+//! (MACKO and CSR, where XT fits without costing resident blocks) or from global memory.
+
+use super::caps::{BatchFormat, BatchKernel, CudaCaps, Kernel, Width, BLOCK};
+use super::errors::internal;
+use super::tuning::{CudaTuning, XPlace};
+use crate::error::Result;
+
+/// `MACKO_X_SLACK + MACKO_X_TAIL` of kernels/common.cuh: XT slots around the columns.
+const XT_EXTRA_SLOTS: u64 = 8 + 16;
+
+/// Which few-token kernels a matrix runs.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BatchMatrix {
+    Macko,
+    Csr,
+    Dense,
+}
+
+/// How one chunk width of a matrix is launched.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPlan {
+    /// The product kernel (a [`Kernel::Batch`]).
+    pub kernel: Kernel,
+    /// Blocks of the product kernel (persistent: resident blocks, at most one warp per row).
+    pub grid: u32,
+    /// Threads per block of both launches.
+    pub block: u32,
+    /// Dynamic shared memory of the product kernel: XT staged, 0 when read from global memory.
+    pub smem_bytes: u32,
+    /// Column slots of XT: the columns and the slack around them, a multiple of 8 (so that XT is
+    /// whole 16-byte words at every width).
+    pub slots: u32,
+    /// Blocks of the transpose (one thread per 32-bit word of XT, grid-stride).
+    pub transpose_grid: u32,
+}
+
+impl BatchPlan {
+    /// The chunk width.
+    pub fn width(&self) -> Option<Width> {
+        match self.kernel {
+            Kernel::Batch(b) => Some(b.width),
+            _ => None,
+        }
+    }
+
+    /// Whether XT is staged in shared memory.
+    pub fn x_in_smem(&self) -> bool {
+        self.smem_bytes > 0
+    }
+
+    /// 16-bit elements of XT (the scratch buffer the transpose writes).
+    pub fn xt_len(&self) -> usize {
+        let lanes = self.width().map_or(0, Width::lanes);
+        self.slots as usize * lanes as usize
+    }
+}
+
+/// The plans of every chunk width, indexed by [`Width::index`].
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPlans(pub [BatchPlan; 4]);
+
+impl BatchPlans {
+    /// The plan of chunks of width `w`.
+    pub fn get(&self, w: Width) -> &BatchPlan {
+        &self.0[w.index()]
+    }
+}
+
+/// XT slots of a matrix of `cols` columns (see [`BatchPlan::slots`]).
+pub fn xt_slots(cols: u32) -> Result<u32> {
+    let slots = (u64::from(cols) + XT_EXTRA_SLOTS).div_ceil(8) * 8;
+    u32::try_from(slots).map_err(|_| internal("XT slots"))
+}
+
+/// Bytes of XT at width `w` (what staging it in shared memory takes).
+pub fn xt_bytes(slots: u32, w: Width) -> u64 {
+    u64::from(slots) * u64::from(w.lanes()) * 2
+}
+
+/// The plans of every chunk width for a `rows × cols` matrix of kind `m`.
+pub fn batch_plans(
+    caps: &CudaCaps,
+    tuning: &CudaTuning,
+    m: BatchMatrix,
+    rows: u32,
+    cols: u32,
+) -> Result<BatchPlans> {
+    let plan = |w| batch_plan(caps, tuning, m, rows, cols, w);
+    Ok(BatchPlans([
+        plan(Width::W2)?,
+        plan(Width::W4)?,
+        plan(Width::W8)?,
+        plan(Width::W16)?,
+    ]))
+}
+
+/// The plan of one chunk width. MACKO and CSR stage XT in shared memory where it fits and the
+/// staged kernel keeps at least as many blocks resident per SM as the kernel that reads XT from
+/// global memory (staging then costs no occupancy; not measured yet, see kernels/README.md,
+/// "Few-token products"); `cuda.batch_x=smem` stages wherever XT fits at all, `global` never.
+/// Dense rows read XT from global memory (every warp reads all of it, in order, from L1/L2).
+pub fn batch_plan(
+    caps: &CudaCaps,
+    tuning: &CudaTuning,
+    m: BatchMatrix,
+    rows: u32,
+    cols: u32,
+    width: Width,
+) -> Result<BatchPlan> {
+    let slots = xt_slots(cols)?;
+    let (staged, global) = match m {
+        BatchMatrix::Macko => (BatchFormat::MackoShared, BatchFormat::MackoGlobal),
+        BatchMatrix::Csr => (BatchFormat::CsrShared, BatchFormat::CsrGlobal),
+        BatchMatrix::Dense if cols % 8 == 0 => {
+            (BatchFormat::DenseAligned, BatchFormat::DenseAligned)
+        }
+        BatchMatrix::Dense => (BatchFormat::DenseAny, BatchFormat::DenseAny),
+    };
+    let kernel = |format| Kernel::Batch(BatchKernel { format, width });
+    let global_per_sm = caps.blocks_per_sm(kernel(global), BLOCK, 0);
+    let bytes = xt_bytes(slots, width);
+    let smem = u32::try_from(bytes)
+        .ok()
+        .filter(|&b| staged != global && b <= caps.smem_limit);
+    let staged_per_sm = smem.map_or(0, |b| caps.blocks_per_sm(kernel(staged), BLOCK, b));
+    let stage = staged_per_sm > 0
+        && match tuning.batch_x {
+            Some(XPlace::Global) => false,
+            Some(XPlace::Shared) => true,
+            None => staged_per_sm >= global_per_sm,
+        };
+    let (format, smem_bytes) = match smem {
+        Some(b) if stage => (staged, b),
+        _ => (global, 0),
+    };
+    let grid = caps
+        .grid(kernel(format), BLOCK, smem_bytes, rows)
+        .ok_or_else(|| internal("a few-token kernel cannot be resident"))?;
+    let words = u64::from(slots) * u64::from(width.lanes() / 2);
+    let transpose_grid = u32::try_from(words.div_ceil(u64::from(BLOCK)))
+        .unwrap_or(u32::MAX)
+        .clamp(1, caps.sm_count.max(1).saturating_mul(4));
+    Ok(BatchPlan {
+        kernel: kernel(format),
+        grid,
+        block: BLOCK,
+        smem_bytes,
+        slots,
+        transpose_grid,
+    })
+}
+
+#[cfg(test)]
+#[path = "batch_plan_tests.rs"]
+mod tests;

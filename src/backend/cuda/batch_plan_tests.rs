@@ -1,0 +1,137 @@
+use super::*;
+use crate::backend::cuda::caps::tables::{h100, h200, small};
+
+fn staged(p: &BatchPlan) -> bool {
+    matches!(
+        p.kernel,
+        Kernel::Batch(BatchKernel {
+            format: BatchFormat::MackoShared | BatchFormat::CsrShared,
+            ..
+        })
+    )
+}
+
+fn plans(caps: &CudaCaps, t: &CudaTuning, m: BatchMatrix, rows: u32, cols: u32) -> BatchPlans {
+    batch_plans(caps, t, m, rows, cols).expect("a plan")
+}
+
+#[test]
+fn xt_slots_cover_the_slack_in_whole_16_byte_words() {
+    for cols in [0u32, 1, 7, 8, 9, 4096, 28672] {
+        let s = xt_slots(cols).expect("fits");
+        assert_eq!(s % 8, 0);
+        assert!(u64::from(s) >= u64::from(cols) + 24);
+        assert!(u64::from(s) < u64::from(cols) + 32);
+        for w in Width::ALL {
+            assert_eq!(xt_bytes(s, w) % 16, 0, "{cols} columns at {w:?}");
+        }
+    }
+}
+
+#[test]
+fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
+    let t = CudaTuning::default();
+    for caps in [h100(), h200(), small()] {
+        for m in [BatchMatrix::Macko, BatchMatrix::Csr, BatchMatrix::Dense] {
+            for (rows, cols) in [(0, 0), (1, 1), (4096, 4096), (3584, 20480), (28672, 8192)] {
+                let ps = plans(&caps, &t, m, rows, cols);
+                for w in Width::ALL {
+                    let p = ps.get(w);
+                    assert_eq!(p.width(), Some(w));
+                    assert_eq!(p.block, BLOCK);
+                    assert!(p.smem_bytes <= caps.smem_limit);
+                    assert!(caps.blocks_per_sm(p.kernel, p.block, p.smem_bytes) > 0);
+                    assert!(p.grid >= 1);
+                    // At most one warp per row, at most every resident block.
+                    assert!(u64::from(p.grid) <= u64::from(rows.div_ceil(16)).max(1));
+                    let resident = caps.resident_blocks(p.kernel, p.block, p.smem_bytes);
+                    assert!(p.grid <= resident.expect("resident"));
+                    assert_eq!(p.x_in_smem(), staged(p), "{m:?} {rows}×{cols} {w:?}");
+                    if p.x_in_smem() {
+                        assert_eq!(u64::from(p.smem_bytes), xt_bytes(p.slots, w));
+                    }
+                    assert_eq!(p.xt_len(), p.slots as usize * w.lanes() as usize);
+                    // The transpose covers XT's words grid-stride in at most 4 blocks per SM.
+                    assert!(p.transpose_grid >= 1 && p.transpose_grid <= caps.sm_count * 4);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn xt_is_staged_where_it_costs_no_resident_blocks_on_an_h100_and_h200() {
+    let t = CudaTuning::default();
+    for caps in [h100(), h200()] {
+        // 4096 columns: XT fits every width (132 KiB at 16 lanes, one block per SM, as many as
+        // the 120-register global kernel keeps).
+        let p = plans(&caps, &t, BatchMatrix::Macko, 4096, 4096);
+        assert!(Width::ALL.iter().all(|&w| p.get(w).x_in_smem()));
+        // 28 672 columns: 2 lanes (112 KiB) fit two blocks, as many as the global kernel keeps;
+        // 4 lanes and more do not fit.
+        let p = plans(&caps, &t, BatchMatrix::Macko, 8192, 28672);
+        assert!(p.get(Width::W2).x_in_smem());
+        assert!(!p.get(Width::W4).x_in_smem());
+        assert!(!p.get(Width::W16).x_in_smem());
+        // 12 288 columns: 4 lanes (96 KiB) keep two MACKO blocks, as the 54-register global
+        // kernel does: staged; 8 lanes (192 KiB) one block against two: global.
+        let p = plans(&caps, &t, BatchMatrix::Macko, 4096, 12288);
+        assert!(p.get(Width::W4).x_in_smem());
+        assert!(!p.get(Width::W8).x_in_smem());
+        // CSR at 4 lanes: the 32-register global kernel keeps four blocks: global.
+        let p = plans(&caps, &t, BatchMatrix::Csr, 4096, 12288);
+        assert!(!p.get(Width::W4).x_in_smem());
+    }
+}
+
+#[test]
+fn the_tuning_forces_where_xt_is_read() {
+    let caps = h100();
+    let global = CudaTuning {
+        batch_x: Some(XPlace::Global),
+        ..CudaTuning::default()
+    };
+    let shared = CudaTuning {
+        batch_x: Some(XPlace::Shared),
+        ..CudaTuning::default()
+    };
+    for m in [BatchMatrix::Macko, BatchMatrix::Csr] {
+        let g = plans(&caps, &global, m, 8192, 12288);
+        assert!(g.0.iter().all(|p| !p.x_in_smem() && p.smem_bytes == 0));
+        let s = plans(&caps, &shared, m, 8192, 12288);
+        // Staged wherever it fits at all: up to 8 lanes (192 KiB); 16 lanes (384 KiB) cannot.
+        assert!(s.get(Width::W8).x_in_smem());
+        assert!(!s.get(Width::W16).x_in_smem());
+    }
+}
+
+#[test]
+fn dense_rows_read_xt_from_global_memory_aligned_where_rows_are() {
+    let caps = h100();
+    let t = CudaTuning {
+        batch_x: Some(XPlace::Shared),
+        ..CudaTuning::default()
+    };
+    let aligned = plans(&caps, &t, BatchMatrix::Dense, 100, 4096);
+    let any = plans(&caps, &t, BatchMatrix::Dense, 100, 4095);
+    for w in Width::ALL {
+        let format = |p: &BatchPlan| match p.kernel {
+            Kernel::Batch(b) => Some(b.format),
+            _ => None,
+        };
+        assert_eq!(format(aligned.get(w)), Some(BatchFormat::DenseAligned));
+        assert_eq!(format(any.get(w)), Some(BatchFormat::DenseAny));
+        assert!(!aligned.get(w).x_in_smem() && !any.get(w).x_in_smem());
+    }
+}
+
+#[test]
+fn chunk_counts_map_to_the_narrowest_width_that_holds_them() {
+    assert_eq!(Width::for_count(1), Some(Width::W2));
+    assert_eq!(Width::for_count(2), Some(Width::W2));
+    assert_eq!(Width::for_count(3), Some(Width::W4));
+    assert_eq!(Width::for_count(8), Some(Width::W8));
+    assert_eq!(Width::for_count(9), Some(Width::W16));
+    assert_eq!(Width::for_count(16), Some(Width::W16));
+    assert_eq!(Width::for_count(17), None);
+}
