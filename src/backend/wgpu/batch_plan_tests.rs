@@ -30,7 +30,11 @@ fn stats(format: MatrixKind, rows: usize, cols: usize) -> MatrixStats {
         format,
         rows,
         cols,
-        fill: if format == MatrixKind::Macko { 0.5 } else { 0.0 },
+        fill: if format == MatrixKind::Macko {
+            0.5
+        } else {
+            0.0
+        },
     }
 }
 
@@ -81,7 +85,11 @@ fn subgroup_kernels_give_every_row_a_subgroup() {
         (INTEL, 128, 8),
         (SMALL, 64, 16),
     ] {
-        let p = plan(&stats(MatrixKind::Macko, 11008, 4096), &caps(c), &WgpuTuning::default());
+        let p = plan(
+            &stats(MatrixKind::Macko, 11008, 4096),
+            &caps(c),
+            &WgpuTuning::default(),
+        );
         for b in &p.batch {
             assert_eq!(b.workgroup, workgroup, "{c:?}");
             assert_eq!(
@@ -135,7 +143,11 @@ fn tiled_macko_matrices_read_their_tile_tables() {
     let p = plan(&stats(MatrixKind::Macko, 300, 2000), &caps(LAVAPIPE), &t);
     assert!(matches!(p.x, XStaging::Tiles(TilePlan { cols: 128, .. })));
     assert!(p.batch.iter().all(|b| b.x_tiled));
-    let p = plan(&stats(MatrixKind::Macko, 300, 2000), &caps(LAVAPIPE), &WgpuTuning::default());
+    let p = plan(
+        &stats(MatrixKind::Macko, 300, 2000),
+        &caps(LAVAPIPE),
+        &WgpuTuning::default(),
+    );
     assert!(p.batch.iter().all(|b| !b.x_tiled));
 }
 

@@ -6,10 +6,10 @@ use crate::backend::{chunks, Chunk, Precision};
 use crate::error::Result;
 
 use super::backend::WgpuBackend;
-use super::plan::{batch_width, width_index};
 use super::gpu::{backend_error, lock, Pending};
 use super::memory::{GpuMatrix, GpuVector};
 use super::pipelines::{Kernel, PipelineKey};
+use super::plan::{batch_width, width_index};
 
 /// Products recorded into one command encoder before it is submitted without waiting (a later
 /// `synchronize` or download submits the rest and waits once).

@@ -320,11 +320,7 @@ impl WgpuBackend {
 
     /// The few-token state of a `rows` × `cols` matrix (both checked to fit u32 at upload).
     fn batch_state(&self, rows: usize, cols: usize) -> BatchState {
-        BatchState::new(
-            rows as u32,
-            cols as u32,
-            self.caps.max_workgroups_per_dim,
-        )
+        BatchState::new(rows as u32, cols as u32, self.caps.max_workgroups_per_dim)
     }
 
     pub(super) fn upload_matrix_impl(&self, m: MatrixRef<'_>) -> Result<GpuMatrix> {

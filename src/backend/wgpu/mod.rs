@@ -50,9 +50,9 @@ pub(crate) use backend::WgpuBackend;
 pub(crate) use memory::{GpuMatrix, GpuVector};
 
 #[doc(hidden)]
-pub use plan::{batch_width, BatchPlan, BATCH_WIDTHS};
-#[doc(hidden)]
 pub use pipelines::{Kernel, KernelPath, XForm};
+#[doc(hidden)]
+pub use plan::{batch_width, BatchPlan, BATCH_WIDTHS};
 #[doc(hidden)]
 pub use plan::{plan, Grid, MatrixStats, WgpuCaps, WgpuPlan, XStaging};
 #[doc(hidden)]

@@ -501,7 +501,12 @@ impl Pipelines {
             let y = bgl("y", &[storage(0, false), storage(1, false)]);
             let batch_read = bgl(
                 "chunk (read)",
-                &[uniform(0), storage(1, true), storage(2, true), storage(3, true)],
+                &[
+                    uniform(0),
+                    storage(1, true),
+                    storage(2, true),
+                    storage(3, true),
+                ],
             );
             let batch_write = bgl("chunk (write)", &[uniform(0), storage(1, false)]);
             let layout = |label: &str, groups: &[Option<&wgpu::BindGroupLayout>]| {
