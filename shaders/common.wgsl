@@ -44,6 +44,24 @@ struct MatrixParams {
     masks: array<vec4<u32>, 96>,
 }
 
+// Few-token products (shaders/README.md, "Few-token products"): what the transposition pass
+// (batch_xt.wgsl) and the batch kernels (batch.wgsl) learn about one chunk of vectors of a
+// batch. One uniform per chunk, made once per matrix and chunk and bound as it is.
+struct ChunkParams {
+    // The chunk's first vector of the batch, and how many it multiplies (1..=W).
+    first: u32,
+    count: u32,
+    // Rows of the whole matrix (the length of each vector of y) and its columns (of x).
+    rows: u32,
+    cols: u32,
+    // Columns of the transposed chunk XT: cols rounded up to 8, plus 8 zero columns.
+    xt_cols: u32,
+    // A column of XT that is zero in every lane (at or past cols): masked entries read it.
+    zero_col: u32,
+    unused0: u32,
+    unused1: u32,
+}
+
 // x as stored: binary16 pairs, padded with zeros to whole 16-byte words (dense kernels read
 // it as vec4<u32>, 8 elements per load).
 @group(1) @binding(0) var<storage, read> x: array<vec4<u32>>;

@@ -52,6 +52,14 @@ fn kernel_source(path: &Path) -> String {
                 source = format!("{source}\n{}", read(&prelude));
             }
         }
+        // Few-token kernels: the batch prelude, then the family's batch prelude if any.
+        if name.contains("_batch_") {
+            source = format!("{source}\n{}", read("batch.wgsl"));
+            let prelude = format!("{family}_batch.wgsl");
+            if shader_dir().join(&prelude).exists() {
+                source = format!("{source}\n{}", read(&prelude));
+            }
+        }
     }
     format!("{source}\n{}", read(name))
 }
@@ -163,6 +171,29 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
     } else {
         &[&[]]
     };
+    // Few-token kernels: every chunk width, and X_TILED both ways for MACKO.
+    if has("W") {
+        for w in [2.0, 4.0, 8.0, 16.0] {
+            for (y_f16, tiled) in [(0.0, 0.0), (1.0, 1.0)] {
+                let mut constants = naga::back::PipelineConstants::default();
+                constants.insert("W".to_string(), w);
+                if has("Y_F16") {
+                    constants.insert("Y_F16".to_string(), y_f16);
+                }
+                if has("X_TILED") {
+                    constants.insert("X_TILED".to_string(), tiled);
+                }
+                naga::back::pipeline_constants::process_overrides(
+                    &module,
+                    &info,
+                    Some((naga::ShaderStage::Compute, "main")),
+                    &constants,
+                )
+                .map_err(|e| format!("{name}: {constants:?}: {e}"))?;
+            }
+        }
+        return Ok(());
+    }
     if has("Y_F16") {
         for y_f16 in [0.0, 1.0] {
             for x_mode in x_modes {
@@ -222,6 +253,12 @@ fn subgroup_kernels_are_refused_without_the_subgroup_capability() {
             path.display()
         );
     }
+}
+
+#[test]
+fn the_few_token_transposition_validates_without_subgroups() {
+    let source = format!("{}\n{}", read(COMMON), read("batch_xt.wgsl"));
+    check("batch_xt.wgsl", &source, BASE).unwrap();
 }
 
 #[test]

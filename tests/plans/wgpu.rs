@@ -7,8 +7,8 @@
 //! Adapters without subgroups skip; plans that need `SHADER_F16` skip on adapters without it.
 
 use crate::common::{
-    check_macko_product, check_macko_shapes, check_shapes_and_ragged, kernels_property,
-    open_or_skip, random_dense, KNOB_SHAPES,
+    check_all_formats_batch, check_macko_product, check_macko_shapes, check_shapes_and_ragged,
+    kernels_property, open_or_skip, ragged_matrix, random_batch, random_dense, KNOB_SHAPES,
 };
 
 use half::f16;
@@ -160,6 +160,27 @@ fn check_forced(name: &str, seed: u64) {
     check_shapes_and_ragged(&dev, &KNOB_SHAPES, seed);
     check_macko_shapes(&dev, shapes_of(name), seed + 20);
     check_non_finite_x(&dev, seed + 40);
+    // Few-token products read the plan's layout (tile tables, the format's layout) and take
+    // the few-token tuning: chunks of every other width, in every format.
+    if name.contains("tiles") || name.contains("format_layout") || name.starts_with("batch_") {
+        check_few_token(&label, &dev, seed + 60);
+    }
+}
+
+/// Few-token products (chunks of 4 and 16 vectors, and 9 + 8) on a tiled-width matrix, a
+/// sparse one and the ragged matrix, in every format.
+fn check_few_token(label: &str, dev: &Device, seed: u64) {
+    let cases = [
+        ("300×2000 d=0.5", random_dense(300, 2000, 0.5, seed)),
+        ("70×1030 d=0.05", random_dense(70, 1030, 0.05, seed + 1)),
+        ("ragged", ragged_matrix(123, 300)),
+    ];
+    for (name, dense) in &cases {
+        for batch in [3, 16, 17] {
+            let x = random_batch(dense.cols(), batch, seed + batch as u64);
+            check_all_formats_batch(label, dev, name, dense, &x, batch);
+        }
+    }
 }
 
 /// One test per forced plan (run in parallel), and a check that they are all listed.
@@ -200,6 +221,8 @@ forced_plan_tests!(
     gather_probe_padded = 1500,
     gather_probe_half_rows = 1600,
     gather_probe_format_layout = 1700,
+    batch_workgroup_64 = 1800,
+    batch_few_workgroups = 2000,
 );
 
 /// Row-aligned blocks, each ending in its own zero group, with two rows per subgroup (pairs

@@ -161,6 +161,22 @@ impl WgpuTuning {
                 },
                 |p| p.gather_probe && p.bounded_gathers() && !p.aligned_rows,
             ),
+            forced(
+                "batch_workgroup_64",
+                Self {
+                    batch_workgroup: Some(64),
+                    ..Self::default()
+                },
+                |p| p.batch.iter().all(|b| b.workgroup == 64),
+            ),
+            forced(
+                "batch_few_workgroups",
+                Self {
+                    batch_workgroups: Some(3),
+                    ..Self::default()
+                },
+                |p| p.batch.iter().all(|b| b.grid.dispatch(u32::MAX).0 == 3),
+            ),
         ]
     }
 }

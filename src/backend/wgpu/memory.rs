@@ -24,6 +24,7 @@ use crate::backend::{BackendKind, HostVector, MatrixKind, MatrixRef, Precision};
 use crate::error::{Error, Result};
 
 use super::backend::WgpuBackend;
+use super::batch::BatchState;
 use super::gpu::{backend_error, buffer_size, round_up};
 use super::plan::{plan, MatrixStats, WgpuPlan, XStaging};
 use super::tiles::{aligned_tile_row_ptr, aligned_tiles, tile_table, TilePlan};
@@ -95,6 +96,13 @@ pub(super) struct Block {
     pub bind_group: wgpu::BindGroup,
     /// Workgroups the block dispatches, (x, y): the plan's grid for its rows.
     pub dispatch: (u32, u32),
+    /// The same for the few-token kernels, one per chunk width (`WgpuPlan::batch`).
+    pub batch_dispatch: Vec<(u32, u32)>,
+}
+
+/// The dispatches of a block of `rows` rows for each few-token plan of `plan`.
+fn batch_dispatch(plan: &WgpuPlan, rows: u32) -> Vec<(u32, u32)> {
+    plan.batch.iter().map(|b| b.grid.dispatch(rows)).collect()
 }
 
 /// A matrix on the device.
@@ -108,6 +116,8 @@ pub(crate) struct GpuMatrix {
     /// the sparse layout. Bound in the blocks' bind groups, which keep the buffer alive; held
     /// here too so that is not implicit.
     pub(super) _partials: Option<wgpu::Buffer>,
+    /// XT and the chunks' bind groups of its few-token products (batch.rs).
+    pub(super) batch: BatchState,
 }
 
 /// How a MACKO matrix is laid out on the device (`WgpuBackend::macko_blocks`).
@@ -269,6 +279,7 @@ impl WgpuBackend {
         format: &str,
     ) -> Result<Block> {
         let dispatch = plan.grid.dispatch(params.rows);
+        let batch_dispatch = batch_dispatch(plan, params.rows);
         let params = self.uniform(params)?;
         let row_ptr = self.storage(bytemuck::cast_slice(row_ptr), &format!("{format} row_ptr"))?;
         let values = self.storage(values, &format!("{format} values"))?;
@@ -287,6 +298,7 @@ impl WgpuBackend {
         Ok(Block {
             bind_group,
             dispatch,
+            batch_dispatch,
         })
     }
 
@@ -304,6 +316,11 @@ impl WgpuBackend {
             fill,
         };
         plan(&stats, &self.caps, &self.tuning)
+    }
+
+    /// The few-token state of a `rows` × `cols` matrix (both checked to fit u32 at upload).
+    fn batch_state(&self, rows: usize, cols: usize) -> BatchState {
+        BatchState::new(rows as u32, cols as u32, self.caps.max_workgroups_per_dim)
     }
 
     pub(super) fn upload_matrix_impl(&self, m: MatrixRef<'_>) -> Result<GpuMatrix> {
@@ -460,6 +477,7 @@ impl WgpuBackend {
             rows: m.rows(),
             blocks,
             _partials: Some(partials),
+            batch: self.batch_state(m.rows(), m.cols()),
         })
     }
 
@@ -500,6 +518,7 @@ impl WgpuBackend {
             rows: m.rows(),
             blocks,
             _partials: Some(partials),
+            batch: self.batch_state(m.rows(), m.cols()),
         })
     }
 
@@ -528,6 +547,7 @@ impl WgpuBackend {
                 MatrixParams::block(to_u32(r1 - r0, "rows of a block")?, cols as u32, r0 as u32);
             params.stride = to_u32(stride, "16-byte words per row")?;
             let dispatch = plan.grid.dispatch(params.rows);
+            let batch_dispatch = batch_dispatch(&plan, params.rows);
             let params = self.uniform(params)?;
             let values = self.storage(bytemuck::cast_slice(data), "dense values")?;
             let bind_group = self.bind_group(
@@ -538,6 +558,7 @@ impl WgpuBackend {
             blocks.push(Block {
                 bind_group,
                 dispatch,
+                batch_dispatch,
             });
             r0 = r1;
         }
@@ -546,6 +567,7 @@ impl WgpuBackend {
             rows,
             blocks,
             _partials: None,
+            batch: self.batch_state(rows, cols),
         })
     }
 

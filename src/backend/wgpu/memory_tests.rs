@@ -103,7 +103,7 @@ fn tiled_x_agrees_with_the_reference() {
         for p in [Precision::F16, Precision::F32] {
             let y = b.alloc_vector_impl(m.rows(), p).unwrap();
             for _ in 0..3 {
-                b.spmv_impl(&a, &xv, &y).unwrap();
+                b.spmv_impl(&a, &xv, &y, 1).unwrap();
             }
             let got = b.download_impl(&y).unwrap();
             let out: OutputPrecision = got.precision();

@@ -13,7 +13,9 @@
 //! - `pipelines`: kernel sources, bind group layouts, pipelines compiled once on first use,
 //!   each kernel specialized first (`specialize`).
 //! - `memory`: matrices (planned at upload, split into row blocks), vectors, uploads.
-//! - `launch`: the recording and queueing of products.
+//! - `launch`: the recording and queueing of products (few-token products chunk by chunk).
+//! - `batch`: a matrix's few-token scratch (the transposed x) and its chunks' bind groups;
+//!   their plans, one per chunk width, are `plan`'s too.
 //! - `tiles`: x too wide for workgroup memory, cut into column tiles, and the table of where
 //!   each row's entries cross from one tile into the next.
 //! - `timing`: timestamp-query timing of products and the streaming-read ceiling.
@@ -26,6 +28,7 @@
 
 mod adapter;
 mod backend;
+mod batch;
 mod config;
 mod forced;
 mod gpu;
@@ -48,6 +51,8 @@ pub(crate) use memory::{GpuMatrix, GpuVector};
 
 #[doc(hidden)]
 pub use pipelines::{Kernel, KernelPath, XForm};
+#[doc(hidden)]
+pub use plan::{batch_width, BatchPlan, BATCH_WIDTHS};
 #[doc(hidden)]
 pub use plan::{plan, Grid, MatrixStats, WgpuCaps, WgpuPlan, XStaging};
 #[doc(hidden)]
@@ -174,10 +179,7 @@ impl Backend for WgpuBackend {
         y: &mut GpuVector,
         batch: usize,
     ) -> Result<()> {
-        if batch != 1 {
-            return Err(not_yet());
-        }
-        self.spmv_impl(a, x, y)
+        self.spmv_impl(a, x, y, batch)
     }
 
     fn plan(&self, a: &GpuMatrix) -> Result<WgpuPlan> {
@@ -209,22 +211,11 @@ impl Backend for WgpuBackend {
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
-        if batch != 1 {
-            return Err(not_yet());
-        }
-        self.time_products(a, x, y, warmup, iters)
+        self.time_products(a, x, y, batch, warmup, iters)
     }
 
     fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
         self.stream_read_impl(bytes, warmup, iters).map(Some)
-    }
-}
-
-/// Placeholder until the few-token kernels land (issue 23).
-fn not_yet() -> crate::Error {
-    crate::Error::Backend {
-        backend: BackendKind::Wgpu,
-        message: "few-token products are not implemented on wgpu yet".into(),
     }
 }
 

@@ -99,6 +99,15 @@ pub enum Kernel {
     DenseSubgroup,
     DenseWorkgroup,
     Stream,
+    /// Few-token products (shaders/README.md, "Few-token products"): the kernels of a chunk
+    /// of W vectors, and the transposition of the chunk's x into XT before them.
+    MackoBatchSubgroup,
+    MackoBatchWorkgroup,
+    CsrBatchSubgroup,
+    CsrBatchWorkgroup,
+    /// Dense few-token products on both paths (no subgroup operation).
+    DenseBatch,
+    BatchTranspose,
 }
 
 /// Which bind group layout a kernel's group 0 uses.
@@ -111,6 +120,11 @@ pub(super) enum MatrixLayout {
     Dense,
     /// Stream params, data, per-workgroup sums.
     Stream,
+    /// `Sparse` or `Dense`, then x and y, then the chunk (uniform and XT) as group 3.
+    SparseBatch,
+    DenseBatch,
+    /// The chunk (uniform and XT, written) as group 0, x as group 1.
+    Transpose,
 }
 
 /// Rows computed by one workgroup of the dense kernels (ROWS in dense_*.wgsl).
@@ -132,6 +146,37 @@ impl Kernel {
         }
     }
 
+    /// The kernel of few-token products of the matrices this single-vector kernel multiplies
+    /// (itself for the batch kernels and the streaming read, which have none).
+    pub fn for_batch(self) -> Self {
+        match self {
+            Kernel::MackoSubgroup => Kernel::MackoBatchSubgroup,
+            Kernel::MackoWorkgroup => Kernel::MackoBatchWorkgroup,
+            Kernel::CsrSubgroup => Kernel::CsrBatchSubgroup,
+            Kernel::CsrWorkgroup => Kernel::CsrBatchWorkgroup,
+            Kernel::DenseSubgroup | Kernel::DenseWorkgroup => Kernel::DenseBatch,
+            other => other,
+        }
+    }
+
+    /// Whether this is a few-token kernel whose invocations per workgroup are the pipeline
+    /// constant `WORKGROUP` (the subgroup ones).
+    pub fn batch_workgroup_constant(self) -> bool {
+        matches!(self, Kernel::MackoBatchSubgroup | Kernel::CsrBatchSubgroup)
+    }
+
+    /// Whether this is a few-token product kernel (group 3 the chunk, `W` a constant).
+    pub fn is_batch(self) -> bool {
+        matches!(
+            self,
+            Kernel::MackoBatchSubgroup
+                | Kernel::MackoBatchWorkgroup
+                | Kernel::CsrBatchSubgroup
+                | Kernel::CsrBatchWorkgroup
+                | Kernel::DenseBatch
+        )
+    }
+
     /// The kernel's WGSL; `x_f16`: the MACKO subgroup kernel with x staged as f16 scalars.
     fn source(self, x_f16: bool) -> &'static str {
         match self {
@@ -150,6 +195,24 @@ impl Kernel {
             Kernel::DenseSubgroup => kernel_source!("dense_sg.wgsl"),
             Kernel::DenseWorkgroup => kernel_source!("dense_wg.wgsl"),
             Kernel::Stream => kernel_source!("stream.wgsl"),
+            Kernel::MackoBatchSubgroup => kernel_source!(
+                "macko.wgsl",
+                "macko_x_words.wgsl",
+                "batch.wgsl",
+                "macko_batch.wgsl",
+                "macko_batch_sg.wgsl"
+            ),
+            Kernel::MackoBatchWorkgroup => kernel_source!(
+                "macko.wgsl",
+                "macko_x_words.wgsl",
+                "batch.wgsl",
+                "macko_batch.wgsl",
+                "macko_batch_wg.wgsl"
+            ),
+            Kernel::CsrBatchSubgroup => kernel_source!("batch.wgsl", "csr_batch_sg.wgsl"),
+            Kernel::CsrBatchWorkgroup => kernel_source!("batch.wgsl", "csr_batch_wg.wgsl"),
+            Kernel::DenseBatch => kernel_source!("batch.wgsl", "dense_batch_wg.wgsl"),
+            Kernel::BatchTranspose => kernel_source!("batch_xt.wgsl"),
         }
     }
 
@@ -162,6 +225,12 @@ impl Kernel {
             Kernel::DenseSubgroup => "dense_sg",
             Kernel::DenseWorkgroup => "dense_wg",
             Kernel::Stream => "stream",
+            Kernel::MackoBatchSubgroup => "macko_batch_sg",
+            Kernel::MackoBatchWorkgroup => "macko_batch_wg",
+            Kernel::CsrBatchSubgroup => "csr_batch_sg",
+            Kernel::CsrBatchWorkgroup => "csr_batch_wg",
+            Kernel::DenseBatch => "dense_batch_wg",
+            Kernel::BatchTranspose => "batch_xt",
         }
     }
 
@@ -169,7 +238,10 @@ impl Kernel {
     pub fn workgroup_size(self) -> u32 {
         match self {
             Kernel::MackoSubgroup | Kernel::CsrSubgroup => 128,
+            Kernel::MackoBatchSubgroup | Kernel::CsrBatchSubgroup => 128,
             Kernel::MackoWorkgroup | Kernel::CsrWorkgroup => 64,
+            Kernel::MackoBatchWorkgroup | Kernel::CsrBatchWorkgroup => 64,
+            Kernel::DenseBatch | Kernel::BatchTranspose => 64,
             Kernel::DenseSubgroup | Kernel::DenseWorkgroup | Kernel::Stream => 256,
         }
     }
@@ -182,6 +254,12 @@ impl Kernel {
             | Kernel::CsrWorkgroup => MatrixLayout::Sparse,
             Kernel::DenseSubgroup | Kernel::DenseWorkgroup => MatrixLayout::Dense,
             Kernel::Stream => MatrixLayout::Stream,
+            Kernel::MackoBatchSubgroup
+            | Kernel::MackoBatchWorkgroup
+            | Kernel::CsrBatchSubgroup
+            | Kernel::CsrBatchWorkgroup => MatrixLayout::SparseBatch,
+            Kernel::DenseBatch => MatrixLayout::DenseBatch,
+            Kernel::BatchTranspose => MatrixLayout::Transpose,
         }
     }
 
@@ -195,7 +273,7 @@ impl Kernel {
 
     /// Whether the kernel writes y (and so has the `Y_F16` constant).
     pub fn writes_y(self) -> bool {
-        self != Kernel::Stream
+        !matches!(self, Kernel::Stream | Kernel::BatchTranspose)
     }
 }
 
@@ -251,6 +329,8 @@ pub(super) struct PipelineKey {
     pub aligned_rows: bool,
     /// Two rows per exact subgroup (`HALF_ROWS`).
     pub half_rows: bool,
+    /// Few-token kernels: vectors per pass (`W`: 2, 4, 8 or 16; 0 for the others).
+    pub width: u32,
 }
 
 impl PipelineKey {
@@ -268,6 +348,19 @@ impl PipelineKey {
             mask_table: false,
             aligned_rows: false,
             half_rows: false,
+            width: 0,
+        }
+    }
+
+    /// A few-token kernel (or the transposition) for chunks of `width` vectors:
+    /// `workgroup` its invocations (0: the kernel's own), `x_tiled` the matrix's row pointers
+    /// are tile tables (MACKO).
+    pub fn batch(kernel: Kernel, y_f16: bool, width: u32, workgroup: u32, x_tiled: bool) -> Self {
+        Self {
+            workgroup,
+            x_tiled,
+            width,
+            ..Self::plain(kernel, y_f16)
         }
     }
 
@@ -277,6 +370,19 @@ impl PipelineKey {
         let mut c = Vec::new();
         if self.kernel.writes_y() {
             c.push(("Y_F16", flag(self.y_f16)));
+        }
+        if self.width > 0 {
+            c.push(("W", f64::from(self.width)));
+            if self.kernel.batch_workgroup_constant() && self.workgroup > 0 {
+                c.push(("WORKGROUP", f64::from(self.workgroup)));
+            }
+            if matches!(
+                self.kernel,
+                Kernel::MackoBatchSubgroup | Kernel::MackoBatchWorkgroup
+            ) {
+                c.push(("X_TILED", flag(self.x_tiled)));
+            }
+            return c;
         }
         if !matches!(self.kernel, Kernel::MackoSubgroup | Kernel::MackoWorkgroup) {
             return c;
@@ -307,6 +413,9 @@ impl PipelineKey {
     /// What is compiled, for error messages.
     fn describe(&self) -> String {
         let mut what = format!("compiling kernel {}", self.kernel.name());
+        if self.width > 0 {
+            what += &format!(" ({} vectors per pass)", self.width);
+        }
         if self.y_f16 {
             what += " (f16 y)";
         }
@@ -352,9 +461,16 @@ pub(super) struct Pipelines {
     pub stream: wgpu::BindGroupLayout,
     pub x: wgpu::BindGroupLayout,
     pub y: wgpu::BindGroupLayout,
+    /// A chunk of a few-token product as the kernels read it (uniform, XT three times) and
+    /// as the transposition writes it (uniform, XT).
+    pub batch_read: wgpu::BindGroupLayout,
+    pub batch_write: wgpu::BindGroupLayout,
     sparse_layout: wgpu::PipelineLayout,
     dense_layout: wgpu::PipelineLayout,
     stream_layout: wgpu::PipelineLayout,
+    sparse_batch_layout: wgpu::PipelineLayout,
+    dense_batch_layout: wgpu::PipelineLayout,
+    transpose_layout: wgpu::PipelineLayout,
     built: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
 }
 
@@ -383,6 +499,16 @@ impl Pipelines {
             // Each vector binds its f16 words and its f32 copy (see common.wgsl).
             let x = bgl("x", &[storage(0, true), storage(1, true)]);
             let y = bgl("y", &[storage(0, false), storage(1, false)]);
+            let batch_read = bgl(
+                "chunk (read)",
+                &[
+                    uniform(0),
+                    storage(1, true),
+                    storage(2, true),
+                    storage(3, true),
+                ],
+            );
+            let batch_write = bgl("chunk (write)", &[uniform(0), storage(1, false)]);
             let layout = |label: &str, groups: &[Option<&wgpu::BindGroupLayout>]| {
                 d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                     label: Some(label),
@@ -393,15 +519,29 @@ impl Pipelines {
             let sparse_layout = layout("sparse product", &[Some(&sparse), Some(&x), Some(&y)]);
             let dense_layout = layout("dense product", &[Some(&dense), Some(&x), Some(&y)]);
             let stream_layout = layout("stream", &[Some(&stream)]);
+            let sparse_batch_layout = layout(
+                "sparse few-token product",
+                &[Some(&sparse), Some(&x), Some(&y), Some(&batch_read)],
+            );
+            let dense_batch_layout = layout(
+                "dense few-token product",
+                &[Some(&dense), Some(&x), Some(&y), Some(&batch_read)],
+            );
+            let transpose_layout = layout("transposition", &[Some(&batch_write), Some(&x)]);
             Self {
                 sparse,
                 dense,
                 stream,
                 x,
                 y,
+                batch_read,
+                batch_write,
                 sparse_layout,
                 dense_layout,
                 stream_layout,
+                sparse_batch_layout,
+                dense_batch_layout,
+                transpose_layout,
                 built: Mutex::new(HashMap::new()),
             }
         })
@@ -418,6 +558,9 @@ impl Pipelines {
             MatrixLayout::Sparse => &self.sparse_layout,
             MatrixLayout::Dense => &self.dense_layout,
             MatrixLayout::Stream => &self.stream_layout,
+            MatrixLayout::SparseBatch => &self.sparse_batch_layout,
+            MatrixLayout::DenseBatch => &self.dense_batch_layout,
+            MatrixLayout::Transpose => &self.transpose_layout,
         };
         let source = kernel.source(key.x_form.is_f16());
         let module = specialize(kernel.name(), source, &key.constants())

@@ -173,6 +173,9 @@ pub struct WgpuPlan {
     pub half_rows: bool,
     /// The test hook of `WgpuTuning::gather_probe` (x staged as f16 scalars only).
     pub gather_probe: bool,
+    /// The few-token products' plans, one per chunk width (`batch_plan::BATCH_WIDTHS`, in
+    /// order): a pure function of the fields above, the capabilities and the tuning.
+    pub batch: Vec<BatchPlan>,
 }
 
 impl WgpuPlan {
@@ -202,6 +205,7 @@ impl WgpuPlan {
     pub(super) fn pipeline_key(&self, y_f16: bool) -> PipelineKey {
         let macko = self.kernel == Kernel::MackoSubgroup;
         PipelineKey {
+            width: 0,
             kernel: self.kernel,
             y_f16: y_f16 && self.kernel.writes_y(),
             x_words: self.x_words,
@@ -305,8 +309,15 @@ fn staged_workgroup_cap(t: &WgpuTuning, workgroup: u32, bytes: u32) -> u32 {
         .max(1)
 }
 
-/// The plan of a matrix (see the module's documentation).
+/// The plan of a matrix (see the module's documentation), with its few-token plans.
 pub fn plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> WgpuPlan {
+    let mut p = single_plan(stats, caps, tuning);
+    p.batch = batch_plans(&p, caps, tuning);
+    p
+}
+
+/// The plan of single-vector products (`batch` left empty).
+fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> WgpuPlan {
     let path = if caps.subgroups {
         KernelPath::Subgroup
     } else {
@@ -325,6 +336,7 @@ pub fn plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> WgpuPl
         aligned_rows: false,
         half_rows: false,
         gather_probe: false,
+        batch: Vec::new(),
     };
     // Enough subgroups for every row to start at once (assuming the smallest subgroups, so the
     // most of them), capped by the dispatch limit; subgroups loop over rows beyond that.
@@ -343,6 +355,13 @@ pub fn plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> WgpuPl
             return plain(spread(super::pipelines::DENSE_ROWS_PER_WORKGROUP))
         }
         Kernel::MackoWorkgroup | Kernel::CsrWorkgroup | Kernel::Stream => return plain(spread(1)),
+        // Never a matrix's own kernel (`Kernel::for_product`).
+        Kernel::MackoBatchSubgroup
+        | Kernel::MackoBatchWorkgroup
+        | Kernel::CsrBatchSubgroup
+        | Kernel::CsrBatchWorkgroup
+        | Kernel::DenseBatch
+        | Kernel::BatchTranspose => return plain(spread(1)),
     }
     let (cols, fill) = (stats.cols, stats.fill);
     let tiles = x_tiles(caps, tuning, cols, fill);
@@ -386,9 +405,120 @@ pub fn plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> WgpuPl
             && x == XStaging::Whole
             && tuning.half_rows.unwrap_or(fill < HALF_ROWS_MAX_FILL),
         gather_probe: tuning.gather_probe && x != XStaging::Memory && x_form.is_f16(),
+        batch: Vec::new(),
     }
+}
+
+// ---- Few-token products -------------------------------------------------------------------
+//
+// The plans of few-token products (shaders/README.md, "Few-token products"): for each chunk
+// width W (2, 4, 8, 16 vectors per pass over the matrix), which kernel, its workgroup size and
+// its grid, as a pure function of the matrix's single-vector plan, the device's capabilities
+// and the tuning. Computed by `plan`, at upload, and stored in it (`WgpuPlan::batch`).
+
+/// The chunk widths, one plan each.
+pub const BATCH_WIDTHS: [u32; 4] = [2, 4, 8, 16];
+/// Invocations per workgroup of the subgroup few-token kernels (`WORKGROUP` there) unless
+/// tuned: the single-vector CSR kernel's size; not measured on a GPU yet.
+pub const BATCH_WORKGROUP: u32 = 128;
+/// Rows per workgroup of the dense few-token kernel (ROWS in dense_batch_wg.wgsl).
+pub const DENSE_BATCH_ROWS: u32 = 2;
+
+/// The plan of a few-token product's passes for chunks of `width` vectors.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchPlan {
+    pub kernel: Kernel,
+    /// Vectors per pass: the chunk's count rounded up to a power of two, 2..=16.
+    pub width: u32,
+    /// Invocations per workgroup.
+    pub workgroup: u32,
+    pub grid: Grid,
+    /// MACKO: the matrix's row pointers are column-tile tables (its single-vector plan stages
+    /// x in tiles); the few-token kernels read x from XT in memory, so only the table matters.
+    pub x_tiled: bool,
+}
+
+impl BatchPlan {
+    /// The pipeline that runs it with f16 (`y_f16`) or f32 output.
+    pub(super) fn pipeline_key(&self, y_f16: bool) -> PipelineKey {
+        let workgroup = if self.kernel.batch_workgroup_constant() {
+            self.workgroup
+        } else {
+            0
+        };
+        PipelineKey::batch(self.kernel, y_f16, self.width, workgroup, self.x_tiled)
+    }
+}
+
+/// The width of a chunk of `count` vectors (1..=16): `count` rounded up to a power of two,
+/// at least 2.
+pub fn batch_width(count: usize) -> u32 {
+    (count.clamp(2, 16) as u32).next_power_of_two()
+}
+
+/// Where the plan of `width` is in `WgpuPlan::batch` (the index in `BATCH_WIDTHS`).
+pub fn width_index(width: u32) -> usize {
+    BATCH_WIDTHS
+        .iter()
+        .position(|&w| w == width)
+        .unwrap_or(BATCH_WIDTHS.len() - 1)
+}
+
+/// `n` halved down to the adapter's limit, never below 32.
+fn fit_workgroup(caps: &WgpuCaps, mut n: u32) -> u32 {
+    while n > 32 && n > caps.max_invocations {
+        n /= 2;
+    }
+    n
+}
+
+/// The plan of chunks of `width` vectors for a matrix whose single-vector plan is `plan`.
+pub fn batch_plan(plan: &WgpuPlan, caps: &WgpuCaps, tuning: &WgpuTuning, width: u32) -> BatchPlan {
+    let kernel = plan.kernel.for_batch();
+    let max_dim = caps.max_workgroups_per_dim.max(1);
+    let (workgroup, grid) = if kernel.batch_workgroup_constant() {
+        // A row per subgroup, enough subgroups for every row at once (assuming the smallest
+        // subgroups), capped by the tuning's persistent grid or the dispatch limit.
+        let workgroup = fit_workgroup(caps, tuning.batch_workgroup.unwrap_or(BATCH_WORKGROUP));
+        let grid = Grid::Capped {
+            rows_per_workgroup: (workgroup / caps.subgroup_min.max(1)).max(1),
+            max: tuning.batch_workgroups.unwrap_or(max_dim).clamp(1, max_dim),
+        };
+        (workgroup, grid)
+    } else {
+        let rows = if kernel == Kernel::DenseBatch {
+            DENSE_BATCH_ROWS
+        } else {
+            1
+        };
+        let grid = Grid::Spread {
+            rows_per_workgroup: rows,
+            max_x: max_dim,
+        };
+        (kernel.workgroup_size(), grid)
+    };
+    BatchPlan {
+        kernel,
+        width,
+        workgroup,
+        grid,
+        x_tiled: matches!(plan.x, XStaging::Tiles(_)),
+    }
+}
+
+/// The plans of every width (`BATCH_WIDTHS`, in order).
+pub fn batch_plans(plan: &WgpuPlan, caps: &WgpuCaps, tuning: &WgpuTuning) -> Vec<BatchPlan> {
+    BATCH_WIDTHS
+        .iter()
+        .map(|&w| batch_plan(plan, caps, tuning, w))
+        .collect()
 }
 
 #[cfg(test)]
 #[path = "plan_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "batch_plan_tests.rs"]
+mod batch_tests;

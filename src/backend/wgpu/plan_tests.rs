@@ -553,6 +553,8 @@ fn default_plans_on_the_benchmark_shapes() {
             aligned_rows: true,
             half_rows,
             gather_probe: false,
+            // Checked on their own (batch_plan_tests.rs).
+            batch: got.batch.clone(),
         };
         assert_eq!(got, want, "{c:?}, {rows}×{cols}, fill {fill}");
     }

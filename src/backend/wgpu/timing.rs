@@ -86,12 +86,14 @@ impl WgpuBackend {
         Ok(seconds)
     }
 
-    /// `warmup` untimed products, then `iters` timed ones, cycling through `a`.
+    /// `warmup` untimed products of `batch` vectors, then `iters` timed ones, cycling through
+    /// `a`.
     pub(super) fn time_products(
         &self,
         a: &[&GpuMatrix],
         x: &GpuVector,
         y: &GpuVector,
+        batch: usize,
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
@@ -100,14 +102,14 @@ impl WgpuBackend {
         }
         let matrix = |i: usize| a[i % a.len()];
         for i in 0..warmup {
-            self.spmv_impl(matrix(i), x, y)?;
+            self.spmv_impl(matrix(i), x, y, batch)?;
         }
         self.synchronize_impl()?;
         if !self.has_timestamps() {
             let mut times = Vec::with_capacity(iters);
             for i in warmup..warmup + iters {
                 let start = Instant::now();
-                self.spmv_impl(matrix(i), x, y)?;
+                self.spmv_impl(matrix(i), x, y, batch)?;
                 self.synchronize_impl()?;
                 times.push(start.elapsed().as_secs_f64());
             }
@@ -119,7 +121,7 @@ impl WgpuBackend {
                 label: Some("timed product"),
                 timestamp_writes: Some(writes),
             });
-            self.record_product(&mut pass, matrix(warmup + i), x, y)
+            self.record_batch(&mut pass, matrix(warmup + i), x, y, batch)
         })
     }
 

@@ -65,6 +65,12 @@ pub struct WgpuTuning {
     /// shows any gather the bounded-gathers argument (pipelines.rs) rules out. Never in
     /// production.
     pub gather_probe: bool,
+    /// `batch_workgroup`: invocations per workgroup of the subgroup few-token kernels (a power
+    /// of two, 32..=1024, within the adapter's limit; `None`: `batch_plan::BATCH_WORKGROUP`).
+    pub batch_workgroup: Option<u32>,
+    /// `batch_workgroups`: the most workgroups the subgroup few-token kernels dispatch (rows
+    /// by stride, so a capped grid is persistent; `None`: the dispatch limit).
+    pub batch_workgroups: Option<u32>,
 }
 
 impl WgpuTuning {
@@ -85,6 +91,8 @@ impl WgpuTuning {
         "aligned_rows",
         "half_rows",
         "gather_probe",
+        "batch_workgroup",
+        "batch_workgroups",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `wgpu.` already removed), e.g.
@@ -105,13 +113,9 @@ impl WgpuTuning {
                 }
                 self.x_words_granule = Some(n);
             }
-            "macko_workgroup" => {
-                let n = number(value, 32..=1024)?;
-                if !n.is_power_of_two() {
-                    return Err("expected a power of two from 32 to 1024".into());
-                }
-                self.macko_workgroup = Some(n);
-            }
+            "macko_workgroup" => self.macko_workgroup = Some(workgroup_size(value)?),
+            "batch_workgroup" => self.batch_workgroup = Some(workgroup_size(value)?),
+            "batch_workgroups" => self.batch_workgroups = Some(number(value, 1..=u32::MAX)?),
             "macko_workgroups" => self.macko_workgroups = Some(number(value, 1..=u32::MAX)?),
             "macko_invocations" => self.macko_invocations = Some(number(value, 0..=u32::MAX)?),
             "macko_wide_invocations" => {
@@ -161,6 +165,8 @@ impl WgpuTuning {
             ("macko_invocations", self.macko_invocations),
             ("macko_wide_invocations", self.macko_wide_invocations),
             ("macko_rows_per_workgroup", self.macko_rows_per_workgroup),
+            ("batch_workgroup", self.batch_workgroup),
+            ("batch_workgroups", self.batch_workgroups),
         ];
         for (key, v) in numbers {
             if let Some(n) = v {
@@ -169,6 +175,15 @@ impl WgpuTuning {
         }
         items
     }
+}
+
+/// A workgroup size: a power of two from 32 to 1024.
+fn workgroup_size(value: &str) -> Result<u32, String> {
+    let n = number(value, 32..=1024)?;
+    if !n.is_power_of_two() {
+        return Err("expected a power of two from 32 to 1024".into());
+    }
+    Ok(n)
 }
 
 #[cfg(test)]
@@ -180,9 +195,9 @@ mod tests {
         for &key in WgpuTuning::KEYS {
             let mut t = WgpuTuning::default();
             let value = match key {
-                "x_tile_cols" | "macko_workgroup" => "128",
+                "x_tile_cols" | "macko_workgroup" | "batch_workgroup" => "128",
                 "x_words_granule" => "8",
-                k if k.starts_with("macko_") => "3",
+                k if k.starts_with("macko_") || k == "batch_workgroups" => "3",
                 _ => "on",
             };
             t.set(key, value).unwrap_or_else(|e| panic!("{key}: {e}"));
