@@ -558,6 +558,24 @@ mod tests {
     }
 
     #[test]
+    fn a_record_written_before_batches_reads_as_one_vector() {
+        let mut a = results("d", case("cpu", (8, 8), 1.0, 1.0));
+        a.results[0].batch = 4;
+        let mut value = serde_json::to_value(&a).unwrap();
+        for r in value["results"].as_array_mut().unwrap() {
+            r.as_object_mut().unwrap().remove("batch");
+        }
+        let back: Results = serde_json::from_value(value).unwrap();
+        assert!(back.results.iter().all(|r| r.batch == 1));
+        // Batch 4 and batch 1 of one case are two records, not one replacing the other.
+        let mut b = results("d", case("cpu", (8, 8), 1.0, 2.0));
+        b.results.iter_mut().for_each(|r| r.batch = 4);
+        let m = merge(vec![("a".into(), back), ("b".into(), b)]).unwrap();
+        assert_eq!(m.results.results.len(), 8);
+        assert_eq!(m.results.merged_from[1].replaced, 0);
+    }
+
+    #[test]
     fn results_json_round_trips_with_nan_figures() {
         let a = results("d", case("cpu", (8, 8), 1.0, 1.0));
         let text = serde_json::to_string(&a).unwrap();
