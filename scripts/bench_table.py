@@ -3,20 +3,29 @@
 
 Usage: scripts/bench_table.py results.csv [BACKEND]
        scripts/bench_table.py results.csv --summary
+       BATCH=4 scripts/bench_table.py results.csv ...   (one batch size of `--batch`; default 1)
 
 Per backend: one row per shape, one column per density, each cell
 "MACKO µs · % of the streaming-read ceiling · speedup over the backend's dense baseline",
 then the baselines (our dense, cuBLAS, cuSPARSE or CSR) of the same run.
 """
 import csv
+import os
 import sys
 from collections import defaultdict
+
+
+def read_rows(path: str) -> list:
+    """The rows of one batch size: BATCH from the environment, default 1 (files written before
+    `macko bench --batch` have no batch column and are all B = 1)."""
+    want = int(os.environ.get("BATCH", "1"))
+    return [r for r in csv.DictReader(open(path)) if int(r.get("batch") or 1) == want]
 
 
 def main() -> None:
     path = sys.argv[1]
     only = sys.argv[2] if len(sys.argv) > 2 else None
-    rows = list(csv.DictReader(open(path)))
+    rows = read_rows(path)
     by = defaultdict(dict)
     for r in rows:
         key = (r["backend"], int(r["rows"]), int(r["cols"]))
@@ -58,7 +67,7 @@ if __name__ == "__main__" and not (len(sys.argv) > 2 and sys.argv[2] == "--summa
 def summary(path: str) -> None:
     """Issue-5 summary: medians per density, break-even, WGSL/CUDA ratio, losses to the baseline."""
     import statistics as st
-    rows = list(csv.DictReader(open(path)))
+    rows = read_rows(path)
     get = defaultdict(dict)
     for r in rows:
         get[(r["backend"], r["kernel"], float(r["density"]))][(int(r["rows"]), int(r["cols"]))] = r

@@ -2,7 +2,8 @@
 //! written by hand (so that any dtype, rank or corruption can be built), converted, verified,
 //! and every kind of bad input is checked to fail with a message naming the file, tensor and
 //! problem, a non-zero exit status, and nothing written. Then `bench --merge`: two small CPU
-//! runs merged into one set of results and plots, and the merges it refuses.
+//! runs merged into one set of results and plots, and the merges it refuses; and `bench
+//! --batch`: records, summary and plots per batch size, and the batch sizes it refuses.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -704,15 +705,20 @@ fn csv_rows(path: &Path) -> Vec<String> {
     text.lines().skip(1).map(str::to_owned).collect()
 }
 
-/// The rows of the summary table on stdout: (backend, density, shapes).
-fn summary_rows(out: &str) -> Vec<(String, String, usize)> {
+/// The rows of the summary table on stdout: (backend, batch, density, shapes).
+fn summary_rows(out: &str) -> Vec<(String, usize, String, usize)> {
     out.lines()
-        .skip_while(|l| !l.starts_with("backend density"))
+        .skip_while(|l| !l.starts_with("backend   B density"))
         .skip(1)
         .take_while(|l| !l.starts_with('('))
         .map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            (f[0].into(), f[1].into(), f[2].parse().expect("shape count"))
+            (
+                f[0].into(),
+                f[1].parse().expect("batch"),
+                f[2].into(),
+                f[3].parse().expect("shape count"),
+            )
         })
         .collect()
 }
@@ -762,10 +768,12 @@ fn bench_merge_combines_runs_without_measuring() {
     assert_eq!(density_of(&merged[0]), "1");
     // The summary: cpu at four densities, two shapes each.
     let summary = summary_rows(&text);
-    let densities: Vec<&str> = summary.iter().map(|(_, d, _)| d.as_str()).collect();
+    let densities: Vec<&str> = summary.iter().map(|(_, _, d, _)| d.as_str()).collect();
     assert_eq!(densities, ["1.00", "0.70", "0.50", "0.10"], "{text}");
     assert!(
-        summary.iter().all(|(b, _, n)| b == "cpu" && *n == 2),
+        summary
+            .iter()
+            .all(|(b, batch, _, n)| b == "cpu" && *batch == 1 && *n == 2),
         "{text}"
     );
     // results.json: the records, the settings and devices of the runs, and where they came from.
@@ -870,4 +878,116 @@ fn bench_merge_refuses_what_cannot_be_merged() {
     );
     assert_fails(&macko(&[&"bench", &"--merge", &a]), &["--out"]);
     assert!(!out.exists(), "a refused merge wrote {}", out.display());
+}
+
+#[test]
+fn bench_batches_measure_every_case_once_per_batch() {
+    let dir = TempDir::new("batch");
+    let out = dir.path("out");
+    let o = macko(&[
+        &"bench",
+        &"--quick",
+        &"--backend",
+        &"cpu",
+        &"--batch",
+        &"1,3",
+        &"--iters",
+        &"3",
+        &"--warmup",
+        &"1",
+        &"--out",
+        &out,
+    ]);
+    let text = stdout(&o);
+    assert!(o.status.success(), "bench failed:\n{text}{}", stderr(&o));
+    let json = read_json(&out.join("results.json"));
+    let records = json["results"].as_array().expect("results");
+    // Every (shape, density, kernel) of one batch is measured with the other too.
+    let key = |r: &serde_json::Value, batch: u64| {
+        (
+            r["rows"].to_string(),
+            r["cols"].to_string(),
+            r["density"].to_string(),
+            r["kernel"].to_string(),
+            batch,
+        )
+    };
+    let with = |batch: u64| {
+        let mut v: Vec<_> = records
+            .iter()
+            .filter(|r| r["batch"] == batch)
+            .map(|r| key(r, 0))
+            .collect();
+        v.sort();
+        v
+    };
+    let (ones, threes) = (with(1), with(3));
+    assert_eq!(
+        ones.len() + threes.len(),
+        records.len(),
+        "only batches 1 and 3"
+    );
+    assert_eq!(ones, threes);
+    // 3 quick shapes × 5 densities × (macko, dense, csr).
+    assert!(
+        ones.iter().filter(|k| k.3 == "\"macko\"").count() == 15,
+        "{ones:?}"
+    );
+    // Bytes of three vectors: the matrix once, X and Y three times.
+    let macko_bytes = |batch: u64| {
+        records
+            .iter()
+            .find(|r| {
+                r["batch"] == batch
+                    && r["kernel"] == "macko"
+                    && r["rows"] == 1024
+                    && r["cols"] == 1024
+                    && r["density"] == 0.5
+            })
+            .and_then(|r| r["bytes"].as_u64())
+            .expect("macko record")
+    };
+    assert_eq!(macko_bytes(3) - macko_bytes(1), 2 * 2 * (1024 + 1024));
+    // results.csv: the batch column last, one row per record.
+    let csv = std::fs::read_to_string(out.join("results.csv")).expect("results.csv");
+    assert!(
+        csv.lines()
+            .next()
+            .is_some_and(|h| h.ends_with(",iters,batch")),
+        "{csv}"
+    );
+    assert_eq!(csv_rows(&out.join("results.csv")).len(), records.len());
+    // The summary: each density once per batch, then the few-token tables.
+    let summary = summary_rows(&text);
+    assert_eq!(summary.len(), 10, "{text}");
+    assert!(
+        summary.iter().filter(|(_, b, _, _)| *b == 3).count() == 5,
+        "{text}"
+    );
+    assert!(
+        text.contains("MACKO over the dense baseline, same B"),
+        "{text}"
+    );
+    assert!(text.contains("MACKO time(B) / time(1)"), "{text}");
+    for plot in [
+        "speedup_cpu.svg",
+        "speedup_cpu_b3.svg",
+        "speedup_by_batch_cpu.svg",
+        "ceiling_cpu_b3.svg",
+        "effective_density.svg",
+    ] {
+        assert!(text.contains(plot), "{plot} not written:\n{text}");
+    }
+}
+
+#[test]
+fn bench_refuses_a_batch_outside_one_to_64() {
+    for (batch, says) in [
+        ("0", "batch 0 is outside 1..=64"),
+        ("2,65", "batch 65 is outside 1..=64"),
+        ("x", "\"x\" is not a whole number"),
+    ] {
+        let o = macko(&[&"bench", &"--backend", &"cpu", &"--batch", &batch]);
+        assert_fails(&o, &["--batch", says]);
+    }
 }

@@ -2,10 +2,11 @@
 //! (say a long GPU run split over two calls by density) into one set of results and plots,
 //! measuring nothing and opening no device.
 //!
-//! Each DIR/results.json is read in order. A record is known by its backend, shape, density and
-//! kernel; a later DIR's record replaces an earlier one's with the same key, and the merged
-//! records are sorted the way one run writes them (shapes in order of first appearance,
-//! densities falling, then backend and kernel in order of first appearance). The runs must
+//! Each DIR/results.json is read in order. A record is known by its backend, shape, density,
+//! batch and kernel (a record without a batch, written before `--batch`, is batch 1); a later
+//! DIR's record replaces an earlier one's with the same key, and the merged records are sorted
+//! the way one run writes them (shapes in order of first appearance, densities falling,
+//! batches rising, then backend and kernel in order of first appearance). The runs must
 //! agree on the version of macko, on every measurement setting (iters, warmup, check_rows,
 //! seed, output, rotation_bytes) and on the device of each backend they share: medians over
 //! different repetitions or matrices, or of another GPU, do not belong in one plot. A backend
@@ -116,8 +117,8 @@ pub fn read(dir: &Path) -> Result<Results, MergeError> {
     Ok(doc)
 }
 
-/// A record's identity: backend, rows, cols, density (parts per million), kernel.
-type Key = (String, usize, usize, i64, String);
+/// A record's identity: backend, rows, cols, density (parts per million), batch, kernel.
+type Key = (String, usize, usize, i64, usize, String);
 
 fn key(r: &Record) -> Key {
     (
@@ -125,6 +126,7 @@ fn key(r: &Record) -> Key {
         r.rows,
         r.cols,
         density_ppm(r.density),
+        r.batch,
         r.kernel.clone(),
     )
 }
@@ -303,7 +305,8 @@ fn property_note(a: &DeviceEntry, a_path: &Path, b: &DeviceEntry, b_path: &Path)
 }
 
 /// Sorts records the way one run writes them: by shape (in order of first appearance),
-/// density (densest first), backend and kernel (in order of first appearance). Stable.
+/// density (densest first), batch (smallest first), backend and kernel (in order of first
+/// appearance). Stable.
 fn sort_like_a_run(records: &mut [Record]) {
     fn first_seen<T: Eq + std::hash::Hash>(items: impl Iterator<Item = T>) -> HashMap<T, usize> {
         let mut seen = HashMap::new();
@@ -320,6 +323,7 @@ fn sort_like_a_run(records: &mut [Record]) {
         (
             shapes[&(r.rows, r.cols)],
             std::cmp::Reverse(density_ppm(r.density)),
+            r.batch,
             backends[&r.backend],
             kernels[&r.kernel],
         )
@@ -429,6 +433,7 @@ mod tests {
             rows: shape.0,
             cols: shape.1,
             density: d,
+            batch: 1,
             kernel: kernel.into(),
             bytes: 1000,
             effective_density: 1.0,
@@ -550,6 +555,24 @@ mod tests {
         let w = results("d", case("wgpu", (8, 8), 0.5, 1.0));
         let m = merge(vec![("a".into(), a), ("w".into(), w)]).unwrap();
         assert_eq!(m.results.devices.len(), 2);
+    }
+
+    #[test]
+    fn a_record_written_before_batches_reads_as_one_vector() {
+        let mut a = results("d", case("cpu", (8, 8), 1.0, 1.0));
+        a.results[0].batch = 4;
+        let mut value = serde_json::to_value(&a).unwrap();
+        for r in value["results"].as_array_mut().unwrap() {
+            r.as_object_mut().unwrap().remove("batch");
+        }
+        let back: Results = serde_json::from_value(value).unwrap();
+        assert!(back.results.iter().all(|r| r.batch == 1));
+        // Batch 4 and batch 1 of one case are two records, not one replacing the other.
+        let mut b = results("d", case("cpu", (8, 8), 1.0, 2.0));
+        b.results.iter_mut().for_each(|r| r.batch = 4);
+        let m = merge(vec![("a".into(), back), ("b".into(), b)]).unwrap();
+        assert_eq!(m.results.results.len(), 8);
+        assert_eq!(m.results.merged_from[1].replaced, 0);
     }
 
     #[test]

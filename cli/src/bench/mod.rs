@@ -2,6 +2,8 @@
 //! otherwise pick (our dense GEMV and CSR; cuBLAS and cuSPARSE on CUDA), over LLM weight shapes
 //! and densities, each result checked against the f64 reference before it is timed, with the
 //! device's streaming-read ceiling over the same bytes measured in the same run. With
+//! `--batch 1,4,16` every case is measured as a few-token product Y = A·X of each batch size
+//! B (`Device::spmm`; the same B for every kernel, the vendor baselines included). With
 //! `--merge DIR…` it measures nothing and combines earlier runs' results instead (merge.rs).
 
 mod merge;
@@ -63,6 +65,10 @@ const QUICK_SHAPES: [(usize, usize); 3] = [(1024, 1024), (2048, 1024), (1024, 30
 const QUICK_DENSITIES: [f64; 5] = [1.0, 0.7, 0.5, 0.3, 0.1];
 const DEFAULT_DENSITIES: [f64; 11] = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1, 0.05];
 
+/// The largest `--batch`: vectors of one few-token product (the library works through a
+/// batch in chunks of 16; beyond 64 a bench measures a prefill, not a few-token product).
+pub const MAX_BATCH: usize = 64;
+
 /// Rotated copies of a matrix are made until they total this many bytes, so that repeated
 /// products read from memory, not from the L2 cache (50–60 MB on an H100/H200).
 const ROTATION_BYTES: u64 = 256 << 20;
@@ -94,18 +100,22 @@ pub struct BenchArgs {
     /// Seed of the synthetic matrices and vectors.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Vectors per product, B of Y = A·X (repeatable or comma-separated, each 1 to 64); every
+    /// case is measured once per B. Default 1 (y = A·x).
+    #[arg(long, value_delimiter = ',', value_parser = parse_batch)]
+    batch: Vec<usize>,
     /// Write results.csv, results.json and SVG plots here.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
     /// Measure nothing: merge the results.json of earlier runs (repeatable, in order; a later
-    /// DIR's record replaces an earlier one's of the same backend, shape, density and kernel)
+    /// DIR's record replaces an earlier one's of the same backend, shape, density, batch and kernel)
     /// and write the merged results, plots and summary to --out. The runs must have measured
     /// the same device per backend with the same settings.
     #[arg(
         long,
         value_name = "DIR",
         requires = "out",
-        conflicts_with_all = ["backend", "quick", "shapes", "densities", "iters", "warmup", "check_rows", "seed"]
+        conflicts_with_all = ["backend", "quick", "shapes", "densities", "iters", "warmup", "check_rows", "seed", "batch"]
     )]
     merge: Vec<PathBuf>,
 }
@@ -122,6 +132,40 @@ fn parse_shape(s: &str) -> Result<(usize, usize), String> {
     Ok((parse(r)?, parse(c)?))
 }
 
+/// A `--batch` value that is not a number of vectors from 1 to [`MAX_BATCH`].
+#[derive(Debug, thiserror::Error)]
+pub enum BatchError {
+    /// Not a whole number.
+    #[error("batch {text:?} is not a whole number of vectors ({reason})")]
+    NotANumber {
+        /// The value given.
+        text: String,
+        /// What the number parser said.
+        reason: std::num::ParseIntError,
+    },
+    /// A number outside 1..=MAX_BATCH.
+    #[error("batch {batch} is outside 1..={MAX_BATCH}: a product multiplies at least one vector and the bench at most {MAX_BATCH}")]
+    OutOfRange {
+        /// The batch given.
+        batch: usize,
+    },
+}
+
+fn parse_batch(s: &str) -> Result<usize, BatchError> {
+    let batch = s
+        .trim()
+        .parse::<usize>()
+        .map_err(|reason| BatchError::NotANumber {
+            text: s.into(),
+            reason,
+        })?;
+    if (1..=MAX_BATCH).contains(&batch) {
+        Ok(batch)
+    } else {
+        Err(BatchError::OutOfRange { batch })
+    }
+}
+
 /// A device under measurement and its baseline kernel name.
 struct Bench {
     dev: Device,
@@ -132,6 +176,8 @@ struct Bench {
 struct Plan {
     shapes: Vec<(usize, usize)>,
     densities: Vec<f64>,
+    /// Batch sizes, ascending, each once.
+    batches: Vec<usize>,
 }
 
 fn plan(args: &BenchArgs) -> Result<Plan, CliError> {
@@ -152,7 +198,18 @@ fn plan(args: &BenchArgs) -> Result<Plan, CliError> {
     if let Some(d) = densities.iter().find(|d| !(**d > 0.0 && **d <= 1.0)) {
         return Err(CliError::Usage(format!("density {d} is outside (0, 1]")));
     }
-    Ok(Plan { shapes, densities })
+    let mut batches = if args.batch.is_empty() {
+        vec![1]
+    } else {
+        args.batch.clone()
+    };
+    batches.sort_unstable();
+    batches.dedup();
+    Ok(Plan {
+        shapes,
+        densities,
+        batches,
+    })
 }
 
 /// Opens every backend asked for (or every one), skipping those unavailable here. A bad
@@ -204,8 +261,30 @@ fn sample_rows(rows: usize, n: usize) -> Vec<usize> {
     v
 }
 
+/// The f64 reference of one sampled row: `(value, Σ|terms|, terms)`.
+type RowRef = (f64, f64, usize);
+
+/// The f64 reference of the sampled rows of each of `batch` vectors (`x` holds them row-major,
+/// `[batch][cols]`): entry `b` is [`reference_rows`] of vector `b`, which is what
+/// `macko::reference::spmm` gives at those rows (a unit test checks it). The vectors are worked
+/// on in parallel: at B = 16 on the largest shapes this is the bench's own hot spot.
+fn reference_batch(m: MatrixRef<'_>, x: &[f16], batch: usize, rows: &[usize]) -> Vec<Vec<RowRef>> {
+    let cols = m.cols().max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = x
+            .chunks(cols)
+            .take(batch)
+            .map(|xb| s.spawn(move || reference_rows(m, xb, rows)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 /// The f64 reference of the sampled rows, as `(value, Σ|terms|, terms)` per sampled row.
-fn reference_rows(m: MatrixRef<'_>, x: &[f16], rows: &[usize]) -> Vec<(f64, f64, usize)> {
+fn reference_rows(m: MatrixRef<'_>, x: &[f16], rows: &[usize]) -> Vec<RowRef> {
     let one = |terms: &mut dyn Iterator<Item = f64>| {
         let (mut y, mut abs, mut n) = (0.0, 0.0, 0usize);
         for t in terms {
@@ -239,6 +318,60 @@ struct Kernel<'a> {
     name: &'static str,
     matrix: MatrixRef<'a>,
     vendor: Option<VendorBaseline>,
+    /// The f64 reference of `matrix` at the sampled rows, per vector of the largest batch.
+    reference: &'a [Vec<RowRef>],
+}
+
+/// One case's matrices in every format, with the f64 reference of each at the sampled rows.
+struct Matrices<'a> {
+    macko: &'a MackoMatrix,
+    dense: &'a DenseMatrix,
+    csr: &'a CsrMatrix,
+    /// References of MACKO, dense and CSR, in that order.
+    reference: [Vec<Vec<RowRef>>; 3],
+}
+
+impl Matrices<'_> {
+    /// The kernels measured on a backend: ours in every format and, on CUDA, cuBLAS (dense)
+    /// and cuSPARSE (CSR) with the same matrices.
+    fn kernels(&self, kind: BackendKind) -> Vec<Kernel<'_>> {
+        let [macko_ref, dense_ref, csr_ref] = &self.reference;
+        let mut kernels = vec![
+            Kernel {
+                name: "macko",
+                matrix: self.macko.into(),
+                vendor: None,
+                reference: macko_ref,
+            },
+            Kernel {
+                name: "dense",
+                matrix: self.dense.into(),
+                vendor: None,
+                reference: dense_ref,
+            },
+            Kernel {
+                name: "csr",
+                matrix: self.csr.into(),
+                vendor: None,
+                reference: csr_ref,
+            },
+        ];
+        if kind == BackendKind::Cuda {
+            kernels.push(Kernel {
+                name: "cublas",
+                matrix: self.dense.into(),
+                vendor: Some(VendorBaseline::CublasDense),
+                reference: dense_ref,
+            });
+            kernels.push(Kernel {
+                name: "cusparse",
+                matrix: self.csr.into(),
+                vendor: Some(VendorBaseline::CusparseCsr),
+                reference: csr_ref,
+            });
+        }
+        kernels
+    }
 }
 
 fn upload(dev: &Device, k: &Kernel<'_>) -> Result<DeviceMatrix, Error> {
@@ -267,11 +400,49 @@ struct Case<'a> {
     cols: usize,
     density: f64,
     dense_bytes: u64,
+    /// The vectors of the largest batch, row-major `[batch][cols]`; a batch of B takes the
+    /// first B.
     x: &'a [f16],
     sample: &'a [usize],
 }
 
-fn measure(b: &Bench, k: &Kernel<'_>, case: &Case<'_>, args: &BenchArgs) -> Outcome {
+/// `batch` seeded activation vectors of `cols` elements, row-major: the first is the single
+/// vector the bench has always used with this seed, so that B = 1 measures what it did.
+fn batch_activations(cols: usize, batch: usize, seed: u64) -> Vec<f16> {
+    (0..batch)
+        .flat_map(|b| synthetic::activations(cols, seed.wrapping_add((b as u64) << 32)))
+        .collect()
+}
+
+/// The bytes a product must move: the stored matrix once, and the B vectors of X (f16) read
+/// and of Y (f16) written once each. The ceiling and GB/s of every kernel are over these bytes.
+fn product_bytes(matrix: u64, rows: usize, cols: usize, batch: usize) -> u64 {
+    matrix + 2 * (cols as u64 + rows as u64) * batch as u64
+}
+
+/// The first sampled row of `got` (Y of `batch` vectors, `[batch][rows]`) that disagrees with
+/// its reference, as a message.
+fn first_wrong(
+    got: &[f64],
+    rows: usize,
+    sample: &[usize],
+    reference: &[Vec<RowRef>],
+) -> Option<String> {
+    for (b, refs) in reference.iter().enumerate() {
+        for (&r, &(want, abs, n)) in sample.iter().zip(refs) {
+            let v = got.get(b * rows + r).copied().unwrap_or(f64::NAN);
+            if !macko::reference::agrees(v, want, abs, n, Precision::F16) {
+                return Some(format!(
+                    "vector {b}, row {r}: got {v}, reference {want} (tolerance {:e})",
+                    macko::reference::tolerance(want, abs, n, Precision::F16)
+                ));
+            }
+        }
+    }
+    None
+}
+
+fn measure(b: &Bench, k: &Kernel<'_>, case: &Case<'_>, batch: usize, args: &BenchArgs) -> Outcome {
     let dev = &b.dev;
     let run = || -> Result<Outcome, Error> {
         let first = upload(dev, k)?;
@@ -280,24 +451,18 @@ fn measure(b: &Bench, k: &Kernel<'_>, case: &Case<'_>, args: &BenchArgs) -> Outc
         for _ in 1..copies {
             mats.push(upload(dev, k)?);
         }
-        let x = dev.upload_vector(case.x)?;
-        let mut y = dev.zeros(case.rows, Precision::F16)?;
-        dev.spmv(&mats[0], &x, &mut y)?;
+        let x = dev.upload_batch(&case.x[..batch * case.cols], batch)?;
+        let mut y = dev.zeros_batch(case.rows, batch, Precision::F16)?;
+        dev.spmm(&mats[0], &x, &mut y)?;
         let got = dev.download(&y)?.to_f64();
-        let reference = reference_rows(k.matrix, case.x, case.sample);
-        for (&r, &(want, abs, n)) in case.sample.iter().zip(&reference) {
-            if !macko::reference::agrees(got[r], want, abs, n, Precision::F16) {
-                return Ok(Outcome::Wrong(format!(
-                    "row {r}: got {}, reference {want} (tolerance {:e})",
-                    got[r],
-                    macko::reference::tolerance(want, abs, n, Precision::F16)
-                )));
-            }
+        let reference = k.reference.get(..batch).unwrap_or(k.reference);
+        if let Some(why) = first_wrong(&got, case.rows, case.sample, reference) {
+            return Ok(Outcome::Wrong(why));
         }
         let refs: Vec<&DeviceMatrix> = mats.iter().collect();
         let mut t = dev.time_spmv(&refs, &x, &mut y, args.warmup, args.iters)?;
         t.sort_by(f64::total_cmp);
-        let bytes = first_bytes(&mats) + 2 * case.cols as u64 + 2 * case.rows as u64;
+        let bytes = product_bytes(first_bytes(&mats), case.rows, case.cols, batch);
         let median = percentile(&t, 0.5);
         Ok(Outcome::Timed(Record {
             backend: dev.kind().name().into(),
@@ -305,6 +470,7 @@ fn measure(b: &Bench, k: &Kernel<'_>, case: &Case<'_>, args: &BenchArgs) -> Outc
             rows: case.rows,
             cols: case.cols,
             density: case.density,
+            batch,
             kernel: k.name.into(),
             bytes,
             effective_density: first_bytes(&mats) as f64 / case.dense_bytes.max(1) as f64,
@@ -352,7 +518,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     if benches.is_empty() {
         return Err(CliError::Usage("no backend could be opened".into()));
     }
-    let total = (plan.shapes.len() * plan.densities.len()) as u64;
+    let total = (plan.shapes.len() * plan.densities.len() * plan.batches.len()) as u64;
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} (eta {eta}) {msg}")
@@ -378,13 +544,23 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     let mut failures: Vec<String> = Vec::new();
     for (si, &(rows, cols)) in plan.shapes.iter().enumerate() {
         for (di, &density) in plan.densities.iter().enumerate() {
-            bar.set_message(format!("{rows}×{cols} d={density}"));
             let seed = args.seed.wrapping_add((si * 1000 + di) as u64);
             let dense: DenseMatrix = synthetic::pruned_matrix(rows, cols, density, seed)?;
             let macko = MackoMatrix::from_dense(&dense)?;
             let csr = CsrMatrix::from_dense(&dense)?;
-            let x = synthetic::activations(cols, seed);
+            let most = plan.batches.last().copied().unwrap_or(1);
+            let x = batch_activations(cols, most, seed);
             let sample = sample_rows(rows, args.check_rows);
+            let matrices = Matrices {
+                reference: [
+                    reference_batch((&macko).into(), &x, most, &sample),
+                    reference_batch((&dense).into(), &x, most, &sample),
+                    reference_batch((&csr).into(), &x, most, &sample),
+                ],
+                macko: &macko,
+                dense: &dense,
+                csr: &csr,
+            };
             let case = Case {
                 rows,
                 cols,
@@ -393,70 +569,45 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
                 x: &x,
                 sample: &sample,
             };
-            for b in &benches {
-                let mut kernels = vec![
-                    Kernel {
-                        name: "macko",
-                        matrix: (&macko).into(),
-                        vendor: None,
-                    },
-                    Kernel {
-                        name: "dense",
-                        matrix: (&dense).into(),
-                        vendor: None,
-                    },
-                    Kernel {
-                        name: "csr",
-                        matrix: (&csr).into(),
-                        vendor: None,
-                    },
-                ];
-                if b.dev.kind() == BackendKind::Cuda {
-                    kernels.push(Kernel {
-                        name: "cublas",
-                        matrix: (&dense).into(),
-                        vendor: Some(VendorBaseline::CublasDense),
-                    });
-                    kernels.push(Kernel {
-                        name: "cusparse",
-                        matrix: (&csr).into(),
-                        vendor: Some(VendorBaseline::CusparseCsr),
-                    });
-                }
-                let mut these: Vec<Record> = Vec::new();
-                for k in &kernels {
-                    match measure(b, k, &case, args) {
-                        Outcome::Timed(r) => these.push(r),
-                        Outcome::Skipped(why) => say(
-                            &bar,
+            for &batch in &plan.batches {
+                bar.set_message(format!("{rows}×{cols} d={density} B={batch}"));
+                for b in &benches {
+                    let kernels = matrices.kernels(b.dev.kind());
+                    let mut these: Vec<Record> = Vec::new();
+                    for k in &kernels {
+                        let what = || {
                             format!(
-                                "{} {rows}×{cols} d={density} {}: skipped: {why}",
+                                "{} {rows}×{cols} d={density} B={batch} {}",
                                 b.dev.kind(),
                                 k.name
-                            ),
-                        ),
-                        Outcome::Wrong(why) => {
-                            let line = format!(
-                                "{} {rows}×{cols} d={density} {}: WRONG RESULT, not timed: {why}",
-                                b.dev.kind(),
-                                k.name
-                            );
-                            say(&bar, &line);
-                            failures.push(line);
+                            )
+                        };
+                        match measure(b, k, &case, batch, args) {
+                            Outcome::Timed(r) => these.push(r),
+                            Outcome::Skipped(why) => {
+                                say(&bar, format!("{}: skipped: {why}", what()))
+                            }
+                            Outcome::Wrong(why) => {
+                                let line = format!("{}: WRONG RESULT, not timed: {why}", what());
+                                say(&bar, &line);
+                                failures.push(line);
+                            }
                         }
                     }
+                    report::finish_case(&mut these, b.baseline, |bytes| {
+                        ceiling_gbps(b, bytes, args)
+                    });
+                    if let Some(line) = report::case_line(&these) {
+                        say(&bar, line);
+                    }
+                    doc.results.extend(these);
                 }
-                report::finish_case(&mut these, b.baseline, |bytes| ceiling_gbps(b, bytes, args));
-                if let Some(line) = report::case_line(&these) {
-                    say(&bar, line);
+                // Results so far go to disk after every case, so a run cut short keeps them.
+                if let Some(dir) = &args.out {
+                    report::write_files(&doc, dir)?;
                 }
-                doc.results.extend(these);
+                bar.inc(1);
             }
-            // Results so far go to disk after every case, so a run cut short keeps them.
-            if let Some(dir) = &args.out {
-                report::write_files(&doc, dir)?;
-            }
-            bar.inc(1);
         }
     }
     bar.finish_and_clear();
@@ -468,4 +619,68 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_outside_one_to_64_are_refused_by_value() {
+        assert_eq!(parse_batch("1").ok(), Some(1));
+        assert_eq!(parse_batch(" 64").ok(), Some(64));
+        let zero = parse_batch("0").err().map(|e| e.to_string());
+        assert!(zero.is_some_and(|e| e.contains("batch 0 is outside 1..=64")));
+        assert!(matches!(
+            parse_batch("65"),
+            Err(BatchError::OutOfRange { batch: 65 })
+        ));
+        assert!(matches!(
+            parse_batch("four"),
+            Err(BatchError::NotANumber { .. })
+        ));
+    }
+
+    #[test]
+    fn sampled_batch_reference_is_the_library_reference_at_those_rows() {
+        let (rows, cols, batch) = (37, 53, 5);
+        let dense = synthetic::pruned_matrix(rows, cols, 0.4, 3).expect("matrix");
+        let macko = MackoMatrix::from_dense(&dense).expect("macko");
+        let csr = CsrMatrix::from_dense(&dense).expect("csr");
+        let x = batch_activations(cols, batch, 9);
+        assert_eq!(&x[..cols], &synthetic::activations(cols, 9)[..]);
+        let sample = sample_rows(rows, 7);
+        for m in [
+            MatrixRef::from(&macko),
+            MatrixRef::from(&dense),
+            MatrixRef::from(&csr),
+        ] {
+            let ours = reference_batch(m, &x, batch, &sample);
+            let lib = macko::reference::spmm(m, &x, batch).expect("reference");
+            assert_eq!(ours.len(), batch);
+            for (b, refs) in ours.iter().enumerate() {
+                for (&r, &(y, abs, n)) in sample.iter().zip(refs) {
+                    let i = b * rows + r;
+                    assert!((y - lib.y[i]).abs() <= 1e-12 * abs.max(1.0), "{b} {r}");
+                    assert!((abs - lib.abs_sum[i]).abs() <= 1e-12 * abs.max(1.0));
+                    assert_eq!(n, lib.terms[i], "{b} {r}");
+                }
+            }
+            // A wrong value in the last vector is found and named.
+            let mut got: Vec<f64> = lib.y.clone();
+            got[(batch - 1) * rows + sample[3]] += 1.0;
+            let why = first_wrong(&got, rows, &sample, &ours).expect("found");
+            assert!(
+                why.starts_with(&format!("vector {}, row {}", batch - 1, sample[3])),
+                "{why}"
+            );
+            assert!(first_wrong(&lib.y, rows, &sample, &ours).is_none());
+        }
+    }
+
+    #[test]
+    fn product_bytes_count_x_and_y_of_every_vector() {
+        assert_eq!(product_bytes(1000, 10, 20, 1), 1000 + 60);
+        assert_eq!(product_bytes(1000, 10, 20, 4), 1000 + 240);
+    }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 /// The `tool` of every results.json.
 pub const TOOL: &str = "macko bench";
 
-/// One (backend, shape, density, kernel) measurement.
+/// One (backend, shape, density, batch, kernel) measurement.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Record {
     /// Backend name: "cuda", "wgpu", "cpu".
@@ -23,10 +23,15 @@ pub struct Record {
     pub cols: usize,
     /// Fraction of non-zeros of the matrix (exactly ⌊d·rows·cols⌋ of them).
     pub density: f64,
+    /// Vectors per product (B of Y = A·X, `--batch`); results written before the few-token
+    /// products existed have no such field and read as 1.
+    #[serde(default = "one_vector")]
+    pub batch: usize,
     /// Kernel: "macko", "csr", "dense" (ours), "cublas", "cusparse", or "stream" (the
     /// streaming-read ceiling over the bytes of the MACKO matrix).
     pub kernel: String,
-    /// Bytes that must move: the stored matrix, x read once and y written once.
+    /// Bytes that must move: the stored matrix once, X (B vectors of f16) read once and Y
+    /// (B vectors of f16) written once.
     pub bytes: u64,
     /// Bytes of the stored matrix over dense f16 bytes.
     #[serde(deserialize_with = "nan_if_null")]
@@ -55,6 +60,11 @@ pub struct Record {
     pub timer: String,
     /// Timed repetitions.
     pub iters: usize,
+}
+
+/// The batch of a record written before `--batch` existed: one vector.
+fn one_vector() -> usize {
+    1
 }
 
 /// JSON has no NaN: serde_json writes a NaN figure (the spread of a "stream" record) as `null`,
@@ -157,7 +167,7 @@ pub struct Source {
     /// Its records.
     pub records: usize,
     /// How many of them replaced a record of an earlier directory (same backend, shape,
-    /// density and kernel).
+    /// density, batch and kernel).
     pub replaced: usize,
     /// Where it was itself merged from, if it was.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -1,7 +1,7 @@
 //! What `macko bench` prints and writes: per-case lines, the summary table, results.csv and
 //! results.json.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use crate::error::CliError;
@@ -9,9 +9,10 @@ use crate::error::CliError;
 use super::plots;
 use super::record::{Record, Results};
 
-/// Fills in the derived figures of one case on one device: fraction of the streaming-read
-/// ceiling over each kernel's own bytes, and speedup over the backend's dense baseline. Adds a
-/// "stream" record (the ceiling over the MACKO matrix's bytes).
+/// Fills in the derived figures of one case (one shape, density and batch) on one device:
+/// fraction of the streaming-read ceiling over each kernel's own bytes (matrix, X and Y), and
+/// speedup over the backend's dense baseline with the same batch. Adds a "stream" record (the
+/// ceiling over the MACKO product's bytes).
 pub fn finish_case(
     records: &mut Vec<Record>,
     baseline: &str,
@@ -50,8 +51,8 @@ pub fn finish_case(
 pub fn case_line(records: &[Record]) -> Option<String> {
     let first = records.first()?;
     let mut line = format!(
-        "{:<5} {:>6}×{:<6} d={:<4}",
-        first.backend, first.rows, first.cols, first.density
+        "{:<5} {:>6}×{:<6} d={:<4} B={:<2}",
+        first.backend, first.rows, first.cols, first.density, first.batch
     );
     for r in records.iter().filter(|r| r.kernel != "stream") {
         line.push_str(&format!(" {}={:.1}µs", r.kernel, r.median_us));
@@ -78,21 +79,34 @@ fn fmt_opt(v: Option<f64>, digits: usize) -> String {
     v.map_or("-".into(), |v| format!("{v:.digits$}"))
 }
 
-/// The summary on stdout: per backend and density, median over shapes of MACKO's speedup over
-/// the dense baseline and of each kernel's fraction of the ceiling.
+/// A density as a key that sorts densest first.
+fn falling_density(d: f64) -> i64 {
+    -(d * 1000.0).round() as i64
+}
+
+/// The summary on stdout: per backend, batch and density, median over shapes of MACKO's
+/// speedup over the dense baseline (with the same batch) and of each kernel's fraction of the
+/// ceiling; with several batches, the few-token tables after it ([`batch_summary`]).
 pub fn summary(records: &[Record]) {
-    let mut groups: BTreeMap<(String, i64), Vec<&Record>> = BTreeMap::new();
+    let mut groups: BTreeMap<(String, usize, i64), Vec<&Record>> = BTreeMap::new();
     for r in records {
         groups
-            .entry((r.backend.clone(), -(r.density * 1000.0).round() as i64))
+            .entry((r.backend.clone(), r.batch, falling_density(r.density)))
             .or_default()
             .push(r);
     }
     println!(
-        "\n{:<6} {:>7} {:>8} {:>12} {:>12} {:>12} {:>10}",
-        "backend", "density", "shapes", "macko×dense", "csr×dense", "macko %ceil", "dense %ceil"
+        "\n{:<7} {:>3} {:>7} {:>8} {:>12} {:>12} {:>12} {:>10}",
+        "backend",
+        "B",
+        "density",
+        "shapes",
+        "macko×dense",
+        "csr×dense",
+        "macko %ceil",
+        "dense %ceil"
     );
-    for ((backend, d), rs) in &groups {
+    for ((backend, batch, d), rs) in &groups {
         let pick = |k: &str, f: fn(&Record) -> Option<f64>| {
             median(
                 rs.iter()
@@ -103,8 +117,9 @@ pub fn summary(records: &[Record]) {
         };
         let shapes = rs.iter().filter(|r| r.kernel == "macko").count();
         println!(
-            "{:<6} {:>7.2} {:>8} {:>12} {:>12} {:>12} {:>10}",
+            "{:<7} {:>3} {:>7.2} {:>8} {:>12} {:>12} {:>12} {:>10}",
             backend,
+            batch,
             -*d as f64 / 1000.0,
             shapes,
             fmt_opt(pick("macko", |r| r.speedup_over_dense), 2),
@@ -119,7 +134,67 @@ pub fn summary(records: &[Record]) {
             ),
         );
     }
-    println!("(medians over shapes; speedups are over cuBLAS on cuda, our dense GEMV elsewhere)");
+    println!("(medians over shapes; speedups are over cuBLAS on cuda, our dense GEMV elsewhere, with the same B)");
+    batch_summary(records);
+}
+
+/// With more than one batch size: per backend and density, the median over shapes of MACKO
+/// over the dense baseline for each B, and of MACKO's time(B) / time(1) (how well the
+/// matrix read is shared by B vectors; 1 would be free vectors, B no sharing at all).
+fn batch_summary(records: &[Record]) {
+    let batches: BTreeSet<usize> = records.iter().map(|r| r.batch).collect();
+    if batches.len() < 2 {
+        return;
+    }
+    let macko: Vec<&Record> = records.iter().filter(|r| r.kernel == "macko").collect();
+    let backends: BTreeSet<&str> = macko.iter().map(|r| r.backend.as_str()).collect();
+    let densities: BTreeSet<i64> = macko.iter().map(|r| falling_density(r.density)).collect();
+    let time_of: BTreeMap<(&str, usize, usize, i64, usize), f64> = macko
+        .iter()
+        .map(|r| {
+            let key = (
+                r.backend.as_str(),
+                r.rows,
+                r.cols,
+                falling_density(r.density),
+                r.batch,
+            );
+            (key, r.median_us)
+        })
+        .collect();
+    let header: String = batches
+        .iter()
+        .map(|b| format!(" {:>7}", format!("B={b}")))
+        .collect();
+    for (title, ratio) in [
+        ("MACKO over the dense baseline, same B", false),
+        ("MACKO time(B) / time(1), same shape", true),
+    ] {
+        println!("\n{title} (medians over shapes):");
+        println!("{:<7} {:>7}{header}", "backend", "density");
+        for backend in &backends {
+            for d in &densities {
+                let mut line = format!("{backend:<7} {:>7.2}", -*d as f64 / 1000.0);
+                for &batch in &batches {
+                    let here = macko
+                        .iter()
+                        .filter(|r| r.backend == *backend && falling_density(r.density) == *d)
+                        .filter(|r| r.batch == batch);
+                    let values: Vec<f64> = if ratio {
+                        here.filter_map(|r| {
+                            let one = time_of.get(&(r.backend.as_str(), r.rows, r.cols, *d, 1))?;
+                            Some(r.median_us / one)
+                        })
+                        .collect()
+                    } else {
+                        here.filter_map(|r| r.speedup_over_dense).collect()
+                    };
+                    line.push_str(&format!(" {:>7}", fmt_opt(median(values), 2)));
+                }
+                println!("{line}");
+            }
+        }
+    }
 }
 
 fn io_error(path: &Path, e: impl std::fmt::Display) -> CliError {
@@ -148,16 +223,18 @@ pub fn today() -> String {
 }
 
 /// Writes results.csv and results.json (the run's description and every record) into `dir`.
+/// The CSV's `batch` column comes last, so that scripts reading the earlier columns by position
+/// (kernels/sweep.sh) read batch-1 files as they always did.
 pub fn write_files(doc: &Results, dir: &Path) -> Result<Vec<PathBuf>, CliError> {
     std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
     let csv_path = dir.join("results.csv");
     let mut csv = String::from(
-        "backend,device,rows,cols,density,kernel,bytes,effective_density,median_us,min_us,p10_us,p90_us,gbps,fraction_of_ceiling,speedup_over_dense,timer,iters\n",
+        "backend,device,rows,cols,density,kernel,bytes,effective_density,median_us,min_us,p10_us,p90_us,gbps,fraction_of_ceiling,speedup_over_dense,timer,iters,batch\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
     for r in &doc.results {
         csv.push_str(&format!(
-            "{},\"{}\",{},{},{},{},{},{:.4},{:.2},{:.2},{:.2},{:.2},{:.1},{},{},{},{}\n",
+            "{},\"{}\",{},{},{},{},{},{:.4},{:.2},{:.2},{:.2},{:.2},{:.1},{},{},{},{},{}\n",
             r.backend,
             r.device.replace('"', "'"),
             r.rows,
@@ -174,7 +251,8 @@ pub fn write_files(doc: &Results, dir: &Path) -> Result<Vec<PathBuf>, CliError> 
             opt(r.fraction_of_ceiling),
             opt(r.speedup_over_dense),
             r.timer,
-            r.iters
+            r.iters,
+            r.batch
         ));
     }
     std::fs::write(&csv_path, csv).map_err(|e| io_error(&csv_path, e))?;

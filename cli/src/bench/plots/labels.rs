@@ -47,9 +47,25 @@ pub(super) fn devices(records: &[&Record]) -> String {
     }
 }
 
-/// "backend · device" for titles.
+/// "backend · device" for titles, with " · B = n" when every record is one batch of n > 1
+/// vectors (a batch-1 plot reads as it always did).
 pub(super) fn title_suffix(backend: &str, records: &[&Record]) -> String {
-    format!("{} · {}", backend_title(backend), devices(records))
+    let batches: BTreeSet<usize> = records.iter().map(|r| r.batch).collect();
+    let batch = match batches.iter().collect::<Vec<_>>()[..] {
+        [&b] if b > 1 => format!(" · B = {b}"),
+        _ => String::new(),
+    };
+    format!("{} · {}{batch}", backend_title(backend), devices(records))
+}
+
+/// The part of a per-batch plot's file name that says the batch: nothing for one vector (the
+/// names of the plots from before `--batch`), `_b4` for four.
+pub(super) fn batch_suffix(batch: usize) -> String {
+    if batch == 1 {
+        String::new()
+    } else {
+        format!("_b{batch}")
+    }
 }
 
 /// Formats a density tick: at most two decimals, no trailing zeros beyond the first.
@@ -86,5 +102,7 @@ mod tests {
         assert_eq!(fmt_value(2.5), "2.5");
         assert_eq!(fmt_value(3.0), "3");
         assert_eq!(file_stem("cu da/1"), "cu_da_1");
+        assert_eq!(batch_suffix(1), "");
+        assert_eq!(batch_suffix(16), "_b16");
     }
 }

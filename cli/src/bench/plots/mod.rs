@@ -6,12 +6,19 @@
 //! - `effective_density.svg`: MACKO's measured effective density against the storage formulas
 //!   of docs/FORMAT.md (expected, best, worst), CSR and dense;
 //! - `ceiling_<backend>.svg`: the fraction of the streaming-read ceiling that MACKO and the
-//!   dense kernels reach, with the 85 % goal marked.
+//!   dense kernels reach, with the 85 % goal marked;
+//! - with several batch sizes (`--batch`), `speedup_by_batch_<backend>.svg`: MACKO's speedup
+//!   over the dense baseline with the same B, one line per B.
+//!
+//! The speedup and ceiling plots are drawn per batch size B: `speedup_<backend>.svg` for one
+//! vector (the names from before `--batch`), `speedup_<backend>_b<B>.svg` for B vectors. The
+//! effective-density plot (storage only, the same for every B) uses the smallest B measured.
 //!
 //! Density runs from dense on the left to sparse on the right on every plot, so "more pruning"
 //! reads left to right. Only finite figures are drawn (NaN, infinities and missing optional
 //! figures are left out), and a plot whose data is absent is skipped, not drawn empty.
 
+mod batch;
 mod ceiling;
 mod chart;
 mod data;
@@ -27,10 +34,11 @@ use std::path::{Path, PathBuf};
 use plotters::prelude::*;
 
 use super::record::Record;
+use batch::{draw_batch_speedup, has_batch_lines};
 use ceiling::{draw_ceiling, has_ceiling};
 use chart::{HEIGHT, WIDTH};
 use effective_density::{draw_effective_density, has_effective_density};
-use labels::file_stem;
+use labels::{batch_suffix, file_stem};
 use speedup::{draw_speedup, has_speedup};
 
 /// Why a plot could not be written.
@@ -55,27 +63,51 @@ pub enum PlotError {
 }
 
 /// Writes every plot that the records have data for into `dir` (created if missing) and
-/// returns the paths written, in order: per backend (sorted by name) the speedup plot, then
-/// the effective-density plot, then per backend the ceiling plot. Empty input writes nothing.
+/// returns the paths written, in order: per backend (sorted by name) and batch (rising) the
+/// speedup plot, then per backend the by-batch speedup plot, then the effective-density
+/// plot, then per backend and batch the ceiling plot. Empty input writes nothing.
 pub fn write_plots(records: &[Record], dir: &Path) -> Result<Vec<PathBuf>, PlotError> {
     let backends: BTreeSet<&str> = records.iter().map(|r| r.backend.as_str()).collect();
     let per_backend: Vec<(&str, Vec<&Record>)> = backends
         .into_iter()
         .map(|b| (b, records.iter().filter(|r| r.backend == b).collect()))
         .collect();
+    // (backend, batch, records of both), batches rising within a backend.
+    let per_batch: Vec<(&str, usize, Vec<&Record>)> = per_backend
+        .iter()
+        .flat_map(|(backend, recs)| {
+            let batches: BTreeSet<usize> = recs.iter().map(|r| r.batch).collect();
+            batches.into_iter().map(move |b| {
+                let mine = recs.iter().copied().filter(|r| r.batch == b).collect();
+                (*backend, b, mine)
+            })
+        })
+        .collect();
+    let smallest = records.iter().map(|r| r.batch).min().unwrap_or(1);
+    let storage: Vec<Record> = records
+        .iter()
+        .filter(|r| r.batch == smallest)
+        .cloned()
+        .collect();
     let mut jobs: Vec<(PathBuf, Job<'_>)> = Vec::new();
-    for (backend, recs) in &per_backend {
+    for (backend, batch, recs) in &per_batch {
         if has_speedup(recs) {
-            let name = format!("speedup_{}.svg", file_stem(backend));
+            let name = format!("speedup_{}{}.svg", file_stem(backend), batch_suffix(*batch));
             jobs.push((dir.join(name), Job::Speedup(backend, recs)));
         }
     }
-    if has_effective_density(records) {
+    for (backend, recs) in &per_backend {
+        if has_batch_lines(recs) {
+            let name = format!("speedup_by_batch_{}.svg", file_stem(backend));
+            jobs.push((dir.join(name), Job::BatchSpeedup(backend, recs)));
+        }
+    }
+    if has_effective_density(&storage) {
         jobs.push((dir.join("effective_density.svg"), Job::EffectiveDensity));
     }
-    for (backend, recs) in &per_backend {
+    for (backend, batch, recs) in &per_batch {
         if has_ceiling(recs) {
-            let name = format!("ceiling_{}.svg", file_stem(backend));
+            let name = format!("ceiling_{}{}.svg", file_stem(backend), batch_suffix(*batch));
             jobs.push((dir.join(name), Job::Ceiling(backend, recs)));
         }
     }
@@ -93,7 +125,8 @@ pub fn write_plots(records: &[Record], dir: &Path) -> Result<Vec<PathBuf>, PlotE
             let root = SVGBackend::new(&path, (WIDTH, HEIGHT)).into_drawing_area();
             let drawn = match &job {
                 Job::Speedup(backend, recs) => draw_speedup(&root, backend, recs),
-                Job::EffectiveDensity => draw_effective_density(&root, records),
+                Job::BatchSpeedup(backend, recs) => draw_batch_speedup(&root, backend, recs),
+                Job::EffectiveDensity => draw_effective_density(&root, &storage),
                 Job::Ceiling(backend, recs) => draw_ceiling(&root, backend, recs),
             };
             drawn.and_then(|()| root.present().map_err(Into::into))
@@ -111,7 +144,9 @@ pub fn write_plots(records: &[Record], dir: &Path) -> Result<Vec<PathBuf>, PlotE
 enum Job<'r> {
     /// Speedup over dense for one backend, with that backend's records.
     Speedup(&'r str, &'r [&'r Record]),
-    /// Effective density over all records.
+    /// Speedup over dense by batch size for one backend, with that backend's records.
+    BatchSpeedup(&'r str, &'r [&'r Record]),
+    /// Effective density over the records of the smallest batch.
     EffectiveDensity,
     /// Fraction of the ceiling for one backend, with that backend's records.
     Ceiling(&'r str, &'r [&'r Record]),
@@ -144,6 +179,7 @@ mod tests {
             rows: shape.0,
             cols: shape.1,
             density: d,
+            batch: 1,
             kernel: kernel.to_string(),
             bytes: bytes as u64,
             effective_density: eff,
@@ -220,6 +256,46 @@ mod tests {
             assert!(svg.contains("<svg"), "{} is not an SVG", p.display());
             assert!(svg.contains("MACKO"), "{} has no MACKO text", p.display());
         }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn several_batches_get_plots_named_by_batch_and_one_by_batch_plot() {
+        let dir = temp_dir("batches");
+        let mut recs: Vec<Record> = fake_records()
+            .into_iter()
+            .filter(|r| r.backend == "cpu")
+            .collect();
+        let four: Vec<Record> = recs
+            .iter()
+            .map(|r| Record {
+                batch: 4,
+                speedup_over_dense: r.speedup_over_dense.map(|s| s * 0.8),
+                ..r.clone()
+            })
+            .collect();
+        recs.extend(four);
+        let written = write_plots(&recs, &dir).expect("plots are written");
+        let names: Vec<String> = written
+            .iter()
+            .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "speedup_cpu.svg",
+                "speedup_cpu_b4.svg",
+                "speedup_by_batch_cpu.svg",
+                "effective_density.svg",
+                "ceiling_cpu.svg",
+                "ceiling_cpu_b4.svg"
+            ]
+        );
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect("readable");
+        assert!(read("speedup_cpu_b4.svg").contains("B = 4"));
+        assert!(!read("speedup_cpu.svg").contains("B = "));
+        let by_batch = read("speedup_by_batch_cpu.svg");
+        assert!(by_batch.contains("MACKO, B = 1") && by_batch.contains("MACKO, B = 4"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
