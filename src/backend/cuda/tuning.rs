@@ -63,6 +63,20 @@ pub struct CudaTuning {
     /// (staged wherever it fits) or `global`; by default staged where that costs no resident
     /// blocks (`batch_plan.rs`).
     pub batch_x: Option<XPlace>,
+    /// `spmm_alg`: the algorithm of the cuSPARSE SpMM baseline (`csr1`, `csr2`, `csr3`); by
+    /// default `CUSPARSE_SPMM_ALG_DEFAULT`. A baseline's knob, not a plan of ours.
+    pub spmm_alg: Option<SpmmAlg>,
+}
+
+/// A `cusparseSpMMAlg_t` for CSR matrices (the cuSPARSE baseline of few-token products).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpmmAlg {
+    /// `CUSPARSE_SPMM_CSR_ALG1`.
+    Csr1,
+    /// `CUSPARSE_SPMM_CSR_ALG2`.
+    Csr2,
+    /// `CUSPARSE_SPMM_CSR_ALG3`.
+    Csr3,
 }
 
 /// One of `choices` (name, value), `None` for `auto` or empty.
@@ -93,6 +107,7 @@ impl CudaTuning {
         "lean",
         "spread",
         "batch_x",
+        "spmm_alg",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -140,6 +155,17 @@ impl CudaTuning {
             "lean" => self.lean = switch(v)?,
             "spread" => self.spread = switch(v)?,
             "batch_x" => self.batch_x = x_place(v)?,
+            "spmm_alg" => {
+                self.spmm_alg = one_of(
+                    v,
+                    &[
+                        ("csr1", SpmmAlg::Csr1),
+                        ("csr2", SpmmAlg::Csr2),
+                        ("csr3", SpmmAlg::Csr3),
+                    ],
+                    "expected csr1, csr2, csr3 or auto",
+                )?
+            }
             other => {
                 return Err(format!(
                     "unknown key {other:?}: expected one of {}",
@@ -208,6 +234,7 @@ mod tests {
             ("lean", "off"),
             ("spread", "1"),
             ("batch_x", "global"),
+            ("spmm_alg", "CSR3"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -227,6 +254,7 @@ mod tests {
                 lean: Some(false),
                 spread: Some(true),
                 batch_x: Some(XPlace::Global),
+                spmm_alg: Some(SpmmAlg::Csr3),
             }
         );
         t.set("split", "off").expect("off");

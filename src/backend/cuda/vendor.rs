@@ -17,6 +17,7 @@ use macko_format::{CsrMatrix, DenseMatrix};
 
 use super::errors::{cuda_error, internal, unavailable};
 use super::memory::{dim, DenseDev, DeviceArray, VectorData};
+use super::tuning::SpmmAlg;
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
 
@@ -362,6 +363,7 @@ impl Vendor {
         x: &DeviceArray<u16>,
         y: &mut VectorData,
         batch: usize,
+        alg: Option<SpmmAlg>,
     ) -> Result<()> {
         let Some(descr) = a.descr.as_ref() else {
             return clear(y, &self.stream);
@@ -378,7 +380,12 @@ impl Vendor {
         let my = DnMat::new(i64::from(a.rows), n, y_ptr, y_type)?;
         let (alpha, beta) = (1.0f32, 0.0f32);
         let op = sparse::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE;
-        let alg = sparse::cusparseSpMMAlg_t::CUSPARSE_SPMM_ALG_DEFAULT;
+        let alg = match alg {
+            None => sparse::cusparseSpMMAlg_t::CUSPARSE_SPMM_ALG_DEFAULT,
+            Some(SpmmAlg::Csr1) => sparse::cusparseSpMMAlg_t::CUSPARSE_SPMM_CSR_ALG1,
+            Some(SpmmAlg::Csr2) => sparse::cusparseSpMMAlg_t::CUSPARSE_SPMM_CSR_ALG2,
+            Some(SpmmAlg::Csr3) => sparse::cusparseSpMMAlg_t::CUSPARSE_SPMM_CSR_ALG3,
+        };
         let mut size = 0usize;
         // SAFETY: handle, descriptors and pointers are live; alpha/beta are f32 for the
         // CUDA_R_32F compute type; `size` is valid for writes.
