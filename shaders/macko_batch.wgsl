@@ -54,3 +54,94 @@ fn row_parts() -> u32 {
     }
     return 1u;
 }
+
+// ---- Raw groups, decoded at their products (the pipelined loop of macko_batch_sg.wgsl) ------
+//
+// macko_sg.wgsl's pipelined steps (row_dot_piped), with one XT load of W values per entry
+// instead of one gather of x: the helpers below are that kernel's, copied (macko_sg.wgsl is no
+// prelude of the batch kernels).
+
+// A step's 2 groups per lane as loaded (groups g0 + lane and g0 + lanes + lane).
+struct Raw2 {
+    v0: vec4<u32>,
+    v1: vec4<u32>,
+    c0: u32,
+    c1: u32,
+}
+
+// The column step of a whole group, 8 + the sum of its 8 nibbles (macko_sg.wgsl's code_steps).
+fn code_steps(w: u32) -> u32 {
+    let b = (w & 0x0f0f0f0fu) + ((w >> 4u) & 0x0f0f0f0fu) + 0x02020202u;
+    return (b * 0x01010101u) >> 24u;
+}
+
+// Nibbles below nibble n (n in 0..=8) set.
+fn nibbles_below(n: u32) -> u32 {
+    return select((1u << (min(n, 7u) * 4u)) - 1u, 0xffffffffu, n >= 8u);
+}
+
+// The mask of a vec4<u32> of values that keeps the entries whose bits are set in `k`
+// (macko_sg.wgsl's kept_mask).
+fn kept_mask(k: u32) -> vec4<u32> {
+    let bits = vec4<u32>(k, k >> 2u, k >> 4u, k >> 6u);
+    return ((bits * 0x8001u) & vec4<u32>(0x00010001u)) * 0xffffu;
+}
+
+// The step of 2 groups per lane from group g0 of a row whose groups end at gend, raw (masked
+// when computed: mask_step2), reads clamped to the row's last group; the second group only
+// where it starts before gend for some lane (otherwise zero: no value, a total that moves no
+// entry of the row).
+fn load_step2(g0: u32, lane: u32, lanes: u32, gend: u32) -> Raw2 {
+    var r: Raw2;
+    let a = min(g0 + lane, gend - 1u);
+    r.v0 = values[a];
+    r.c0 = codes[a];
+    if g0 + lanes < gend {
+        let b = min(g0 + lanes + lane, gend - 1u);
+        r.v1 = values[b];
+        r.c1 = codes[b];
+    }
+    return r;
+}
+
+// Whether the step of 2 groups per lane from group g0 lies wholly inside entries s..e.
+fn step2_inside(g0: u32, lanes: u32, s: u32, e: u32) -> bool {
+    return g0 * 8u >= s && (g0 + 2u * lanes) * 8u <= e;
+}
+
+// Values of entries outside the row's entries s..e zeroed, codes of the entries before s
+// zeroed (each then steps one column; only the row's first group has any, and the second group
+// of a step never is that group).
+fn mask_step2(r: Raw2, g0: u32, lane: u32, lanes: u32, s: u32, e: u32) -> Raw2 {
+    var m = r;
+    let ga = g0 + lane;
+    let gb = ga + lanes;
+    let lo = group_lo(ga, s);
+    m.v0 = r.v0 & kept_mask(kept_bits(lo, group_hi(ga, e)));
+    m.c0 = r.c0 & ~nibbles_below(lo);
+    m.v1 = r.v1 & kept_mask(kept_bits(0u, group_hi(gb, e)));
+    return m;
+}
+
+// Two entries packed in one u32 of values at columns c_lo, c_hi: a zero value (padding, masked,
+// or a stored zero) reads the zero column instead, so it adds 0 · 0 whatever x holds.
+fn pair_raw(v: u32, c_lo: u32, c_hi: u32) {
+    let f = unpack2x16float(v);
+    add_entry(f.x, select(chunk.zero_col, c_lo, f.x != 0.0));
+    add_entry(f.y, select(chunk.zero_col, c_hi, f.y != 0.0));
+}
+
+// One group decoded from its raw code word (macko_sg.wgsl's group_fma_raw: byte k of q is the
+// inclusive step count through entry 2k + 1, of p through entry 2k), whose first entry follows
+// column base - 1.
+fn group_raw(v: vec4<u32>, code: u32, base: u32) {
+    let even = code & 0x0f0f0f0fu;
+    let odd1 = ((code >> 4u) & 0x0f0f0f0fu) + 0x01010101u;
+    let q = (even + odd1 + 0x01010101u) * 0x01010101u;
+    let p = q - odd1;
+    let b = base - 1u;
+    pair_raw(v.x, b + (p & 0xffu), b + (q & 0xffu));
+    pair_raw(v.y, b + ((p >> 8u) & 0xffu), b + ((q >> 8u) & 0xffu));
+    pair_raw(v.z, b + ((p >> 16u) & 0xffu), b + ((q >> 16u) & 0xffu));
+    pair_raw(v.w, b + (p >> 24u), b + (q >> 24u));
+}

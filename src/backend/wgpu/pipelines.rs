@@ -364,6 +364,14 @@ impl PipelineKey {
         }
     }
 
+    /// This few-token key with `words` of XT staged in workgroup memory (0: none).
+    pub fn with_xt_words(self, words: u32) -> Self {
+        Self {
+            x_words: words,
+            ..self
+        }
+    }
+
     /// The pipeline constants the key sets.
     pub(super) fn constants(&self) -> Vec<(&'static str, f64)> {
         let flag = |on: bool| if on { 1.0 } else { 0.0 };
@@ -381,6 +389,13 @@ impl PipelineKey {
                 Kernel::MackoBatchSubgroup | Kernel::MackoBatchWorkgroup
             ) {
                 c.push(("X_TILED", flag(self.x_tiled)));
+            }
+            if self.kernel == Kernel::MackoBatchSubgroup {
+                // XT staged in workgroup memory (x_words: its words; BatchPlan::xt_words).
+                c.push(("XT_SHARED", flag(self.x_words > 0)));
+                if self.x_words > 0 {
+                    c.push(("XT_WORDS", f64::from(self.x_words)));
+                }
             }
             return c;
         }
@@ -636,11 +651,29 @@ impl Pipelines {
 /// then never clamps them); on Metal and DX12, and for workgroup memory everywhere, nothing
 /// does, hence the argument above, which covers every buffer. The test hook `GATHER_PROBE`
 /// (`WgpuTuning::gather_probe`) turns a gather outside the staged slots into a NaN product.
+///
+/// `batch_loops_end`: the few-token kernels are built without naga's
+/// loop bounding. Sound because each of their loops ends: rows step by the dispatch's subgroups
+/// or workgroups (>= 1) from below `params.rows` < 2³¹; row parts count up to `params.tiles`;
+/// a row's steps grow by `4 · lanes` or `2 · lanes` (>= 2, lanes counted at entry or the
+/// builtin size) towards the row's end group <= 2²⁹; scans double up to the subgroup size and
+/// butterflies halve down to 0; stores step by the invocation count (>= 1) up to the chunk's
+/// count; the dense kernels' words step by the workgroup or subgroup size up to the row stride;
+/// the workgroup trees halve down to 0.
 fn create_module(gpu: &Gpu, key: &PipelineKey, module: naga::Module) -> wgpu::ShaderModule {
     let desc = wgpu::ShaderModuleDescriptor {
         label: Some(key.kernel.name()),
         source: wgpu::ShaderSource::Naga(Cow::Owned(module)),
     };
+    if key.kernel.is_batch() {
+        // The few-token kernels keep naga's bounds and division checks; only its loop
+        // bounding goes, whose extra counter in every loop keeps the driver from unrolling and
+        // pipelining the entry loops (`batch_loops_end` above says why every loop ends).
+        let mut checks = wgpu::ShaderRuntimeChecks::checked();
+        checks.force_loop_bounding = false;
+        // SAFETY: every loop of the few-token kernels ends (`batch_loops_end`).
+        return unsafe { gpu.device.create_shader_module_trusted(desc, checks) };
+    }
     if key.kernel != Kernel::MackoSubgroup {
         return gpu.device.create_shader_module(desc);
     }
