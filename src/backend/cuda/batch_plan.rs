@@ -60,8 +60,17 @@ impl BatchPlan {
 
     /// 16-bit elements of XT (the scratch buffer the transpose writes).
     pub fn xt_len(&self) -> usize {
+        if self.tensor_cores() {
+            return 0;
+        }
         let lanes = self.width().map_or(0, Width::lanes);
         self.slots as usize * lanes as usize
+    }
+
+    /// Whether the product runs on tensor cores (kernels/batch_mma.cu): X is read as it is, no
+    /// transpose is queued and XT is not used.
+    pub fn tensor_cores(&self) -> bool {
+        matches!(self.kernel, Kernel::Batch(b) if b.format.tensor_cores())
     }
 }
 
@@ -118,6 +127,9 @@ pub fn batch_plan(
     cols: u32,
     width: Width,
 ) -> Result<BatchPlan> {
+    if mma_wanted(caps, tuning, m, cols, width) {
+        return mma_plan(caps, m, rows, width);
+    }
     let slots = xt_slots(cols)?;
     let (staged, global) = match m {
         BatchMatrix::Macko => (BatchFormat::MackoShared, BatchFormat::MackoGlobal),
@@ -158,6 +170,40 @@ pub fn batch_plan(
         smem_bytes,
         slots,
         transpose_grid,
+    })
+}
+
+/// Rows of a band of the dense tensor-core kernel (`16 · DENSE_MMA_MT` of kernels/batch_mma.cu):
+/// one block multiplies one band at a time, its warps splitting the columns.
+pub const DENSE_MMA_BAND: u32 = 32;
+
+/// Whether chunks of `width` run on tensor cores: where the GPU has them (sm_80+), X's rows are
+/// 16-byte aligned (`cols % 8 == 0`, read as they are) and the matrix has a tensor-core kernel
+/// (dense rows); then as `cuda.batch_mma` says, by default from width 8 up (where the CUDA-core
+/// kernels become bound by instruction issue: kernels/README.md, "Few-token products").
+fn mma_wanted(caps: &CudaCaps, tuning: &CudaTuning, m: BatchMatrix, cols: u32, w: Width) -> bool {
+    let eligible = caps.tensor_cores && cols % 8 == 0 && matches!(m, BatchMatrix::Dense);
+    eligible && tuning.batch_mma.unwrap_or(w.lanes() >= 8)
+}
+
+/// The tensor-core plan of one chunk width: a persistent grid of 512-thread blocks, at most one
+/// per band, no XT.
+fn mma_plan(caps: &CudaCaps, m: BatchMatrix, rows: u32, width: Width) -> Result<BatchPlan> {
+    let (format, band) = match m {
+        BatchMatrix::Dense => (BatchFormat::DenseMma, DENSE_MMA_BAND),
+        _ => return Err(internal("a tensor-core plan for a matrix without one")),
+    };
+    let kernel = Kernel::Batch(BatchKernel { format, width });
+    let resident = caps
+        .resident_blocks(kernel, BLOCK, 0)
+        .ok_or_else(|| internal("a tensor-core kernel cannot be resident"))?;
+    Ok(BatchPlan {
+        kernel,
+        grid: resident.min(rows.div_ceil(band)).max(1),
+        block: BLOCK,
+        smem_bytes: 0,
+        slots: 0,
+        transpose_grid: 0,
     })
 }
 

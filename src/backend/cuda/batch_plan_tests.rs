@@ -50,6 +50,11 @@ fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
                     if p.x_in_smem() {
                         assert_eq!(u64::from(p.smem_bytes), xt_bytes(p.slots, w));
                     }
+                    if p.tensor_cores() {
+                        // X read as it is: no XT, no transpose.
+                        assert_eq!((p.xt_len(), p.smem_bytes), (0, 0));
+                        continue;
+                    }
                     assert_eq!(p.xt_len(), p.slots as usize * w.lanes() as usize);
                     // The transpose covers XT's words grid-stride in at most 4 blocks per SM.
                     assert!(p.transpose_grid >= 1 && p.transpose_grid <= caps.sm_count * 4);
@@ -110,6 +115,7 @@ fn dense_rows_read_xt_from_global_memory_aligned_where_rows_are() {
     let caps = h100();
     let t = CudaTuning {
         batch_x: Some(XPlace::Shared),
+        batch_mma: Some(false),
         ..CudaTuning::default()
     };
     let aligned = plans(&caps, &t, BatchMatrix::Dense, 100, 4096);
@@ -134,4 +140,71 @@ fn chunk_counts_map_to_the_narrowest_width_that_holds_them() {
     assert_eq!(Width::for_count(9), Some(Width::W16));
     assert_eq!(Width::for_count(16), Some(Width::W16));
     assert_eq!(Width::for_count(17), None);
+}
+
+fn format(p: &BatchPlan) -> Option<BatchFormat> {
+    match p.kernel {
+        Kernel::Batch(b) => Some(b.format),
+        _ => None,
+    }
+}
+
+#[test]
+fn dense_rows_run_on_tensor_cores_from_width_8_where_the_gpu_has_them() {
+    let t = CudaTuning::default();
+    for caps in [h100(), h200(), small()] {
+        let p = plans(&caps, &t, BatchMatrix::Dense, 8192, 8192);
+        assert_eq!(format(p.get(Width::W2)), Some(BatchFormat::DenseAligned));
+        assert_eq!(format(p.get(Width::W4)), Some(BatchFormat::DenseAligned));
+        assert_eq!(format(p.get(Width::W8)), Some(BatchFormat::DenseMma));
+        assert_eq!(format(p.get(Width::W16)), Some(BatchFormat::DenseMma));
+        // Rows not 16-byte aligned: X cannot be read in 16-byte words: CUDA cores.
+        let p = plans(&caps, &t, BatchMatrix::Dense, 8192, 8191);
+        assert_eq!(format(p.get(Width::W16)), Some(BatchFormat::DenseAny));
+    }
+    // Before sm_80: never.
+    let old = CudaCaps {
+        tensor_cores: false,
+        ..h100()
+    };
+    let on = CudaTuning {
+        batch_mma: Some(true),
+        ..CudaTuning::default()
+    };
+    let p = plans(&old, &on, BatchMatrix::Dense, 8192, 8192);
+    assert!(p.0.iter().all(|p| !p.tensor_cores()));
+}
+
+#[test]
+fn the_tuning_forces_tensor_cores_at_every_width_or_none() {
+    let caps = h100();
+    let on = CudaTuning {
+        batch_mma: Some(true),
+        ..CudaTuning::default()
+    };
+    let off = CudaTuning {
+        batch_mma: Some(false),
+        ..CudaTuning::default()
+    };
+    let p = plans(&caps, &on, BatchMatrix::Dense, 8192, 8192);
+    assert!(p.0.iter().all(BatchPlan::tensor_cores));
+    let p = plans(&caps, &off, BatchMatrix::Dense, 8192, 8192);
+    assert!(p.0.iter().all(|p| !p.tensor_cores()));
+    // CSR has no tensor-core kernel: forcing it changes nothing.
+    let p = plans(&caps, &on, BatchMatrix::Csr, 8192, 8192);
+    assert!(p.0.iter().all(|p| !p.tensor_cores()));
+}
+
+#[test]
+fn a_dense_tensor_core_grid_holds_at_most_one_block_per_band() {
+    let caps = h100();
+    let t = CudaTuning::default();
+    // 64 and 92 registers: two and one 512-thread blocks per SM (and 16 / 32 KiB of partial
+    // sums each).
+    let p = plans(&caps, &t, BatchMatrix::Dense, 28672, 8192);
+    assert_eq!(p.get(Width::W8).grid, 264);
+    assert_eq!(p.get(Width::W16).grid, 132);
+    // 100 rows: 4 bands of 32.
+    let p = plans(&caps, &t, BatchMatrix::Dense, 100, 4096);
+    assert_eq!(p.get(Width::W16).grid, 4);
 }

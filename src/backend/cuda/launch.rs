@@ -153,9 +153,37 @@ impl Launcher<'_> {
         if chunk.count == 0 || chunk.count > width.lanes() || xt.len() * 2 < plan.xt_len() {
             return Err(internal("a few-token chunk does not fit its plan"));
         }
-        self.transpose(plan, chunk, width.lanes(), cols, x, xt)?;
         let f = self.pick::<T>(plan.kernel);
         let mut args = self.stream.launch_builder(f);
+        if plan.tensor_cores() {
+            return match a {
+                Product::Dense(m, _) => {
+                    args.arg(m.values.buf())
+                        .arg(x.buf())
+                        .arg(y)
+                        .arg(&m.rows)
+                        .arg(&m.cols)
+                        .arg(&chunk.first)
+                        .arg(&chunk.count);
+                    let cfg = LaunchConfig {
+                        grid_dim: (plan.grid, 1, 1),
+                        block_dim: (plan.block, 1, 1),
+                        shared_mem_bytes: plan.smem_bytes,
+                    };
+                    // SAFETY: matches `dense_batch_mma_*(const unsigned short* a, const
+                    // unsigned short* x, Out* y, unsigned rows, unsigned cols, unsigned first,
+                    // unsigned count)` of kernels/batch_mma.cu; a holds rows × cols halves, x
+                    // batch × cols (the kernel reads vectors first .. first + count only, in
+                    // 16-byte words: cols % 8 == 0, the planner's condition, and the buffers
+                    // are allocation-aligned), y batch × rows of the kernel's output type.
+                    unsafe { args.launch(cfg) }
+                        .map(|_| ())
+                        .map_err(|e| cuda_error("launching a tensor-core few-token kernel", e))
+                }
+                _ => Err(internal("a tensor-core plan for a matrix without one")),
+            };
+        }
+        self.transpose(plan, chunk, width.lanes(), cols, x, xt)?;
         match a {
             Product::Macko(m) => args
                 .arg(m.row_ptr.buf())

@@ -148,6 +148,7 @@ impl CudaBackend {
             smem_limit: loaded.smem_limit,
             l2_bytes: p.l2_bytes,
             dram_bytes_per_sm_cycle: p.dram_bytes_per_sm_cycle,
+            tensor_cores: p.compute_capability.0 >= 8,
             kernels: loaded.uses,
         };
         let vendor = Vendor::new(gpu.ctx.clone(), gpu.stream.clone());

@@ -219,10 +219,9 @@ pub fn csr_plan(caps: &CudaCaps, tuning: &CudaTuning, rows: u32, cols: u32) -> R
 }
 
 /// Launch plan of a dense matrix: the 16-byte-aligned GEMV where every row starts on a 16-byte
-/// boundary (`cols % 8 == 0`).
-pub fn dense_plan(caps: &CudaCaps, rows: u32, cols: u32) -> Result<CudaPlan> {
-    let tuning = CudaTuning::default();
-    let batch = batch_plans(caps, &tuning, BatchMatrix::Dense, rows, cols)?;
+/// boundary (`cols % 8 == 0`). The tuning reaches only the few-token plans (`cuda.batch_mma`).
+pub fn dense_plan(caps: &CudaCaps, tuning: &CudaTuning, rows: u32, cols: u32) -> Result<CudaPlan> {
+    let batch = batch_plans(caps, tuning, BatchMatrix::Dense, rows, cols)?;
     let kernel = if cols % 8 == 0 {
         Kernel::DenseAligned
     } else {

@@ -63,6 +63,10 @@ pub struct CudaTuning {
     /// (staged wherever it fits) or `global`; by default staged where that costs no resident
     /// blocks (`batch_plan.rs`).
     pub batch_x: Option<XPlace>,
+    /// `batch_mma`: the few-token kernels on tensor cores (kernels/batch_mma.cu) at every chunk
+    /// width (`on`) or none (`off`); by default at widths 8 and 16 where the GPU has them and
+    /// the matrix qualifies (`batch_plan.rs`).
+    pub batch_mma: Option<bool>,
 }
 
 /// One of `choices` (name, value), `None` for `auto` or empty.
@@ -93,6 +97,7 @@ impl CudaTuning {
         "lean",
         "spread",
         "batch_x",
+        "batch_mma",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -140,6 +145,7 @@ impl CudaTuning {
             "lean" => self.lean = switch(v)?,
             "spread" => self.spread = switch(v)?,
             "batch_x" => self.batch_x = x_place(v)?,
+            "batch_mma" => self.batch_mma = switch(v)?,
             other => {
                 return Err(format!(
                     "unknown key {other:?}: expected one of {}",
@@ -208,6 +214,7 @@ mod tests {
             ("lean", "off"),
             ("spread", "1"),
             ("batch_x", "global"),
+            ("batch_mma", "on"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -227,6 +234,7 @@ mod tests {
                 lean: Some(false),
                 spread: Some(true),
                 batch_x: Some(XPlace::Global),
+                batch_mma: Some(true),
             }
         );
         t.set("split", "off").expect("off");

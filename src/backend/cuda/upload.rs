@@ -154,6 +154,6 @@ impl Uploader<'_> {
             cols,
             values: DeviceArray::upload(self.stream, values, "dense values")?,
         };
-        Ok((dev, plan::dense_plan(self.caps, rows, cols)?))
+        Ok((dev, plan::dense_plan(self.caps, self.tuning, rows, cols)?))
     }
 }
