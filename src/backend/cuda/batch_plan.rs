@@ -9,6 +9,7 @@
 //! (MACKO and CSR, where XT fits without costing resident blocks) or from global memory.
 
 use super::caps::{BatchFormat, BatchKernel, CudaCaps, Kernel, Width, BLOCK};
+use super::cursors::{split_width, SPLITS};
 use super::errors::internal;
 use super::tuning::{CudaTuning, XPlace};
 use crate::error::Result;
@@ -40,8 +41,13 @@ pub struct BatchPlan {
     /// Column slots of XT: the columns and the slack around them, a multiple of 8 (so that XT is
     /// whole 16-byte words at every width).
     pub slots: u32,
-    /// Blocks of the transpose (one thread per 32-bit word of XT, grid-stride).
+    /// Blocks of the transpose (one thread per 32-bit word of XT, grid-stride); 0 on tensor
+    /// cores (no transpose).
     pub transpose_grid: u32,
+    /// MACKO on tensor cores: columns of each warp's split (`cursors::split_width`), else 0.
+    pub split_width: u32,
+    /// MACKO on tensor cores: columns per window (the tiles' K), else 0.
+    pub window: u32,
 }
 
 impl BatchPlan {
@@ -53,9 +59,10 @@ impl BatchPlan {
         }
     }
 
-    /// Whether XT is staged in shared memory.
+    /// Whether XT is staged in shared memory (a tensor-core plan's shared memory holds tiles of
+    /// the matrix, not XT).
     pub fn x_in_smem(&self) -> bool {
-        self.smem_bytes > 0
+        self.smem_bytes > 0 && !self.tensor_cores()
     }
 
     /// 16-bit elements of XT (the scratch buffer the transpose writes).
@@ -128,7 +135,9 @@ pub fn batch_plan(
     width: Width,
 ) -> Result<BatchPlan> {
     if mma_wanted(caps, tuning, m, cols, width) {
-        return mma_plan(caps, m, rows, width);
+        if let Some(plan) = mma_plan(caps, tuning, m, rows, cols, width)? {
+            return Ok(plan);
+        }
     }
     let slots = xt_slots(cols)?;
     let (staged, global) = match m {
@@ -170,6 +179,8 @@ pub fn batch_plan(
         smem_bytes,
         slots,
         transpose_grid,
+        split_width: 0,
+        window: 0,
     })
 }
 
@@ -177,34 +188,72 @@ pub fn batch_plan(
 /// one block multiplies one band at a time, its warps splitting the columns.
 pub const DENSE_MMA_BAND: u32 = 32;
 
+/// Rows of a band of the MACKO tensor-core kernel (one m16 tile).
+pub const MACKO_MMA_BAND: u32 = 16;
+
+/// The MACKO tensor-core kernel's default window: 128 columns, 80 KiB of tiles per 512-thread
+/// block, two blocks per SM on sm_80 and sm_90 (kernels/README.md, "Tensor cores": the estimate
+/// behind it; 256 is the variant to measure at low density).
+pub const DEFAULT_WINDOW: u32 = 128;
+
+/// `MMA_TILE_PAD` of kernels/batch_mma.cu: halves after each tile row.
+const MMA_TILE_PAD: u32 = 32;
+
+/// Dynamic shared memory of the MACKO tensor-core kernel: one 16-row tile per warp, each row
+/// `window + MMA_TILE_PAD` binary16 values (the partial sums reuse it).
+pub fn mma_tile_bytes(window: u32) -> u64 {
+    SPLITS as u64 * 16 * (u64::from(window) + u64::from(MMA_TILE_PAD)) * 2
+}
+
 /// Whether chunks of `width` run on tensor cores: where the GPU has them (sm_80+), X's rows are
 /// 16-byte aligned (`cols % 8 == 0`, read as they are) and the matrix has a tensor-core kernel
-/// (dense rows); then as `cuda.batch_mma` says, by default from width 8 up (where the CUDA-core
-/// kernels become bound by instruction issue: kernels/README.md, "Few-token products").
+/// (dense and MACKO rows); then as `cuda.batch_mma` says, by default from width 8 up (where the
+/// CUDA-core kernels become bound by instruction issue: kernels/README.md, "Few-token products").
 fn mma_wanted(caps: &CudaCaps, tuning: &CudaTuning, m: BatchMatrix, cols: u32, w: Width) -> bool {
-    let eligible = caps.tensor_cores && cols % 8 == 0 && matches!(m, BatchMatrix::Dense);
+    let has_kernel = matches!(m, BatchMatrix::Dense | BatchMatrix::Macko);
+    let eligible = caps.tensor_cores && cols % 8 == 0 && has_kernel;
     eligible && tuning.batch_mma.unwrap_or(w.lanes() >= 8)
 }
 
 /// The tensor-core plan of one chunk width: a persistent grid of 512-thread blocks, at most one
-/// per band, no XT.
-fn mma_plan(caps: &CudaCaps, m: BatchMatrix, rows: u32, width: Width) -> Result<BatchPlan> {
-    let (format, band) = match m {
-        BatchMatrix::Dense => (BatchFormat::DenseMma, DENSE_MMA_BAND),
-        _ => return Err(internal("a tensor-core plan for a matrix without one")),
+/// per band, no XT. `None` where the MACKO tiles of the window do not fit a block's shared
+/// memory (the CUDA-core kernels take the chunk then).
+fn mma_plan(
+    caps: &CudaCaps,
+    tuning: &CudaTuning,
+    m: BatchMatrix,
+    rows: u32,
+    cols: u32,
+    width: Width,
+) -> Result<Option<BatchPlan>> {
+    let (format, band, window, smem) = match m {
+        BatchMatrix::Dense => (BatchFormat::DenseMma, DENSE_MMA_BAND, 0, 0),
+        BatchMatrix::Macko => {
+            let window = tuning.batch_window.unwrap_or(DEFAULT_WINDOW);
+            let Some(smem) = u32::try_from(mma_tile_bytes(window))
+                .ok()
+                .filter(|&b| b <= caps.smem_limit)
+            else {
+                return Ok(None);
+            };
+            (BatchFormat::MackoMma, MACKO_MMA_BAND, window, smem)
+        }
+        BatchMatrix::Csr => return Err(internal("a tensor-core plan for a matrix without one")),
     };
     let kernel = Kernel::Batch(BatchKernel { format, width });
-    let resident = caps
-        .resident_blocks(kernel, BLOCK, 0)
-        .ok_or_else(|| internal("a tensor-core kernel cannot be resident"))?;
-    Ok(BatchPlan {
+    let Some(resident) = caps.resident_blocks(kernel, BLOCK, smem) else {
+        return Ok(None);
+    };
+    Ok(Some(BatchPlan {
         kernel,
         grid: resident.min(rows.div_ceil(band)).max(1),
         block: BLOCK,
-        smem_bytes: 0,
+        smem_bytes: smem,
         slots: 0,
         transpose_grid: 0,
-    })
+        split_width: if window > 0 { split_width(cols) } else { 0 },
+        window,
+    }))
 }
 
 #[cfg(test)]

@@ -51,8 +51,15 @@ fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
                         assert_eq!(u64::from(p.smem_bytes), xt_bytes(p.slots, w));
                     }
                     if p.tensor_cores() {
-                        // X read as it is: no XT, no transpose.
-                        assert_eq!((p.xt_len(), p.smem_bytes), (0, 0));
+                        // X read as it is: no XT, no transpose; shared memory for MACKO's
+                        // tiles only.
+                        assert_eq!((p.xt_len(), p.transpose_grid), (0, 0));
+                        let tiles = if m == BatchMatrix::Macko {
+                            mma_tile_bytes(p.window)
+                        } else {
+                            0
+                        };
+                        assert_eq!(u64::from(p.smem_bytes), tiles);
                         continue;
                     }
                     assert_eq!(p.xt_len(), p.slots as usize * w.lanes() as usize);
@@ -66,7 +73,10 @@ fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
 
 #[test]
 fn xt_is_staged_where_it_costs_no_resident_blocks_on_an_h100_and_h200() {
-    let t = CudaTuning::default();
+    let t = CudaTuning {
+        batch_mma: Some(false),
+        ..CudaTuning::default()
+    };
     for caps in [h100(), h200()] {
         // 4096 columns: XT fits every width (132 KiB at 16 lanes, one block per SM, as many as
         // the 120-register global kernel keeps).
@@ -94,10 +104,12 @@ fn the_tuning_forces_where_xt_is_read() {
     let caps = h100();
     let global = CudaTuning {
         batch_x: Some(XPlace::Global),
+        batch_mma: Some(false),
         ..CudaTuning::default()
     };
     let shared = CudaTuning {
         batch_x: Some(XPlace::Shared),
+        batch_mma: Some(false),
         ..CudaTuning::default()
     };
     for m in [BatchMatrix::Macko, BatchMatrix::Csr] {
@@ -207,4 +219,51 @@ fn a_dense_tensor_core_grid_holds_at_most_one_block_per_band() {
     // 100 rows: 4 bands of 32.
     let p = plans(&caps, &t, BatchMatrix::Dense, 100, 4096);
     assert_eq!(p.get(Width::W16).grid, 4);
+}
+
+#[test]
+fn macko_runs_on_tensor_cores_from_width_8_in_windows_that_fit() {
+    let t = CudaTuning::default();
+    for caps in [h100(), h200(), small()] {
+        let p = plans(&caps, &t, BatchMatrix::Macko, 8192, 8192);
+        assert!(!p.get(Width::W2).tensor_cores() && !p.get(Width::W4).tensor_cores());
+        for w in [Width::W8, Width::W16] {
+            let q = p.get(w);
+            assert_eq!(format(q), Some(BatchFormat::MackoMma));
+            assert_eq!((q.window, q.split_width), (DEFAULT_WINDOW, 512));
+            // 80 KiB of tiles: two 512-thread blocks per SM of 228 KiB, one of 100 KiB; at most
+            // one block per 16 rows.
+            assert_eq!(u64::from(q.smem_bytes), mma_tile_bytes(128));
+            let per_sm = if caps.smem_per_sm > 200 << 10 { 2 } else { 1 };
+            assert_eq!(caps.blocks_per_sm(q.kernel, BLOCK, q.smem_bytes), per_sm);
+            assert_eq!(q.grid, (per_sm * caps.sm_count).min(512));
+        }
+        // Columns not a multiple of 8: CUDA cores.
+        let p = plans(&caps, &t, BatchMatrix::Macko, 8192, 8190);
+        assert!(p.0.iter().all(|p| !p.tensor_cores()));
+    }
+    // 512-column windows: 272 KiB of tiles fit no block: CUDA cores.
+    let wide = CudaTuning {
+        batch_window: Some(512),
+        ..CudaTuning::default()
+    };
+    let p = plans(&h100(), &wide, BatchMatrix::Macko, 8192, 8192);
+    assert!(p.0.iter().all(|p| !p.tensor_cores()));
+    // 256: 144 KiB, one block per SM.
+    let w256 = CudaTuning {
+        batch_window: Some(256),
+        ..CudaTuning::default()
+    };
+    let p = plans(&h100(), &w256, BatchMatrix::Macko, 8192, 8192);
+    let q = p.get(Width::W16);
+    assert!(q.tensor_cores() && q.window == 256);
+    assert_eq!(q.grid, 132);
+}
+
+#[test]
+fn tile_bytes_are_sixteen_warps_of_sixteen_padded_rows() {
+    assert_eq!(mma_tile_bytes(128), 16 * 16 * 160 * 2);
+    assert_eq!(mma_tile_bytes(64), 16 * 16 * 96 * 2);
+    // The partial sums (16 warps × 16 rows × 16 vectors of f32) fit the smallest tiles.
+    assert!(mma_tile_bytes(64) >= 16 * 16 * 16 * 4);
 }

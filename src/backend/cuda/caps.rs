@@ -123,11 +123,14 @@ pub enum BatchFormat {
     /// `dense_batch_mma_*`: dense rows on tensor cores (cols % 8 == 0, sm_80+; X read as it
     /// is, no XT).
     DenseMma,
+    /// `macko_batch_mma_*`: MACKO rows decoded into tiles in shared memory and multiplied on
+    /// tensor cores (cols % 8 == 0, sm_80+; X read as it is, no XT).
+    MackoMma,
 }
 
 impl BatchFormat {
     /// Every format, in the order of [`BatchFormat::index`].
-    pub const ALL: [BatchFormat; 7] = [
+    pub const ALL: [BatchFormat; 8] = [
         BatchFormat::MackoShared,
         BatchFormat::MackoGlobal,
         BatchFormat::CsrShared,
@@ -135,6 +138,7 @@ impl BatchFormat {
         BatchFormat::DenseAligned,
         BatchFormat::DenseAny,
         BatchFormat::DenseMma,
+        BatchFormat::MackoMma,
     ];
 
     /// Position in [`BatchFormat::ALL`].
@@ -142,15 +146,19 @@ impl BatchFormat {
         self as usize
     }
 
-    /// Whether the kernel stages XT in shared memory.
+    /// Whether the kernel takes dynamic shared memory (XT staged, or the tensor-core MACKO
+    /// kernel's tiles), and so may opt in to more than 48 KiB of it.
     pub fn stages_x(self) -> bool {
-        matches!(self, BatchFormat::MackoShared | BatchFormat::CsrShared)
+        matches!(
+            self,
+            BatchFormat::MackoShared | BatchFormat::CsrShared | BatchFormat::MackoMma
+        )
     }
 
     /// Whether the kernel runs on tensor cores (kernels/batch_mma.cu): it reads X as it is,
     /// so the chunk needs no transpose into XT.
     pub fn tensor_cores(self) -> bool {
-        matches!(self, BatchFormat::DenseMma)
+        matches!(self, BatchFormat::DenseMma | BatchFormat::MackoMma)
     }
 }
 
@@ -163,7 +171,7 @@ pub struct BatchKernel {
 
 impl BatchKernel {
     /// Number of few-token product kernels.
-    pub const COUNT: usize = 28;
+    pub const COUNT: usize = 32;
 
     /// Position among the few-token kernels: format-major, widths narrowest first.
     pub fn index(self) -> usize {
@@ -201,6 +209,10 @@ const BATCH_ENTRIES: [(&str, &str); BatchKernel::COUNT] = [
     ("dense_batch_mma_w4_f16", "dense_batch_mma_w4_f32"),
     ("dense_batch_mma_w8_f16", "dense_batch_mma_w8_f32"),
     ("dense_batch_mma_w16_f16", "dense_batch_mma_w16_f32"),
+    ("macko_batch_mma_w2_f16", "macko_batch_mma_w2_f32"),
+    ("macko_batch_mma_w4_f16", "macko_batch_mma_w4_f32"),
+    ("macko_batch_mma_w8_f16", "macko_batch_mma_w8_f32"),
+    ("macko_batch_mma_w16_f16", "macko_batch_mma_w16_f32"),
 ];
 
 /// The single-vector kernels, in the order of [`Kernel::index`].
@@ -448,14 +460,15 @@ pub mod tables {
 
     /// Registers per thread of each kernel for sm_90, in the order of [`Kernel::ALL`]: the
     /// single-vector kernels, then the few-token ones (format-major: MACKO staged, MACKO global,
-    /// CSR staged, CSR global, dense aligned, dense any, dense on tensor cores; widths 2, 4, 8,
-    /// 16), the transpose.
+    /// CSR staged, CSR global, dense aligned, dense any, dense and MACKO on tensor cores; widths
+    /// 2, 4, 8, 16), the transpose.
     const SM90_REGISTERS: [u32; Kernel::COUNT] = [
         64, 64, 64, 64, 64, 64, 64, 64, 64, 40, 40, 32, 32, 39, 32, 62, 64, 32, // single
         43, 53, 63, 72, 47, 54, 64, 120, // MACKO
         32, 32, 44, 55, 32, 32, 45, 70, // CSR
         48, 62, 64, 128, 32, 38, 51, 78, // dense
         64, 64, 64, 92, // dense on tensor cores
+        62, 62, 62, 64, // MACKO on tensor cores
         20, // transpose
     ];
 

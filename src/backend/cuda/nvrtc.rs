@@ -171,6 +171,14 @@ pub const BATCH_MMA: KernelSource = KernelSource {
         "dense_batch_mma_w8_f32",
         "dense_batch_mma_w16_f16",
         "dense_batch_mma_w16_f32",
+        "macko_batch_mma_w2_f16",
+        "macko_batch_mma_w2_f32",
+        "macko_batch_mma_w4_f16",
+        "macko_batch_mma_w4_f32",
+        "macko_batch_mma_w8_f16",
+        "macko_batch_mma_w8_f32",
+        "macko_batch_mma_w16_f16",
+        "macko_batch_mma_w16_f32",
     ],
 };
 

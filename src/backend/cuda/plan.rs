@@ -700,9 +700,22 @@ impl CudaTuning {
                 name: "cuda few-token XT from global memory",
                 tuning: CudaTuning {
                     batch_x: Some(XPlace::Global),
+                    batch_mma: Some(false),
                     ..t()
                 },
                 taken: |p| p.batch.is_some_and(|b| b.0.iter().all(|w| !w.x_in_smem())),
+            },
+            ForcedPlan {
+                name: "cuda few-token tensor cores, 64-column windows",
+                tuning: CudaTuning {
+                    batch_mma: Some(true),
+                    batch_window: Some(64),
+                    ..t()
+                },
+                taken: |p| {
+                    p.batch
+                        .is_some_and(|b| b.0.iter().all(|w| w.tensor_cores() && w.window == 64))
+                },
             },
             ForcedPlan {
                 name: "cuda every resident block",
