@@ -187,11 +187,11 @@ DENSE_MMA_ENTRY(dense_batch_mma_w16_f32, float, 2)
 //
 //   1. zero the warp's 16 × K tile of binary16 in shared memory (rows padded by MMA_TILE_PAD
 //      halves, so that the 16-byte reads of rows g and g+8 in step 3 fall in different banks);
-//   2. decode: teams of MACKO_MMA_LANES lanes take one row each (32 / L rows at once, 16 rows in
-//      L / 2 rounds); each lane of a team one aligned group of 8 entries (one 16-byte value load,
+//   2. decode: teams of L lanes (`lanes`: 4, 8, 16 or 32, by the stored density) take one row
+//      each (32 / L rows at once, 16 rows in L / 2 rounds); each lane of a team one aligned group of 8 entries (one 16-byte value load,
 //      one 32-bit code load: common.cuh's macko_mask and macko_prefix), the team's prefix sum of
 //      the groups' column advances giving every entry its column; the entries inside the window
-//      are stored in the tile (zero values, padding included, are not: the tile is zero there).
+//      are stored in the tile.
 //      A group with an entry at or past the window's end is kept as the row's cursor (its
 //      entries below the end are stored now, the rest in the next window);
 //   3. K/32 pairs of mma steps as in the dense kernel: A from the tile, B straight from X.
@@ -203,7 +203,6 @@ DENSE_MMA_ENTRY(dense_batch_mma_w16_f32, float, 2)
 // sums hold no NaN is exact; a band with a NaN sum is computed again on CUDA cores from the same
 // tiles (mma_exact_window: only the tile's non-zero entries are multiplied), which also
 // reproduces the NaN where a real entry meets a non-finite x. Finite X never takes that path.
-#define MACKO_MMA_LANES 8
 #define MMA_TILE_PAD 32
 
 // The tile row stride in halves for a window of `window` columns.
@@ -222,11 +221,14 @@ __device__ __forceinline__ void mma_zero_tile(unsigned short* tile, unsigned win
     }
 }
 
-// Stores value half `h` (entry bits) at column `col` of tile row `row` when it is inside the
-// window [k0, k0 + kw) and not ±0.
+// Stores value half `h` (entry bits) at column `col` of the tile row when it is inside the
+// window [k0, k0 + kw). Zero values are stored too: a padding entry, or a masked entry of the
+// row's last group (columns after the row's last entry), writes 0 where the tile is 0 already
+// (a row's columns strictly increase, so no real entry shares its column); masked entries of
+// the row's first group fall below column 0 (wrapping past the window).
 __device__ __forceinline__ void mma_scatter1(unsigned short* trow, unsigned short h, unsigned col,
                                              unsigned k0, unsigned kw) {
-    if ((h & 0x7fffu) != 0u && col - k0 < kw) trow[col - k0] = h;
+    if (col - k0 < kw) trow[col - k0] = h;
 }
 
 // One group's 8 entries into the tile row (b0: the column of the group's entry before its
@@ -251,15 +253,14 @@ struct MmaCursor {
     unsigned start, end, group, next;
 };
 
-// Decodes one row (`rr` of the band, team lanes `tl` of the team) for the window [k0, k0 + kw)
-// into its tile row, from cursor (group, next), which it advances. Called by every lane of the
-// warp (one row per team); loops while any team of the warp has groups left in the window.
-template <int L>
+// Decodes one row per team of L lanes (L: 4, 8, 16 or 32) for the window [k0, k0 + kw) into
+// its tile row, from cursor (group, next), which it advances. Called by every lane of the warp;
+// loops while any team of the warp has groups left in the window.
 __device__ __forceinline__ void mma_decode_row(const uint4* __restrict__ values,
                                                const unsigned* __restrict__ codes,
                                                unsigned short* trow, unsigned start, unsigned end,
                                                unsigned& group, unsigned& next, unsigned k0,
-                                               unsigned kw, unsigned lane) {
+                                               unsigned kw, unsigned lane, unsigned L) {
     const unsigned tl = lane % L, team = lane / L;
     const unsigned kend = k0 + kw;
     const unsigned w_end = (end + 7u) >> 3;
@@ -280,12 +281,11 @@ __device__ __forceinline__ void mma_decode_row(const uint4* __restrict__ values,
         // Columns the group advances the row by (0 for a group with no entry of the row).
         const unsigned adv = (pl >> 24) + (ph >> 24) - 8u + (hi - lo);
         unsigned incl = adv;
-#pragma unroll
-        for (unsigned off = 1u; off < (unsigned)L; off <<= 1) {
-            const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off, L);
+        for (unsigned off = 1u; off < L; off <<= 1) {
+            const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off, (int)L);
             if (tl >= off) incl += up;
         }
-        const unsigned total = __shfl_sync(MACKO_FULL_MASK, incl, L - 1, L);
+        const unsigned total = __shfl_sync(MACKO_FULL_MASK, incl, (int)L - 1, (int)L);
         const unsigned base = next + incl - adv;  // the column after the entry before the group
         if (active) mma_scatter_group(trow, v, pl, ph, base - 1u - lo, k0, kw);
         // A group with an entry at or past the window's end stays the cursor.
@@ -293,7 +293,7 @@ __device__ __forceinline__ void mma_decode_row(const uint4* __restrict__ values,
         const unsigned ballot = __ballot_sync(MACKO_FULL_MASK, unfinished);
         const unsigned mine = (ballot >> (team * L)) & (L == 32 ? 0xffffffffu : ((1u << L) - 1u));
         const unsigned f = mine != 0u ? (unsigned)__ffs(mine) - 1u : 0u;
-        const unsigned f_base = __shfl_sync(MACKO_FULL_MASK, base, f, L);
+        const unsigned f_base = __shfl_sync(MACKO_FULL_MASK, base, (int)f, (int)L);
         if (active) {
             if (mine != 0u) {
                 group += f;
@@ -308,15 +308,14 @@ __device__ __forceinline__ void mma_decode_row(const uint4* __restrict__ values,
     }
 }
 
-// Steps 2 for the warp's 16 rows: L / 2 rounds of 32 / L rows; each row's cursor comes from
+// Step 2 for the warp's 16 rows: L / 2 rounds of 32 / L rows; each row's cursor comes from
 // lane r of `cur` and goes back there.
-template <int L>
 __device__ __forceinline__ void mma_decode_window(const uint4* __restrict__ values,
                                                   const unsigned* __restrict__ codes,
                                                   unsigned short* tile, unsigned stride,
                                                   MmaCursor& cur, unsigned k0, unsigned kw,
-                                                  unsigned lane) {
-    constexpr unsigned T = 32u / L;  // rows decoded at once
+                                                  unsigned lane, unsigned L) {
+    const unsigned T = 32u / L;  // rows decoded at once
     const unsigned team = lane / L;
 #pragma unroll 1
     for (unsigned q = 0; q < 16u; q += T) {
@@ -325,11 +324,10 @@ __device__ __forceinline__ void mma_decode_window(const uint4* __restrict__ valu
         const unsigned end = __shfl_sync(MACKO_FULL_MASK, cur.end, rr);
         unsigned group = __shfl_sync(MACKO_FULL_MASK, cur.group, rr);
         unsigned next = __shfl_sync(MACKO_FULL_MASK, cur.next, rr);
-        mma_decode_row<L>(values, codes, tile + rr * stride, start, end, group, next, k0, kw,
-                          lane);
+        mma_decode_row(values, codes, tile + rr * stride, start, end, group, next, k0, kw, lane, L);
         // Lane r takes back row r's cursor from the first lane of its team.
         const unsigned r = lane & 15u;
-        const unsigned src = ((r - q) % T) * L;
+        const unsigned src = ((r - q) & (T - 1u)) * L;
         const unsigned g2 = __shfl_sync(MACKO_FULL_MASK, group, src);
         const unsigned n2 = __shfl_sync(MACKO_FULL_MASK, next, src);
         if (r >= q && r < q + T) {
@@ -395,8 +393,8 @@ __device__ __forceinline__ bool macko_mma_band(
     const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,
     const unsigned* __restrict__ codes, const uint2* __restrict__ cursors,
     const unsigned short* __restrict__ x, Out* __restrict__ y, unsigned short* tiles,
-    unsigned rows, unsigned cols, unsigned split_width, unsigned window, unsigned first,
-    unsigned count, unsigned r0) {
+    unsigned rows, unsigned cols, unsigned split_width, unsigned window, unsigned lanes,
+    unsigned first, unsigned count, unsigned r0) {
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32u;
     const unsigned stride = mma_tile_stride(window);
     unsigned short* tile = tiles + warp * 16u * stride;
@@ -421,7 +419,7 @@ __device__ __forceinline__ bool macko_mma_band(
             const unsigned kw = min(window, hi_col - k0);
             mma_zero_tile(tile, window, lane);
             __syncwarp();
-            mma_decode_window<MACKO_MMA_LANES>(values, codes, tile, stride, cur, k0, kw, lane);
+            mma_decode_window(values, codes, tile, stride, cur, k0, kw, lane, lanes);
             __syncwarp();
             if (EXACT) {
                 mma_exact_window<NT>(tile, stride, x, cols, first, count, k0, kw, lane, acc[0]);
@@ -441,17 +439,17 @@ __device__ __forceinline__ void macko_mma_impl(
     const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,
     const unsigned* __restrict__ codes, const uint2* __restrict__ cursors,
     const unsigned short* __restrict__ x, Out* __restrict__ y, unsigned rows, unsigned cols,
-    unsigned split_width, unsigned window, unsigned first, unsigned count) {
+    unsigned split_width, unsigned window, unsigned lanes, unsigned first, unsigned count) {
     extern __shared__ uint4 mma_smem[];
     unsigned short* tiles = reinterpret_cast<unsigned short*>(mma_smem);
     const unsigned bands = (rows + 15u) / 16u;
     for (unsigned band = blockIdx.x; band < bands; band += gridDim.x) {
         const unsigned r0 = band * 16u;
         if (macko_mma_band<Out, NT, false>(row_ptr, values, codes, cursors, x, y, tiles, rows,
-                                           cols, split_width, window, first, count, r0)) {
+                                           cols, split_width, window, lanes, first, count, r0)) {
             (void)macko_mma_band<Out, NT, true>(row_ptr, values, codes, cursors, x, y, tiles,
-                                                rows, cols, split_width, window, first, count,
-                                                r0);
+                                                rows, cols, split_width, window, lanes, first,
+                                                count, r0);
         }
     }
 }
@@ -461,10 +459,10 @@ __device__ __forceinline__ void macko_mma_impl(
         NAME(const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,            \
              const unsigned* __restrict__ codes, const uint2* __restrict__ cursors,             \
              const unsigned short* __restrict__ x, OUT* __restrict__ y, unsigned rows,          \
-             unsigned cols, unsigned split_width, unsigned window, unsigned first,              \
-             unsigned count) {                                                                  \
+             unsigned cols, unsigned split_width, unsigned window, unsigned lanes,              \
+             unsigned first, unsigned count) {                                                  \
         macko_mma_impl<OUT, NT>(row_ptr, values, codes, cursors, x, y, rows, cols,              \
-                                split_width, window, first, count);                             \
+                                split_width, window, lanes, first, count);                      \
     }
 
 MACKO_MMA_ENTRY(macko_batch_mma_w2_f16, unsigned short, 1)

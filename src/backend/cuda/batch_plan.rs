@@ -21,7 +21,10 @@ const XT_EXTRA_SLOTS: u64 = 8 + 16;
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchMatrix {
-    Macko,
+    /// MACKO rows, `entries` stored (what the tensor-core kernel's team size depends on).
+    Macko {
+        entries: u64,
+    },
     Csr,
     Dense,
 }
@@ -48,6 +51,8 @@ pub struct BatchPlan {
     pub split_width: u32,
     /// MACKO on tensor cores: columns per window (the tiles' K), else 0.
     pub window: u32,
+    /// MACKO on tensor cores: lanes decoding one row (4, 8, 16 or 32), else 0.
+    pub lanes: u32,
 }
 
 impl BatchPlan {
@@ -141,7 +146,7 @@ pub fn batch_plan(
     }
     let slots = xt_slots(cols)?;
     let (staged, global) = match m {
-        BatchMatrix::Macko => (BatchFormat::MackoShared, BatchFormat::MackoGlobal),
+        BatchMatrix::Macko { .. } => (BatchFormat::MackoShared, BatchFormat::MackoGlobal),
         BatchMatrix::Csr => (BatchFormat::CsrShared, BatchFormat::CsrGlobal),
         BatchMatrix::Dense if cols % 8 == 0 => {
             (BatchFormat::DenseAligned, BatchFormat::DenseAligned)
@@ -181,6 +186,7 @@ pub fn batch_plan(
         transpose_grid,
         split_width: 0,
         window: 0,
+        lanes: 0,
     })
 }
 
@@ -210,7 +216,7 @@ pub fn mma_tile_bytes(window: u32) -> u64 {
 /// (dense and MACKO rows); then as `cuda.batch_mma` says, by default from width 8 up (where the
 /// CUDA-core kernels become bound by instruction issue: kernels/README.md, "Few-token products").
 fn mma_wanted(caps: &CudaCaps, tuning: &CudaTuning, m: BatchMatrix, cols: u32, w: Width) -> bool {
-    let has_kernel = matches!(m, BatchMatrix::Dense | BatchMatrix::Macko);
+    let has_kernel = matches!(m, BatchMatrix::Dense | BatchMatrix::Macko { .. });
     let eligible = caps.tensor_cores && cols % 8 == 0 && has_kernel;
     eligible && tuning.batch_mma.unwrap_or(w.lanes() >= 8)
 }
@@ -226,9 +232,9 @@ fn mma_plan(
     cols: u32,
     width: Width,
 ) -> Result<Option<BatchPlan>> {
-    let (format, band, window, smem) = match m {
-        BatchMatrix::Dense => (BatchFormat::DenseMma, DENSE_MMA_BAND, 0, 0),
-        BatchMatrix::Macko => {
+    let (format, band, window, lanes, smem) = match m {
+        BatchMatrix::Dense => (BatchFormat::DenseMma, DENSE_MMA_BAND, 0, 0, 0),
+        BatchMatrix::Macko { entries } => {
             let window = tuning.batch_window.unwrap_or(DEFAULT_WINDOW);
             let Some(smem) = u32::try_from(mma_tile_bytes(window))
                 .ok()
@@ -236,7 +242,10 @@ fn mma_plan(
             else {
                 return Ok(None);
             };
-            (BatchFormat::MackoMma, MACKO_MMA_BAND, window, smem)
+            let lanes = tuning
+                .batch_lanes
+                .unwrap_or_else(|| team_lanes(window, entries, rows, cols));
+            (BatchFormat::MackoMma, MACKO_MMA_BAND, window, lanes, smem)
         }
         BatchMatrix::Csr => return Err(internal("a tensor-core plan for a matrix without one")),
     };
@@ -253,7 +262,21 @@ fn mma_plan(
         transpose_grid: 0,
         split_width: if window > 0 { split_width(cols) } else { 0 },
         window,
+        lanes,
     }))
+}
+
+/// Lanes per row of the MACKO tensor-core kernel's decoding, by default: enough aligned groups
+/// of 8 entries for a row's expected entries in one window (`window` × the stored density) and
+/// the group straddling its start, so that a row takes one pass per window; at least 4 (8 rows
+/// decoded at once), at most 16. 4 at d ≈ 0.1 and 128-column windows, 16 at d = 0.5.
+pub fn team_lanes(window: u32, entries: u64, rows: u32, cols: u32) -> u32 {
+    let cells = u64::from(rows) * u64::from(cols);
+    let per_window = (u64::from(window) * entries)
+        .checked_div(cells)
+        .unwrap_or(0);
+    let groups = u32::try_from(per_window.div_ceil(8) + 1).unwrap_or(u32::MAX);
+    groups.next_power_of_two().clamp(4, 16)
 }
 
 #[cfg(test)]

@@ -116,15 +116,21 @@ impl RowModel<'_> {
             let mut base = *next;
             let mut stop = None;
             for &(w, lo, hi, adv) in &advs {
-                let mut col = u64::from(base);
-                for i in lo..hi {
+                // All 8 entries, as the kernel stores them: entries outside the row masked to
+                // value 0 and gap 0, columns in wrapping u32 arithmetic from base - 1 - lo.
+                let mut col = base.wrapping_sub(1).wrapping_sub(lo);
+                for i in 0..8u32 {
                     let e = (w * 8 + i) as usize;
-                    col += u64::from(code(self.codes, e).expect("code"));
-                    let h = self.values[e];
-                    if h & 0x7fff != 0 && col >= u64::from(k0) && col < kend {
-                        tile[(col - u64::from(k0)) as usize] = h;
+                    let in_row = i >= lo && i < hi;
+                    let (h, gap) = if in_row {
+                        (self.values[e], code(self.codes, e).expect("code"))
+                    } else {
+                        (0, 0)
+                    };
+                    col = col.wrapping_add(gap + 1);
+                    if col.wrapping_sub(k0) < kw {
+                        tile[col.wrapping_sub(k0) as usize] = h;
                     }
-                    col += 1;
                 }
                 if adv != 0 && u64::from(base) + u64::from(adv) > kend && stop.is_none() {
                     stop = Some((w, base));
@@ -148,7 +154,14 @@ impl RowModel<'_> {
 
 /// Rebuilds every row from its splits and windows as the kernel walks them, and compares with
 /// the dense values (the row-aligned layout of whole-row uploads too).
-fn windows_rebuild_the_rows(rows: usize, cols: usize, d: f64, window: u32, aligned: bool) {
+fn windows_rebuild_the_rows(
+    rows: usize,
+    cols: usize,
+    d: f64,
+    window: u32,
+    lanes: u32,
+    aligned: bool,
+) {
     let (m, dense) = random_macko(rows, cols, d, 7 + rows as u64);
     let a = align_rows(&m, 0..rows).expect("aligned");
     let (rp, values, codes): (&[u32], Vec<u16>, &[u8]) = if aligned {
@@ -173,7 +186,7 @@ fn windows_rebuild_the_rows(rows: usize, cols: usize, d: f64, window: u32, align
             codes,
             start: rp[r],
             end: rp[r + 1],
-            lanes: 8,
+            lanes,
         };
         for s in 0..SPLITS as u32 {
             let lo = s * width;
@@ -195,18 +208,21 @@ fn windows_rebuild_the_rows(rows: usize, cols: usize, d: f64, window: u32, align
             .iter()
             .map(|v| v.to_bits())
             .collect();
-        assert_eq!(rebuilt, want, "row {r} ({rows}×{cols} d={d} K={window})");
+        assert_eq!(
+            rebuilt, want,
+            "row {r} ({rows}×{cols} d={d} K={window} L={lanes})"
+        );
     }
 }
 
 #[test]
 fn the_kernels_windows_rebuild_every_row_from_the_cursors() {
     for aligned in [false, true] {
-        for window in [32, 128, 512] {
-            windows_rebuild_the_rows(37, 777, 0.3, window, aligned);
-            windows_rebuild_the_rows(20, 4096, 0.05, window, aligned);
-            windows_rebuild_the_rows(16, 64, 1.0, window, aligned);
-            windows_rebuild_the_rows(5, 2000, 0.0, window, aligned);
+        for (window, lanes) in [(32, 4), (128, 8), (128, 16), (512, 32), (64, 4)] {
+            windows_rebuild_the_rows(37, 777, 0.3, window, lanes, aligned);
+            windows_rebuild_the_rows(20, 4096, 0.05, window, lanes, aligned);
+            windows_rebuild_the_rows(16, 64, 1.0, window, lanes, aligned);
+            windows_rebuild_the_rows(5, 2000, 0.0, window, lanes, aligned);
         }
     }
 }

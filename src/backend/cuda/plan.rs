@@ -261,7 +261,7 @@ pub fn macko_plan(caps: &CudaCaps, tuning: &CudaTuning, m: &MackoStats) -> Resul
     plan.batch = Some(batch_plans(
         caps,
         tuning,
-        BatchMatrix::Macko,
+        BatchMatrix::Macko { entries: m.entries },
         m.rows,
         m.cols,
     )?);

@@ -70,6 +70,9 @@ pub struct CudaTuning {
     /// `batch_window`: columns per window of the MACKO tensor-core kernel (its tiles' K: 64,
     /// 128, 256 or 512; 128 by default, `batch_plan::DEFAULT_WINDOW`).
     pub batch_window: Option<u32>,
+    /// `batch_lanes`: lanes decoding one row in the MACKO tensor-core kernel (4, 8, 16 or 32;
+    /// by default from the stored density, `batch_plan::team_lanes`).
+    pub batch_lanes: Option<u32>,
 }
 
 /// One of `choices` (name, value), `None` for `auto` or empty.
@@ -102,6 +105,7 @@ impl CudaTuning {
         "batch_x",
         "batch_mma",
         "batch_window",
+        "batch_lanes",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -155,6 +159,13 @@ impl CudaTuning {
                     v,
                     &[("64", 64), ("128", 128), ("256", 256), ("512", 512)],
                     "expected 64, 128, 256, 512 or auto",
+                )?
+            }
+            "batch_lanes" => {
+                self.batch_lanes = one_of(
+                    v,
+                    &[("4", 4), ("8", 8), ("16", 16), ("32", 32)],
+                    "expected 4, 8, 16, 32 or auto",
                 )?
             }
             other => {
@@ -227,6 +238,7 @@ mod tests {
             ("batch_x", "global"),
             ("batch_mma", "on"),
             ("batch_window", "256"),
+            ("batch_lanes", "8"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -248,6 +260,7 @@ mod tests {
                 batch_x: Some(XPlace::Global),
                 batch_mma: Some(true),
                 batch_window: Some(256),
+                batch_lanes: Some(8),
             }
         );
         t.set("split", "off").expect("off");
