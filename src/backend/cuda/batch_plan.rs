@@ -53,6 +53,9 @@ pub struct BatchPlan {
     pub window: u32,
     /// MACKO on tensor cores: lanes decoding one row (4, 8, 16 or 32), else 0.
     pub lanes: u32,
+    /// MACKO on tensor cores: 1 where the kernel asks L2 for the groups of the window after the
+    /// next (`cuda.batch_prefetch`), else 0 (a kernel argument as it is).
+    pub prefetch: u32,
 }
 
 impl BatchPlan {
@@ -187,6 +190,7 @@ pub fn batch_plan(
         split_width: 0,
         window: 0,
         lanes: 0,
+        prefetch: 0,
     })
 }
 
@@ -263,6 +267,7 @@ fn mma_plan(
         split_width: if window > 0 { split_width(cols) } else { 0 },
         window,
         lanes,
+        prefetch: u32::from(window > 0 && tuning.batch_prefetch == Some(true)),
     }))
 }
 

@@ -73,6 +73,9 @@ pub struct CudaTuning {
     /// `batch_lanes`: lanes decoding one row in the MACKO tensor-core kernel (4, 8, 16 or 32;
     /// by default from the stored density, `batch_plan::team_lanes`).
     pub batch_lanes: Option<u32>,
+    /// `batch_prefetch`: the MACKO tensor-core kernel asks L2 ahead for the groups of the
+    /// window after the next (off by default: not measured yet).
+    pub batch_prefetch: Option<bool>,
 }
 
 /// One of `choices` (name, value), `None` for `auto` or empty.
@@ -106,6 +109,7 @@ impl CudaTuning {
         "batch_mma",
         "batch_window",
         "batch_lanes",
+        "batch_prefetch",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -161,6 +165,7 @@ impl CudaTuning {
                     "expected 64, 128, 256, 512 or auto",
                 )?
             }
+            "batch_prefetch" => self.batch_prefetch = switch(v)?,
             "batch_lanes" => {
                 self.batch_lanes = one_of(
                     v,
@@ -239,6 +244,7 @@ mod tests {
             ("batch_mma", "on"),
             ("batch_window", "256"),
             ("batch_lanes", "8"),
+            ("batch_prefetch", "on"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -261,6 +267,7 @@ mod tests {
                 batch_mma: Some(true),
                 batch_window: Some(256),
                 batch_lanes: Some(8),
+                batch_prefetch: Some(true),
             }
         );
         t.set("split", "off").expect("off");
