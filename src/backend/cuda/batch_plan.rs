@@ -9,6 +9,7 @@
 //! (MACKO and CSR, where XT fits without costing resident blocks) or from global memory.
 
 use super::caps::{BatchFormat, BatchKernel, CudaCaps, Kernel, Width, BLOCK};
+use super::cursors::{split_width, SPLITS};
 use super::errors::internal;
 use super::tuning::{CudaTuning, XPlace};
 use crate::error::Result;
@@ -20,7 +21,10 @@ const XT_EXTRA_SLOTS: u64 = 8 + 16;
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchMatrix {
-    Macko,
+    /// MACKO rows, `entries` stored (what the tensor-core kernel's team size depends on).
+    Macko {
+        entries: u64,
+    },
     Csr,
     Dense,
 }
@@ -40,8 +44,18 @@ pub struct BatchPlan {
     /// Column slots of XT: the columns and the slack around them, a multiple of 8 (so that XT is
     /// whole 16-byte words at every width).
     pub slots: u32,
-    /// Blocks of the transpose (one thread per 32-bit word of XT, grid-stride).
+    /// Blocks of the transpose (one thread per 32-bit word of XT, grid-stride); 0 on tensor
+    /// cores (no transpose).
     pub transpose_grid: u32,
+    /// MACKO on tensor cores: columns of each warp's split (`cursors::split_width`), else 0.
+    pub split_width: u32,
+    /// MACKO on tensor cores: columns per window (the tiles' K), else 0.
+    pub window: u32,
+    /// MACKO on tensor cores: lanes decoding one row (4, 8, 16 or 32), else 0.
+    pub lanes: u32,
+    /// MACKO on tensor cores: 1 where the kernel asks L2 for the groups of the window after the
+    /// next (`cuda.batch_prefetch`), else 0 (a kernel argument as it is).
+    pub prefetch: u32,
 }
 
 impl BatchPlan {
@@ -53,15 +67,25 @@ impl BatchPlan {
         }
     }
 
-    /// Whether XT is staged in shared memory.
+    /// Whether XT is staged in shared memory (a tensor-core plan's shared memory holds tiles of
+    /// the matrix, not XT).
     pub fn x_in_smem(&self) -> bool {
-        self.smem_bytes > 0
+        self.smem_bytes > 0 && !self.tensor_cores()
     }
 
     /// 16-bit elements of XT (the scratch buffer the transpose writes).
     pub fn xt_len(&self) -> usize {
+        if self.tensor_cores() {
+            return 0;
+        }
         let lanes = self.width().map_or(0, Width::lanes);
         self.slots as usize * lanes as usize
+    }
+
+    /// Whether the product runs on tensor cores (kernels/batch_mma.cu): X is read as it is, no
+    /// transpose is queued and XT is not used.
+    pub fn tensor_cores(&self) -> bool {
+        matches!(self.kernel, Kernel::Batch(b) if b.format.tensor_cores())
     }
 }
 
@@ -118,9 +142,14 @@ pub fn batch_plan(
     cols: u32,
     width: Width,
 ) -> Result<BatchPlan> {
+    if mma_wanted(caps, tuning, m, cols, width) {
+        if let Some(plan) = mma_plan(caps, tuning, m, rows, cols, width)? {
+            return Ok(plan);
+        }
+    }
     let slots = xt_slots(cols)?;
     let (staged, global) = match m {
-        BatchMatrix::Macko => (BatchFormat::MackoShared, BatchFormat::MackoGlobal),
+        BatchMatrix::Macko { .. } => (BatchFormat::MackoShared, BatchFormat::MackoGlobal),
         BatchMatrix::Csr => (BatchFormat::CsrShared, BatchFormat::CsrGlobal),
         BatchMatrix::Dense if cols % 8 == 0 => {
             (BatchFormat::DenseAligned, BatchFormat::DenseAligned)
@@ -158,7 +187,101 @@ pub fn batch_plan(
         smem_bytes,
         slots,
         transpose_grid,
+        split_width: 0,
+        window: 0,
+        lanes: 0,
+        prefetch: 0,
     })
+}
+
+/// Rows of a band of the dense tensor-core kernel (`16 · DENSE_MMA_MT` of kernels/batch_mma.cu):
+/// one block multiplies one band at a time, its warps splitting the columns.
+pub const DENSE_MMA_BAND: u32 = 32;
+
+/// Rows of a band of the MACKO tensor-core kernel (one m16 tile).
+pub const MACKO_MMA_BAND: u32 = 16;
+
+/// The MACKO tensor-core kernel's default window: 128 columns, 80 KiB of tiles per 512-thread
+/// block, two blocks per SM on sm_80 and sm_90 (kernels/README.md, "Tensor cores": the estimate
+/// behind it; 256 is the variant to measure at low density).
+pub const DEFAULT_WINDOW: u32 = 128;
+
+/// `MMA_TILE_PAD` of kernels/batch_mma.cu: halves after each tile row.
+const MMA_TILE_PAD: u32 = 32;
+
+/// Dynamic shared memory of the MACKO tensor-core kernel: one 16-row tile per warp, each row
+/// `window + MMA_TILE_PAD` binary16 values (the partial sums reuse it).
+pub fn mma_tile_bytes(window: u32) -> u64 {
+    SPLITS as u64 * 16 * (u64::from(window) + u64::from(MMA_TILE_PAD)) * 2
+}
+
+/// Whether chunks of `width` run on tensor cores: where the GPU has them (sm_80+), X's rows are
+/// 16-byte aligned (`cols % 8 == 0`, read as they are) and the matrix has a tensor-core kernel
+/// (dense and MACKO rows); then as `cuda.batch_mma` says, by default from width 8 up (where the
+/// CUDA-core kernels become bound by instruction issue: kernels/README.md, "Few-token products").
+fn mma_wanted(caps: &CudaCaps, tuning: &CudaTuning, m: BatchMatrix, cols: u32, w: Width) -> bool {
+    let has_kernel = matches!(m, BatchMatrix::Dense | BatchMatrix::Macko { .. });
+    let eligible = caps.tensor_cores && cols % 8 == 0 && has_kernel;
+    eligible && tuning.batch_mma.unwrap_or(w.lanes() >= 8)
+}
+
+/// The tensor-core plan of one chunk width: a persistent grid of 512-thread blocks, at most one
+/// per band, no XT. `None` where the MACKO tiles of the window do not fit a block's shared
+/// memory (the CUDA-core kernels take the chunk then).
+fn mma_plan(
+    caps: &CudaCaps,
+    tuning: &CudaTuning,
+    m: BatchMatrix,
+    rows: u32,
+    cols: u32,
+    width: Width,
+) -> Result<Option<BatchPlan>> {
+    let (format, band, window, lanes, smem) = match m {
+        BatchMatrix::Dense => (BatchFormat::DenseMma, DENSE_MMA_BAND, 0, 0, 0),
+        BatchMatrix::Macko { entries } => {
+            let window = tuning.batch_window.unwrap_or(DEFAULT_WINDOW);
+            let Some(smem) = u32::try_from(mma_tile_bytes(window))
+                .ok()
+                .filter(|&b| b <= caps.smem_limit)
+            else {
+                return Ok(None);
+            };
+            let lanes = tuning
+                .batch_lanes
+                .unwrap_or_else(|| team_lanes(window, entries, rows, cols));
+            (BatchFormat::MackoMma, MACKO_MMA_BAND, window, lanes, smem)
+        }
+        BatchMatrix::Csr => return Err(internal("a tensor-core plan for a matrix without one")),
+    };
+    let kernel = Kernel::Batch(BatchKernel { format, width });
+    let Some(resident) = caps.resident_blocks(kernel, BLOCK, smem) else {
+        return Ok(None);
+    };
+    Ok(Some(BatchPlan {
+        kernel,
+        grid: resident.min(rows.div_ceil(band)).max(1),
+        block: BLOCK,
+        smem_bytes: smem,
+        slots: 0,
+        transpose_grid: 0,
+        split_width: if window > 0 { split_width(cols) } else { 0 },
+        window,
+        lanes,
+        prefetch: u32::from(window > 0 && tuning.batch_prefetch == Some(true)),
+    }))
+}
+
+/// Lanes per row of the MACKO tensor-core kernel's decoding, by default: enough aligned groups
+/// of 8 entries for a row's expected entries in one window (`window` × the stored density) and
+/// the group straddling its start, so that a row takes one pass per window; at least 4 (8 rows
+/// decoded at once), at most 16. 4 at d ≈ 0.1 and 128-column windows, 16 at d = 0.5.
+pub fn team_lanes(window: u32, entries: u64, rows: u32, cols: u32) -> u32 {
+    let cells = u64::from(rows) * u64::from(cols);
+    let per_window = (u64::from(window) * entries)
+        .checked_div(cells)
+        .unwrap_or(0);
+    let groups = u32::try_from(per_window.div_ceil(8) + 1).unwrap_or(u32::MAX);
+    groups.next_power_of_two().clamp(4, 16)
 }
 
 #[cfg(test)]

@@ -1,6 +1,9 @@
 use super::*;
 use crate::backend::cuda::caps::tables::{h100, h200, small};
 
+/// A MACKO matrix of no stated entries (the team size is tested on its own).
+const MACKO: BatchMatrix = BatchMatrix::Macko { entries: 0 };
+
 fn staged(p: &BatchPlan) -> bool {
     matches!(
         p.kernel,
@@ -32,7 +35,7 @@ fn xt_slots_cover_the_slack_in_whole_16_byte_words() {
 fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
     let t = CudaTuning::default();
     for caps in [h100(), h200(), small()] {
-        for m in [BatchMatrix::Macko, BatchMatrix::Csr, BatchMatrix::Dense] {
+        for m in [MACKO, BatchMatrix::Csr, BatchMatrix::Dense] {
             for (rows, cols) in [(0, 0), (1, 1), (4096, 4096), (3584, 20480), (28672, 8192)] {
                 let ps = plans(&caps, &t, m, rows, cols);
                 for w in Width::ALL {
@@ -50,6 +53,18 @@ fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
                     if p.x_in_smem() {
                         assert_eq!(u64::from(p.smem_bytes), xt_bytes(p.slots, w));
                     }
+                    if p.tensor_cores() {
+                        // X read as it is: no XT, no transpose; shared memory for MACKO's
+                        // tiles only.
+                        assert_eq!((p.xt_len(), p.transpose_grid), (0, 0));
+                        let tiles = if matches!(m, BatchMatrix::Macko { .. }) {
+                            mma_tile_bytes(p.window)
+                        } else {
+                            0
+                        };
+                        assert_eq!(u64::from(p.smem_bytes), tiles);
+                        continue;
+                    }
                     assert_eq!(p.xt_len(), p.slots as usize * w.lanes() as usize);
                     // The transpose covers XT's words grid-stride in at most 4 blocks per SM.
                     assert!(p.transpose_grid >= 1 && p.transpose_grid <= caps.sm_count * 4);
@@ -61,21 +76,24 @@ fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
 
 #[test]
 fn xt_is_staged_where_it_costs_no_resident_blocks_on_an_h100_and_h200() {
-    let t = CudaTuning::default();
+    let t = CudaTuning {
+        batch_mma: Some(false),
+        ..CudaTuning::default()
+    };
     for caps in [h100(), h200()] {
         // 4096 columns: XT fits every width (132 KiB at 16 lanes, one block per SM, as many as
         // the 120-register global kernel keeps).
-        let p = plans(&caps, &t, BatchMatrix::Macko, 4096, 4096);
+        let p = plans(&caps, &t, MACKO, 4096, 4096);
         assert!(Width::ALL.iter().all(|&w| p.get(w).x_in_smem()));
         // 28 672 columns: 2 lanes (112 KiB) fit two blocks, as many as the global kernel keeps;
         // 4 lanes and more do not fit.
-        let p = plans(&caps, &t, BatchMatrix::Macko, 8192, 28672);
+        let p = plans(&caps, &t, MACKO, 8192, 28672);
         assert!(p.get(Width::W2).x_in_smem());
         assert!(!p.get(Width::W4).x_in_smem());
         assert!(!p.get(Width::W16).x_in_smem());
         // 12 288 columns: 4 lanes (96 KiB) keep two MACKO blocks, as the 54-register global
         // kernel does: staged; 8 lanes (192 KiB) one block against two: global.
-        let p = plans(&caps, &t, BatchMatrix::Macko, 4096, 12288);
+        let p = plans(&caps, &t, MACKO, 4096, 12288);
         assert!(p.get(Width::W4).x_in_smem());
         assert!(!p.get(Width::W8).x_in_smem());
         // CSR at 4 lanes: the 32-register global kernel keeps four blocks: global.
@@ -89,13 +107,15 @@ fn the_tuning_forces_where_xt_is_read() {
     let caps = h100();
     let global = CudaTuning {
         batch_x: Some(XPlace::Global),
+        batch_mma: Some(false),
         ..CudaTuning::default()
     };
     let shared = CudaTuning {
         batch_x: Some(XPlace::Shared),
+        batch_mma: Some(false),
         ..CudaTuning::default()
     };
-    for m in [BatchMatrix::Macko, BatchMatrix::Csr] {
+    for m in [MACKO, BatchMatrix::Csr] {
         let g = plans(&caps, &global, m, 8192, 12288);
         assert!(g.0.iter().all(|p| !p.x_in_smem() && p.smem_bytes == 0));
         let s = plans(&caps, &shared, m, 8192, 12288);
@@ -110,6 +130,7 @@ fn dense_rows_read_xt_from_global_memory_aligned_where_rows_are() {
     let caps = h100();
     let t = CudaTuning {
         batch_x: Some(XPlace::Shared),
+        batch_mma: Some(false),
         ..CudaTuning::default()
     };
     let aligned = plans(&caps, &t, BatchMatrix::Dense, 100, 4096);
@@ -134,4 +155,143 @@ fn chunk_counts_map_to_the_narrowest_width_that_holds_them() {
     assert_eq!(Width::for_count(9), Some(Width::W16));
     assert_eq!(Width::for_count(16), Some(Width::W16));
     assert_eq!(Width::for_count(17), None);
+}
+
+fn format(p: &BatchPlan) -> Option<BatchFormat> {
+    match p.kernel {
+        Kernel::Batch(b) => Some(b.format),
+        _ => None,
+    }
+}
+
+#[test]
+fn dense_rows_run_on_tensor_cores_from_width_8_where_the_gpu_has_them() {
+    let t = CudaTuning::default();
+    for caps in [h100(), h200(), small()] {
+        let p = plans(&caps, &t, BatchMatrix::Dense, 8192, 8192);
+        assert_eq!(format(p.get(Width::W2)), Some(BatchFormat::DenseAligned));
+        assert_eq!(format(p.get(Width::W4)), Some(BatchFormat::DenseAligned));
+        assert_eq!(format(p.get(Width::W8)), Some(BatchFormat::DenseMma));
+        assert_eq!(format(p.get(Width::W16)), Some(BatchFormat::DenseMma));
+        // Rows not 16-byte aligned: X cannot be read in 16-byte words: CUDA cores.
+        let p = plans(&caps, &t, BatchMatrix::Dense, 8192, 8191);
+        assert_eq!(format(p.get(Width::W16)), Some(BatchFormat::DenseAny));
+    }
+    // Before sm_80: never.
+    let old = CudaCaps {
+        tensor_cores: false,
+        ..h100()
+    };
+    let on = CudaTuning {
+        batch_mma: Some(true),
+        ..CudaTuning::default()
+    };
+    let p = plans(&old, &on, BatchMatrix::Dense, 8192, 8192);
+    assert!(p.0.iter().all(|p| !p.tensor_cores()));
+}
+
+#[test]
+fn the_tuning_forces_tensor_cores_at_every_width_or_none() {
+    let caps = h100();
+    let on = CudaTuning {
+        batch_mma: Some(true),
+        ..CudaTuning::default()
+    };
+    let off = CudaTuning {
+        batch_mma: Some(false),
+        ..CudaTuning::default()
+    };
+    let p = plans(&caps, &on, BatchMatrix::Dense, 8192, 8192);
+    assert!(p.0.iter().all(BatchPlan::tensor_cores));
+    let p = plans(&caps, &off, BatchMatrix::Dense, 8192, 8192);
+    assert!(p.0.iter().all(|p| !p.tensor_cores()));
+    // CSR has no tensor-core kernel: forcing it changes nothing.
+    let p = plans(&caps, &on, BatchMatrix::Csr, 8192, 8192);
+    assert!(p.0.iter().all(|p| !p.tensor_cores()));
+}
+
+#[test]
+fn a_dense_tensor_core_grid_holds_at_most_one_block_per_band() {
+    let caps = h100();
+    let t = CudaTuning::default();
+    // 64 and 92 registers: two and one 512-thread blocks per SM (and 16 / 32 KiB of partial
+    // sums each).
+    let p = plans(&caps, &t, BatchMatrix::Dense, 28672, 8192);
+    assert_eq!(p.get(Width::W8).grid, 264);
+    assert_eq!(p.get(Width::W16).grid, 132);
+    // 100 rows: 4 bands of 32.
+    let p = plans(&caps, &t, BatchMatrix::Dense, 100, 4096);
+    assert_eq!(p.get(Width::W16).grid, 4);
+}
+
+#[test]
+fn macko_runs_on_tensor_cores_from_width_8_in_windows_that_fit() {
+    let t = CudaTuning::default();
+    for caps in [h100(), h200(), small()] {
+        let p = plans(&caps, &t, MACKO, 8192, 8192);
+        assert!(!p.get(Width::W2).tensor_cores() && !p.get(Width::W4).tensor_cores());
+        for w in [Width::W8, Width::W16] {
+            let q = p.get(w);
+            assert_eq!(format(q), Some(BatchFormat::MackoMma));
+            assert_eq!((q.window, q.split_width), (DEFAULT_WINDOW, 512));
+            // 80 KiB of tiles: two 512-thread blocks per SM of 228 KiB, one of 100 KiB; at most
+            // one block per 16 rows.
+            assert_eq!(u64::from(q.smem_bytes), mma_tile_bytes(128));
+            let per_sm = if caps.smem_per_sm > 200 << 10 { 2 } else { 1 };
+            assert_eq!(caps.blocks_per_sm(q.kernel, BLOCK, q.smem_bytes), per_sm);
+            assert_eq!(q.grid, (per_sm * caps.sm_count).min(512));
+        }
+        // Columns not a multiple of 8: CUDA cores.
+        let p = plans(&caps, &t, MACKO, 8192, 8190);
+        assert!(p.0.iter().all(|p| !p.tensor_cores()));
+    }
+    // 512-column windows: 272 KiB of tiles fit no block: CUDA cores.
+    let wide = CudaTuning {
+        batch_window: Some(512),
+        ..CudaTuning::default()
+    };
+    let p = plans(&h100(), &wide, MACKO, 8192, 8192);
+    assert!(p.0.iter().all(|p| !p.tensor_cores()));
+    // 256: 144 KiB, one block per SM.
+    let w256 = CudaTuning {
+        batch_window: Some(256),
+        ..CudaTuning::default()
+    };
+    let p = plans(&h100(), &w256, MACKO, 8192, 8192);
+    let q = p.get(Width::W16);
+    assert!(q.tensor_cores() && q.window == 256);
+    assert_eq!(q.grid, 132);
+}
+
+#[test]
+fn tile_bytes_are_sixteen_warps_of_sixteen_padded_rows() {
+    assert_eq!(mma_tile_bytes(128), 16 * 16 * 160 * 2);
+    assert_eq!(mma_tile_bytes(64), 16 * 16 * 96 * 2);
+    // The partial sums (16 warps × 16 rows × 16 vectors of f32) fit the smallest tiles.
+    assert!(mma_tile_bytes(64) >= 16 * 16 * 16 * 4);
+}
+
+#[test]
+fn a_row_gets_enough_lanes_for_its_entries_of_one_window() {
+    // d = 0.5 (64 entries, 8 groups and the straddling one, per 128-column window): 16 lanes;
+    // d = 0.3: 8; d = 0.1: 4; nothing stored: 4.
+    let cells = 8192u64 * 8192;
+    assert_eq!(team_lanes(128, cells / 2, 8192, 8192), 16);
+    assert_eq!(team_lanes(128, cells * 3 / 10, 8192, 8192), 8);
+    assert_eq!(team_lanes(128, cells / 10, 8192, 8192), 4);
+    assert_eq!(team_lanes(128, 0, 8192, 8192), 4);
+    assert_eq!(team_lanes(128, 0, 0, 0), 4);
+    // Dense rows in wide windows: at most 16.
+    assert_eq!(team_lanes(512, cells, 8192, 8192), 16);
+    let t = CudaTuning {
+        batch_lanes: Some(32),
+        ..CudaTuning::default()
+    };
+    let half = BatchMatrix::Macko { entries: cells / 2 };
+    assert_eq!(
+        plans(&h100(), &t, half, 8192, 8192).get(Width::W16).lanes,
+        32
+    );
+    let p = plans(&h100(), &CudaTuning::default(), half, 8192, 8192);
+    assert_eq!(p.get(Width::W16).lanes, 16);
 }

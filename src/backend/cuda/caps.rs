@@ -120,17 +120,25 @@ pub enum BatchFormat {
     DenseAligned,
     /// `dense_batch_any_*`: dense rows of any length.
     DenseAny,
+    /// `dense_batch_mma_*`: dense rows on tensor cores (cols % 8 == 0, sm_80+; X read as it
+    /// is, no XT).
+    DenseMma,
+    /// `macko_batch_mma_*`: MACKO rows decoded into tiles in shared memory and multiplied on
+    /// tensor cores (cols % 8 == 0, sm_80+; X read as it is, no XT).
+    MackoMma,
 }
 
 impl BatchFormat {
     /// Every format, in the order of [`BatchFormat::index`].
-    pub const ALL: [BatchFormat; 6] = [
+    pub const ALL: [BatchFormat; 8] = [
         BatchFormat::MackoShared,
         BatchFormat::MackoGlobal,
         BatchFormat::CsrShared,
         BatchFormat::CsrGlobal,
         BatchFormat::DenseAligned,
         BatchFormat::DenseAny,
+        BatchFormat::DenseMma,
+        BatchFormat::MackoMma,
     ];
 
     /// Position in [`BatchFormat::ALL`].
@@ -138,9 +146,19 @@ impl BatchFormat {
         self as usize
     }
 
-    /// Whether the kernel stages XT in shared memory.
+    /// Whether the kernel takes dynamic shared memory (XT staged, or the tensor-core MACKO
+    /// kernel's tiles), and so may opt in to more than 48 KiB of it.
     pub fn stages_x(self) -> bool {
-        matches!(self, BatchFormat::MackoShared | BatchFormat::CsrShared)
+        matches!(
+            self,
+            BatchFormat::MackoShared | BatchFormat::CsrShared | BatchFormat::MackoMma
+        )
+    }
+
+    /// Whether the kernel runs on tensor cores (kernels/batch_mma.cu): it reads X as it is,
+    /// so the chunk needs no transpose into XT.
+    pub fn tensor_cores(self) -> bool {
+        matches!(self, BatchFormat::DenseMma | BatchFormat::MackoMma)
     }
 }
 
@@ -153,7 +171,7 @@ pub struct BatchKernel {
 
 impl BatchKernel {
     /// Number of few-token product kernels.
-    pub const COUNT: usize = 24;
+    pub const COUNT: usize = 32;
 
     /// Position among the few-token kernels: format-major, widths narrowest first.
     pub fn index(self) -> usize {
@@ -187,6 +205,14 @@ const BATCH_ENTRIES: [(&str, &str); BatchKernel::COUNT] = [
     ("dense_batch_any_w4_f16", "dense_batch_any_w4_f32"),
     ("dense_batch_any_w8_f16", "dense_batch_any_w8_f32"),
     ("dense_batch_any_w16_f16", "dense_batch_any_w16_f32"),
+    ("dense_batch_mma_w2_f16", "dense_batch_mma_w2_f32"),
+    ("dense_batch_mma_w4_f16", "dense_batch_mma_w4_f32"),
+    ("dense_batch_mma_w8_f16", "dense_batch_mma_w8_f32"),
+    ("dense_batch_mma_w16_f16", "dense_batch_mma_w16_f32"),
+    ("macko_batch_mma_w2_f16", "macko_batch_mma_w2_f32"),
+    ("macko_batch_mma_w4_f16", "macko_batch_mma_w4_f32"),
+    ("macko_batch_mma_w8_f16", "macko_batch_mma_w8_f32"),
+    ("macko_batch_mma_w16_f16", "macko_batch_mma_w16_f32"),
 ];
 
 /// The single-vector kernels, in the order of [`Kernel::index`].
@@ -353,6 +379,9 @@ pub struct CudaCaps {
     /// clocks are not reported): the measure that separates an H100 (12.8) from an H200
     /// (18.4) in the rules that depend on the GPU.
     pub dram_bytes_per_sm_cycle: Option<f64>,
+    /// Whether the GPU has the tensor-core instructions of kernels/batch_mma.cu
+    /// (`mma.sync.m16n8k16` with f16 inputs: compute capability 8.0 and up).
+    pub tensor_cores: bool,
     /// Each kernel's use of an SM, indexed by [`Kernel::index`].
     pub kernels: [KernelUse; Kernel::COUNT],
 }
@@ -425,17 +454,30 @@ impl CudaCaps {
 /// kernels/*.cu for sm_90 (`--ptxas-options=-v`).
 #[doc(hidden)]
 pub mod tables {
-    use crate::backend::cuda::caps::{CudaCaps, Kernel, KernelUse};
+    use crate::backend::cuda::caps::{
+        BatchFormat, BatchKernel, CudaCaps, Kernel, KernelUse, Width,
+    };
 
     /// Registers per thread of each kernel for sm_90, in the order of [`Kernel::ALL`]: the
     /// single-vector kernels, then the few-token ones (format-major: MACKO staged, MACKO global,
-    /// CSR staged, CSR global, dense aligned, dense any; widths 2, 4, 8, 16), the transpose.
+    /// CSR staged, CSR global, dense aligned, dense any, dense and MACKO on tensor cores; widths
+    /// 2, 4, 8, 16), the transpose.
     const SM90_REGISTERS: [u32; Kernel::COUNT] = [
         64, 64, 64, 64, 64, 64, 64, 64, 64, 40, 40, 32, 32, 39, 32, 62, 64, 32, // single
         43, 53, 63, 72, 47, 54, 64, 120, // MACKO
         32, 32, 44, 55, 32, 32, 45, 70, // CSR
         48, 62, 64, 128, 32, 38, 51, 78, // dense
+        64, 64, 64, 92, // dense on tensor cores
+        61, 61, 61, 64, // MACKO on tensor cores
         20, // transpose
+    ];
+
+    /// Static shared memory of the tensor-core kernels (the warps' partial sums of a band).
+    const MMA_STATIC_SMEM: [(BatchFormat, Width, u32); 4] = [
+        (BatchFormat::DenseMma, Width::W2, 16 << 10),
+        (BatchFormat::DenseMma, Width::W4, 16 << 10),
+        (BatchFormat::DenseMma, Width::W8, 16 << 10),
+        (BatchFormat::DenseMma, Width::W16, 32 << 10),
     ];
 
     /// The kernels' use of an SM for sm_90.
@@ -445,6 +487,9 @@ pub mod tables {
             use_.registers = regs;
         }
         k[Kernel::StreamRead.index()].static_smem = 64;
+        for (format, width, bytes) in MMA_STATIC_SMEM {
+            k[Kernel::Batch(BatchKernel { format, width }).index()].static_smem = bytes;
+        }
         k
     }
 
@@ -462,6 +507,7 @@ pub mod tables {
             smem_limit: 227 << 10,
             l2_bytes: 50 << 20,
             dram_bytes_per_sm_cycle: Some(12.8),
+            tensor_cores: true,
             kernels: sm90_kernels(),
         }
     }
@@ -488,6 +534,7 @@ pub mod tables {
             smem_limit: 99 << 10,
             l2_bytes: 4 << 20,
             dram_bytes_per_sm_cycle: None,
+            tensor_cores: true,
             kernels: sm90_kernels(),
         }
     }

@@ -45,6 +45,7 @@ fn source_of(kernel: Kernel) -> &'static KernelSource {
         Kernel::CsrStaged | Kernel::CsrGlobal => &nvrtc::CSR,
         Kernel::DenseAligned | Kernel::DenseAny => &nvrtc::DENSE,
         Kernel::StreamRead => &nvrtc::STREAM,
+        Kernel::Batch(b) if b.format.tensor_cores() => &nvrtc::BATCH_MMA,
         Kernel::Batch(_) | Kernel::BatchTranspose => &nvrtc::BATCH,
         _ => &nvrtc::MACKO,
     }

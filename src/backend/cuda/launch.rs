@@ -153,6 +153,9 @@ impl Launcher<'_> {
         if chunk.count == 0 || chunk.count > width.lanes() || xt.len() * 2 < plan.xt_len() {
             return Err(internal("a few-token chunk does not fit its plan"));
         }
+        if plan.tensor_cores() {
+            return self.mma_into(a, plan, chunk, x, y);
+        }
         self.transpose(plan, chunk, width.lanes(), cols, x, xt)?;
         let f = self.pick::<T>(plan.kernel);
         let mut args = self.stream.launch_builder(f);
@@ -199,6 +202,67 @@ impl Launcher<'_> {
         unsafe { args.launch(cfg) }
             .map(|_| ())
             .map_err(|e| cuda_error("launching a few-token product kernel", e))
+    }
+
+    /// Queues one chunk on tensor cores (kernels/batch_mma.cu): X read as it is, no transpose.
+    fn mma_into<T: Output>(
+        &self,
+        a: Product<'_>,
+        plan: &BatchPlan,
+        chunk: BatchChunk,
+        x: &DeviceArray<u16>,
+        y: &mut CudaSlice<T>,
+    ) -> Result<()> {
+        let mut args = self.stream.launch_builder(self.pick::<T>(plan.kernel));
+        match a {
+            Product::Dense(m, _) => args
+                .arg(m.values.buf())
+                .arg(x.buf())
+                .arg(y)
+                .arg(&m.rows)
+                .arg(&m.cols),
+            Product::Macko(m) => {
+                let cursors = m
+                    .cursors
+                    .as_ref()
+                    .ok_or_else(|| internal("a tensor-core plan without column cursors"))?;
+                args.arg(m.row_ptr.buf())
+                    .arg(m.values.buf())
+                    .arg(m.codes.buf())
+                    .arg(cursors.buf())
+                    .arg(x.buf())
+                    .arg(y)
+                    .arg(&m.rows)
+                    .arg(&m.cols)
+                    .arg(&plan.split_width)
+                    .arg(&plan.window)
+                    .arg(&plan.lanes)
+                    .arg(&plan.prefetch)
+            }
+            Product::Csr(_) => return Err(internal("a tensor-core plan for a CSR matrix")),
+        };
+        args.arg(&chunk.first).arg(&chunk.count);
+        let cfg = LaunchConfig {
+            grid_dim: (plan.grid, 1, 1),
+            block_dim: (plan.block, 1, 1),
+            shared_mem_bytes: plan.smem_bytes,
+        };
+        // SAFETY: the arguments match `dense_batch_mma_*` (a, x, y, rows, cols, first, count)
+        // or `macko_batch_mma_*` (row_ptr, values, codes, cursors, x, y, rows, cols,
+        // split_width, window, lanes, prefetch, first, count) of kernels/batch_mma.cu in order and
+        // type, as the
+        // plan's kernel is of the matrix's format (batch_plan.rs). x holds batch × cols halves
+        // and the kernels read vectors first .. first + count only (count <= W, first + count
+        // <= batch: checked by the callers), in 16-byte words (cols % 8 == 0, the planner's
+        // condition; the buffers are allocation-aligned); y holds batch × rows elements of the
+        // kernel's output type. The MACKO arrays are those of the single-vector kernels, read
+        // in the same aligned groups (row_ptr bounds them); cursors holds rows × 16 pairs
+        // computed from these arrays at upload (`cursors::mma_cursors`), each group index at
+        // most ⌈end / 8⌉ of its row; the tiles take plan.smem_bytes of shared memory, sized
+        // for plan.window by the planner.
+        unsafe { args.launch(cfg) }
+            .map(|_| ())
+            .map_err(|e| cuda_error("launching a tensor-core few-token kernel", e))
     }
 
     /// Queues the transpose of a chunk of x into XT (kernels/batch.cu, `batch_transpose`).

@@ -111,6 +111,9 @@ pub(crate) struct MackoDev {
     pub split: Option<SplitDev>,
     /// The entries cut into one range per warp, when the plan runs the flat kernel.
     pub flat: Option<Box<FlatDev>>,
+    /// The tensor-core kernel's column cursors (`cursors.rs`: rows × 16 pairs of u32), when a
+    /// few-token plan runs it.
+    pub cursors: Option<DeviceArray<u32>>,
 }
 
 /// The ranges of a MACKO matrix run by the flat kernel (src/backend/cuda/flat.rs), as the kernels

@@ -12,7 +12,8 @@
 //! - `tuning`: the typed tuning that forces plan choices ([`tuning::CudaTuning`]);
 //! - `batch_plan`: the pure planner of few-token chunks ([`batch_plan::BatchPlan`]);
 //! - `rules`, `plan`: the measured rules and the pure planner ([`plan::CudaPlan`]);
-//! - `split`, `flat`: the layouts of split rows and flat ranges;
+//! - `split`, `flat`, `cursors`: the layouts of split rows, flat ranges and the tensor-core
+//!   kernel's column cursors;
 //! - `kernels`: the compiled kernels loaded into a context;
 //! - `memory`: device arrays, matrices, vectors;
 //! - `upload`: planning and laying out a matrix at upload;
@@ -28,6 +29,7 @@
 pub mod batch_plan;
 #[doc(hidden)]
 pub mod caps;
+mod cursors;
 mod errors;
 mod flat;
 mod kernels;
@@ -148,6 +150,7 @@ impl CudaBackend {
             smem_limit: loaded.smem_limit,
             l2_bytes: p.l2_bytes,
             dram_bytes_per_sm_cycle: p.dram_bytes_per_sm_cycle,
+            tensor_cores: p.compute_capability.0 >= 8,
             kernels: loaded.uses,
         };
         let vendor = Vendor::new(gpu.ctx.clone(), gpu.stream.clone());

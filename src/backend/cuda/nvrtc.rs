@@ -158,8 +158,32 @@ pub const BATCH: KernelSource = KernelSource {
     ],
 };
 
+/// Few-token products on tensor cores (sm_80+): dense and MACKO rows, X read as it is.
+pub const BATCH_MMA: KernelSource = KernelSource {
+    file: "batch_mma.cu",
+    source: include_str!("../../../kernels/batch_mma.cu"),
+    entries: &[
+        "dense_batch_mma_w2_f16",
+        "dense_batch_mma_w2_f32",
+        "dense_batch_mma_w4_f16",
+        "dense_batch_mma_w4_f32",
+        "dense_batch_mma_w8_f16",
+        "dense_batch_mma_w8_f32",
+        "dense_batch_mma_w16_f16",
+        "dense_batch_mma_w16_f32",
+        "macko_batch_mma_w2_f16",
+        "macko_batch_mma_w2_f32",
+        "macko_batch_mma_w4_f16",
+        "macko_batch_mma_w4_f32",
+        "macko_batch_mma_w8_f16",
+        "macko_batch_mma_w8_f32",
+        "macko_batch_mma_w16_f16",
+        "macko_batch_mma_w16_f32",
+    ],
+};
+
 /// Every kernel file.
-pub const KERNELS: [KernelSource; 5] = [MACKO, CSR, DENSE, STREAM, BATCH];
+pub const KERNELS: [KernelSource; 6] = [MACKO, CSR, DENSE, STREAM, BATCH, BATCH_MMA];
 
 /// The result of one compilation.
 #[derive(Debug, Clone)]

@@ -219,10 +219,9 @@ pub fn csr_plan(caps: &CudaCaps, tuning: &CudaTuning, rows: u32, cols: u32) -> R
 }
 
 /// Launch plan of a dense matrix: the 16-byte-aligned GEMV where every row starts on a 16-byte
-/// boundary (`cols % 8 == 0`).
-pub fn dense_plan(caps: &CudaCaps, rows: u32, cols: u32) -> Result<CudaPlan> {
-    let tuning = CudaTuning::default();
-    let batch = batch_plans(caps, &tuning, BatchMatrix::Dense, rows, cols)?;
+/// boundary (`cols % 8 == 0`). The tuning reaches only the few-token plans (`cuda.batch_mma`).
+pub fn dense_plan(caps: &CudaCaps, tuning: &CudaTuning, rows: u32, cols: u32) -> Result<CudaPlan> {
+    let batch = batch_plans(caps, tuning, BatchMatrix::Dense, rows, cols)?;
     let kernel = if cols % 8 == 0 {
         Kernel::DenseAligned
     } else {
@@ -262,7 +261,7 @@ pub fn macko_plan(caps: &CudaCaps, tuning: &CudaTuning, m: &MackoStats) -> Resul
     plan.batch = Some(batch_plans(
         caps,
         tuning,
-        BatchMatrix::Macko,
+        BatchMatrix::Macko { entries: m.entries },
         m.rows,
         m.cols,
     )?);
@@ -701,9 +700,25 @@ impl CudaTuning {
                 name: "cuda few-token XT from global memory",
                 tuning: CudaTuning {
                     batch_x: Some(XPlace::Global),
+                    batch_mma: Some(false),
                     ..t()
                 },
                 taken: |p| p.batch.is_some_and(|b| b.0.iter().all(|w| !w.x_in_smem())),
+            },
+            ForcedPlan {
+                name: "cuda few-token tensor cores, 64-column windows, prefetch",
+                tuning: CudaTuning {
+                    batch_mma: Some(true),
+                    batch_window: Some(64),
+                    batch_prefetch: Some(true),
+                    ..t()
+                },
+                taken: |p| {
+                    p.batch.is_some_and(|b| {
+                        b.0.iter()
+                            .all(|w| w.tensor_cores() && w.window == 64 && w.prefetch == 1)
+                    })
+                },
             },
             ForcedPlan {
                 name: "cuda every resident block",

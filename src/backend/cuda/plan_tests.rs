@@ -334,11 +334,15 @@ fn csr_and_dense_plans_name_their_kernels() {
         CsrGlobal
     );
     assert_eq!(
-        dense_plan(&caps, 4096, 4096).expect("dense").kernel,
+        dense_plan(&caps, &CudaTuning::default(), 4096, 4096)
+            .expect("dense")
+            .kernel,
         DenseAligned
     );
     assert_eq!(
-        dense_plan(&caps, 4096, 4097).expect("dense").kernel,
+        dense_plan(&caps, &CudaTuning::default(), 4096, 4097)
+            .expect("dense")
+            .kernel,
         DenseAny
     );
 }

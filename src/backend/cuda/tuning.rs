@@ -63,6 +63,19 @@ pub struct CudaTuning {
     /// (staged wherever it fits) or `global`; by default staged where that costs no resident
     /// blocks (`batch_plan.rs`).
     pub batch_x: Option<XPlace>,
+    /// `batch_mma`: the few-token kernels on tensor cores (kernels/batch_mma.cu) at every chunk
+    /// width (`on`) or none (`off`); by default at widths 8 and 16 where the GPU has them and
+    /// the matrix qualifies (`batch_plan.rs`).
+    pub batch_mma: Option<bool>,
+    /// `batch_window`: columns per window of the MACKO tensor-core kernel (its tiles' K: 64,
+    /// 128, 256 or 512; 128 by default, `batch_plan::DEFAULT_WINDOW`).
+    pub batch_window: Option<u32>,
+    /// `batch_lanes`: lanes decoding one row in the MACKO tensor-core kernel (4, 8, 16 or 32;
+    /// by default from the stored density, `batch_plan::team_lanes`).
+    pub batch_lanes: Option<u32>,
+    /// `batch_prefetch`: the MACKO tensor-core kernel asks L2 ahead for the groups of the
+    /// window after the next (off by default: not measured yet).
+    pub batch_prefetch: Option<bool>,
     /// `spmm_alg`: the algorithm of the cuSPARSE SpMM baseline (`csr1`, `csr2`, `csr3`); by
     /// default `CUSPARSE_SPMM_ALG_DEFAULT`. A baseline's knob, not a plan of ours.
     pub spmm_alg: Option<SpmmAlg>,
@@ -108,6 +121,10 @@ impl CudaTuning {
         "spread",
         "batch_x",
         "spmm_alg",
+        "batch_mma",
+        "batch_window",
+        "batch_lanes",
+        "batch_prefetch",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -164,6 +181,22 @@ impl CudaTuning {
                         ("csr3", SpmmAlg::Csr3),
                     ],
                     "expected csr1, csr2, csr3 or auto",
+                )?
+            }
+            "batch_mma" => self.batch_mma = switch(v)?,
+            "batch_window" => {
+                self.batch_window = one_of(
+                    v,
+                    &[("64", 64), ("128", 128), ("256", 256), ("512", 512)],
+                    "expected 64, 128, 256, 512 or auto",
+                )?
+            }
+            "batch_prefetch" => self.batch_prefetch = switch(v)?,
+            "batch_lanes" => {
+                self.batch_lanes = one_of(
+                    v,
+                    &[("4", 4), ("8", 8), ("16", 16), ("32", 32)],
+                    "expected 4, 8, 16, 32 or auto",
                 )?
             }
             other => {
@@ -235,6 +268,10 @@ mod tests {
             ("spread", "1"),
             ("batch_x", "global"),
             ("spmm_alg", "CSR3"),
+            ("batch_mma", "on"),
+            ("batch_window", "256"),
+            ("batch_lanes", "8"),
+            ("batch_prefetch", "on"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -255,6 +292,10 @@ mod tests {
                 spread: Some(true),
                 batch_x: Some(XPlace::Global),
                 spmm_alg: Some(SpmmAlg::Csr3),
+                batch_mma: Some(true),
+                batch_window: Some(256),
+                batch_lanes: Some(8),
+                batch_prefetch: Some(true),
             }
         );
         t.set("split", "off").expect("off");

@@ -8,7 +8,9 @@ use cudarc::driver::CudaStream;
 use macko_format::aligned::align_rows;
 use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix};
 
+use super::batch_plan::BatchPlan;
 use super::caps::CudaCaps;
+use super::cursors;
 use super::errors::internal;
 use super::flat;
 use super::memory::SplitDev;
@@ -67,6 +69,17 @@ impl Uploader<'_> {
             ),
             None => (m.row_ptr(), values, m.codes()),
         };
+        let cursors = match plan.batch {
+            Some(b) if b.0.iter().any(BatchPlan::tensor_cores) => {
+                let table = cursors::mma_cursors(row_ptr, codes, cols)?;
+                Some(DeviceArray::upload(
+                    self.stream,
+                    &table,
+                    "MACKO column cursors",
+                )?)
+            }
+            _ => None,
+        };
         Ok(MackoDev {
             rows,
             cols,
@@ -76,6 +89,7 @@ impl Uploader<'_> {
             plan,
             split,
             flat,
+            cursors,
         })
     }
 
@@ -154,6 +168,6 @@ impl Uploader<'_> {
             cols,
             values: DeviceArray::upload(self.stream, values, "dense values")?,
         };
-        Ok((dev, plan::dense_plan(self.caps, rows, cols)?))
+        Ok((dev, plan::dense_plan(self.caps, self.tuning, rows, cols)?))
     }
 }
