@@ -386,27 +386,6 @@ __device__ __forceinline__ void mma_exact_window(const unsigned short* tile, uns
     }
 }
 
-// With `prefetch` (cuda.batch_prefetch): after decoding a window, asks L2 for the groups the
-// window after the next will read, guessed from this window's advance (the row's groups are
-// contiguous, so a row that moved `adv` groups this window starts the one after next about `adv`
-// groups past its cursor): the decode's one load per lane in flight then finds them in L2. Two
-// 128-byte lines of values from lane r, one of codes from lane r + 16.
-__device__ __forceinline__ void mma_prefetch_ahead(const uint4* __restrict__ values,
-                                                   const unsigned* __restrict__ codes,
-                                                   const MmaCursor& cur, unsigned before,
-                                                   unsigned lane) {
-    const unsigned w_end = (cur.end + 7u) >> 3;
-    const unsigned adv = cur.group - before;
-    const unsigned ahead = cur.group + adv;
-    if (adv == 0u || ahead >= w_end) return;
-    if (lane < 16u) {
-        macko_prefetch_l2(values + ahead);
-        macko_prefetch_l2(values + min(ahead + 8u, w_end - 1u));
-    } else {
-        macko_prefetch_l2(codes + ahead);
-    }
-}
-
 // One band: every warp's split, window by window, then the block's sums into y. Returns whether
 // a stored sum is NaN (every thread).
 template <typename Out, int NT, bool EXACT>
@@ -415,7 +394,7 @@ __device__ __forceinline__ bool macko_mma_band(
     const unsigned* __restrict__ codes, const uint2* __restrict__ cursors,
     const unsigned short* __restrict__ x, Out* __restrict__ y, unsigned short* tiles,
     unsigned rows, unsigned cols, unsigned split_width, unsigned window, unsigned lanes,
-    unsigned prefetch, unsigned first, unsigned count, unsigned r0) {
+    unsigned first, unsigned count, unsigned r0) {
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32u;
     const unsigned stride = mma_tile_stride(window);
     unsigned short* tile = tiles + warp * 16u * stride;
@@ -440,9 +419,7 @@ __device__ __forceinline__ bool macko_mma_band(
             const unsigned kw = min(window, hi_col - k0);
             mma_zero_tile(tile, window, lane);
             __syncwarp();
-            const unsigned before = cur.group;
             mma_decode_window(values, codes, tile, stride, cur, k0, kw, lane, lanes);
-            if (prefetch != 0u) mma_prefetch_ahead(values, codes, cur, before, lane);
             __syncwarp();
             if (EXACT) {
                 mma_exact_window<NT>(tile, stride, x, cols, first, count, k0, kw, lane, acc[0]);
@@ -462,18 +439,17 @@ __device__ __forceinline__ void macko_mma_impl(
     const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,
     const unsigned* __restrict__ codes, const uint2* __restrict__ cursors,
     const unsigned short* __restrict__ x, Out* __restrict__ y, unsigned rows, unsigned cols,
-    unsigned split_width, unsigned window, unsigned lanes, unsigned prefetch, unsigned first,
-    unsigned count) {
+    unsigned split_width, unsigned window, unsigned lanes, unsigned first, unsigned count) {
     extern __shared__ uint4 mma_smem[];
     unsigned short* tiles = reinterpret_cast<unsigned short*>(mma_smem);
     const unsigned bands = (rows + 15u) / 16u;
     for (unsigned band = blockIdx.x; band < bands; band += gridDim.x) {
         const unsigned r0 = band * 16u;
         if (macko_mma_band<Out, NT, false>(row_ptr, values, codes, cursors, x, y, tiles, rows,
-                                           cols, split_width, window, lanes, prefetch, first,
-                                           count, r0)) {
+                                           cols, split_width, window, lanes, first, count,
+                                           r0)) {
             (void)macko_mma_band<Out, NT, true>(row_ptr, values, codes, cursors, x, y, tiles,
-                                                rows, cols, split_width, window, lanes, 0u, first,
+                                                rows, cols, split_width, window, lanes, first,
                                                 count, r0);
         }
     }
@@ -485,9 +461,9 @@ __device__ __forceinline__ void macko_mma_impl(
              const unsigned* __restrict__ codes, const uint2* __restrict__ cursors,             \
              const unsigned short* __restrict__ x, OUT* __restrict__ y, unsigned rows,          \
              unsigned cols, unsigned split_width, unsigned window, unsigned lanes,              \
-             unsigned prefetch, unsigned first, unsigned count) {                               \
+             unsigned first, unsigned count) {                                                  \
         macko_mma_impl<OUT, NT>(row_ptr, values, codes, cursors, x, y, rows, cols,              \
-                                split_width, window, lanes, prefetch, first, count);            \
+                                split_width, window, lanes, first, count);                      \
     }
 
 MACKO_MMA_ENTRY(macko_batch_mma_w2_f16, unsigned short, 1)

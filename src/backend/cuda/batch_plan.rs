@@ -53,9 +53,6 @@ pub struct BatchPlan {
     pub window: u32,
     /// MACKO on tensor cores: lanes decoding one row (4, 8, 16 or 32), else 0.
     pub lanes: u32,
-    /// MACKO on tensor cores: 1 where the kernel asks L2 for the groups of the window after the
-    /// next (`cuda.batch_prefetch`), else 0 (a kernel argument as it is).
-    pub prefetch: u32,
 }
 
 impl BatchPlan {
@@ -142,7 +139,7 @@ pub fn batch_plan(
     cols: u32,
     width: Width,
 ) -> Result<BatchPlan> {
-    if mma_wanted(caps, tuning, m, cols, width) {
+    if mma_wanted(caps, tuning, m, (rows, cols), width) {
         if let Some(plan) = mma_plan(caps, tuning, m, rows, cols, width)? {
             return Ok(plan);
         }
@@ -190,7 +187,6 @@ pub fn batch_plan(
         split_width: 0,
         window: 0,
         lanes: 0,
-        prefetch: 0,
     })
 }
 
@@ -217,13 +213,35 @@ pub fn mma_tile_bytes(window: u32) -> u64 {
 
 /// Whether chunks of `width` run on tensor cores: where the GPU has them (sm_80+), X's rows are
 /// 16-byte aligned (`cols % 8 == 0`, read as they are) and the matrix has a tensor-core kernel
-/// (dense and MACKO rows); then as `cuda.batch_mma` says, by default from width 8 up (where the
-/// CUDA-core kernels become bound by instruction issue: kernels/README.md, "Few-token products").
-fn mma_wanted(caps: &CudaCaps, tuning: &CudaTuning, m: BatchMatrix, cols: u32, w: Width) -> bool {
-    let has_kernel = matches!(m, BatchMatrix::Dense | BatchMatrix::Macko { .. });
-    let eligible = caps.tensor_cores && cols % 8 == 0 && has_kernel;
-    eligible && tuning.batch_mma.unwrap_or(w.lanes() >= 8)
+/// (dense and MACKO rows); then as `cuda.batch_mma` says, by default:
+/// - dense rows at every width: measured on an H100 (2026-11-26, 8192² and 14336×4096), the
+///   tensor-core kernel takes 56–57 µs at B = 2–16 on 8192² (84–89 % of the streaming read)
+///   where the CUDA-core one takes 77 / 143 / 274 / 538 µs at B = 2 / 4 / 8 / 16;
+/// - MACKO rows at width 16 only, where at least [`MMA_MIN_DENSITY`] of the cells are stored:
+///   measured the same day, the tiles win only there (8192², d = 0.5: 125 against 156 µs;
+///   14336×4096: 126 against 123), and lose at every width at d = 0.1 (50–59 against 25–55 µs)
+///   and at width 8 (108–121 against 58–67 µs at d = 0.5): kernels/README.md, "Tensor cores".
+fn mma_wanted(
+    caps: &CudaCaps,
+    tuning: &CudaTuning,
+    m: BatchMatrix,
+    (rows, cols): (u32, u32),
+    w: Width,
+) -> bool {
+    let by_default = match m {
+        BatchMatrix::Dense => true,
+        BatchMatrix::Macko { entries } => {
+            let cells = f64::from(rows) * f64::from(cols);
+            w.lanes() == 16 && cells > 0.0 && entries as f64 >= MMA_MIN_DENSITY * cells
+        }
+        BatchMatrix::Csr => return false,
+    };
+    caps.tensor_cores && cols % 8 == 0 && tuning.batch_mma.unwrap_or(by_default)
 }
+
+/// The stored density (entries per cell, padding included) from which MACKO chunks of width 16
+/// go to the tensor cores by default ([`mma_wanted`]).
+pub const MMA_MIN_DENSITY: f64 = 0.3;
 
 /// The tensor-core plan of one chunk width: a persistent grid of 512-thread blocks, at most one
 /// per band, no XT. `None` where the MACKO tiles of the window do not fit a block's shared
@@ -267,7 +285,6 @@ fn mma_plan(
         split_width: if window > 0 { split_width(cols) } else { 0 },
         window,
         lanes,
-        prefetch: u32::from(window > 0 && tuning.batch_prefetch == Some(true)),
     }))
 }
 

@@ -165,12 +165,12 @@ fn format(p: &BatchPlan) -> Option<BatchFormat> {
 }
 
 #[test]
-fn dense_rows_run_on_tensor_cores_from_width_8_where_the_gpu_has_them() {
+fn dense_rows_run_on_tensor_cores_at_every_width_where_the_gpu_has_them() {
     let t = CudaTuning::default();
     for caps in [h100(), h200(), small()] {
         let p = plans(&caps, &t, BatchMatrix::Dense, 8192, 8192);
-        assert_eq!(format(p.get(Width::W2)), Some(BatchFormat::DenseAligned));
-        assert_eq!(format(p.get(Width::W4)), Some(BatchFormat::DenseAligned));
+        assert_eq!(format(p.get(Width::W2)), Some(BatchFormat::DenseMma));
+        assert_eq!(format(p.get(Width::W4)), Some(BatchFormat::DenseMma));
         assert_eq!(format(p.get(Width::W8)), Some(BatchFormat::DenseMma));
         assert_eq!(format(p.get(Width::W16)), Some(BatchFormat::DenseMma));
         // Rows not 16-byte aligned: X cannot be read in 16-byte words: CUDA cores.
@@ -225,12 +225,20 @@ fn a_dense_tensor_core_grid_holds_at_most_one_block_per_band() {
 }
 
 #[test]
-fn macko_runs_on_tensor_cores_from_width_8_in_windows_that_fit() {
+fn macko_runs_on_tensor_cores_at_width_16_from_density_0_3_in_windows_that_fit() {
     let t = CudaTuning::default();
+    let cells = 8192u64 * 8192;
+    let half = BatchMatrix::Macko { entries: cells / 2 };
+    let tenth = BatchMatrix::Macko { entries: cells / 10 };
     for caps in [h100(), h200(), small()] {
-        let p = plans(&caps, &t, MACKO, 8192, 8192);
-        assert!(!p.get(Width::W2).tensor_cores() && !p.get(Width::W4).tensor_cores());
-        for w in [Width::W8, Width::W16] {
+        // d = 0.1: CUDA cores at every width (the tiles lost there, batch_plan.rs).
+        let p = plans(&caps, &t, tenth, 8192, 8192);
+        assert!(p.0.iter().all(|p| !p.tensor_cores()));
+        let p = plans(&caps, &t, half, 8192, 8192);
+        for w in [Width::W2, Width::W4, Width::W8] {
+            assert!(!p.get(w).tensor_cores(), "{w:?}");
+        }
+        for w in [Width::W16] {
             let q = p.get(w);
             assert_eq!(format(q), Some(BatchFormat::MackoMma));
             assert_eq!((q.window, q.split_width), (DEFAULT_WINDOW, 512));
@@ -242,7 +250,7 @@ fn macko_runs_on_tensor_cores_from_width_8_in_windows_that_fit() {
             assert_eq!(q.grid, (per_sm * caps.sm_count).min(512));
         }
         // Columns not a multiple of 8: CUDA cores.
-        let p = plans(&caps, &t, MACKO, 8192, 8190);
+        let p = plans(&caps, &t, half, 8192, 8190);
         assert!(p.0.iter().all(|p| !p.tensor_cores()));
     }
     // 512-column windows: 272 KiB of tiles fit no block: CUDA cores.
@@ -250,14 +258,14 @@ fn macko_runs_on_tensor_cores_from_width_8_in_windows_that_fit() {
         batch_window: Some(512),
         ..CudaTuning::default()
     };
-    let p = plans(&h100(), &wide, MACKO, 8192, 8192);
+    let p = plans(&h100(), &wide, half, 8192, 8192);
     assert!(p.0.iter().all(|p| !p.tensor_cores()));
     // 256: 144 KiB, one block per SM.
     let w256 = CudaTuning {
         batch_window: Some(256),
         ..CudaTuning::default()
     };
-    let p = plans(&h100(), &w256, MACKO, 8192, 8192);
+    let p = plans(&h100(), &w256, half, 8192, 8192);
     let q = p.get(Width::W16);
     assert!(q.tensor_cores() && q.window == 256);
     assert_eq!(q.grid, 132);

@@ -237,7 +237,6 @@ impl Launcher<'_> {
                     .arg(&plan.split_width)
                     .arg(&plan.window)
                     .arg(&plan.lanes)
-                    .arg(&plan.prefetch)
             }
             Product::Csr(_) => return Err(internal("a tensor-core plan for a CSR matrix")),
         };
@@ -249,7 +248,7 @@ impl Launcher<'_> {
         };
         // SAFETY: the arguments match `dense_batch_mma_*` (a, x, y, rows, cols, first, count)
         // or `macko_batch_mma_*` (row_ptr, values, codes, cursors, x, y, rows, cols,
-        // split_width, window, lanes, prefetch, first, count) of kernels/batch_mma.cu in order and
+        // split_width, window, lanes, first, count) of kernels/batch_mma.cu in order and
         // type, as the
         // plan's kernel is of the matrix's format (batch_plan.rs). x holds batch × cols halves
         // and the kernels read vectors first .. first + count only (count <= W, first + count

@@ -222,11 +222,7 @@ impl CudaBackend {
         let x = x.as_input()?;
         let product = match a {
             CudaMatrix::Cublas(m) => return self.vendor.cublas_gemm(m, x, &mut y.data, batch),
-            CudaMatrix::Cusparse(m) => {
-                return self
-                    .vendor
-                    .cusparse_spmm(m, x, &mut y.data, batch, self.tuning.spmm_alg)
-            }
+            CudaMatrix::Cusparse(m) => return self.vendor.cusparse_spmm(m, x, &mut y.data, batch),
             CudaMatrix::Macko(m) => Product::Macko(m),
             CudaMatrix::Csr(m) => Product::Csr(m),
             CudaMatrix::Dense(m, plan) => Product::Dense(m, plan),

@@ -706,18 +706,15 @@ impl CudaTuning {
                 taken: |p| p.batch.is_some_and(|b| b.0.iter().all(|w| !w.x_in_smem())),
             },
             ForcedPlan {
-                name: "cuda few-token tensor cores, 64-column windows, prefetch",
+                name: "cuda few-token tensor cores, 64-column windows",
                 tuning: CudaTuning {
                     batch_mma: Some(true),
                     batch_window: Some(64),
-                    batch_prefetch: Some(true),
                     ..t()
                 },
                 taken: |p| {
-                    p.batch.is_some_and(|b| {
-                        b.0.iter()
-                            .all(|w| w.tensor_cores() && w.window == 64 && w.prefetch == 1)
-                    })
+                    p.batch
+                        .is_some_and(|b| b.0.iter().all(|w| w.tensor_cores() && w.window == 64))
                 },
             },
             ForcedPlan {

@@ -73,23 +73,6 @@ pub struct CudaTuning {
     /// `batch_lanes`: lanes decoding one row in the MACKO tensor-core kernel (4, 8, 16 or 32;
     /// by default from the stored density, `batch_plan::team_lanes`).
     pub batch_lanes: Option<u32>,
-    /// `batch_prefetch`: the MACKO tensor-core kernel asks L2 ahead for the groups of the
-    /// window after the next (off by default: not measured yet).
-    pub batch_prefetch: Option<bool>,
-    /// `spmm_alg`: the algorithm of the cuSPARSE SpMM baseline (`csr1`, `csr2`, `csr3`); by
-    /// default `CUSPARSE_SPMM_ALG_DEFAULT`. A baseline's knob, not a plan of ours.
-    pub spmm_alg: Option<SpmmAlg>,
-}
-
-/// A `cusparseSpMMAlg_t` for CSR matrices (the cuSPARSE baseline of few-token products).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SpmmAlg {
-    /// `CUSPARSE_SPMM_CSR_ALG1`.
-    Csr1,
-    /// `CUSPARSE_SPMM_CSR_ALG2`.
-    Csr2,
-    /// `CUSPARSE_SPMM_CSR_ALG3`.
-    Csr3,
 }
 
 /// One of `choices` (name, value), `None` for `auto` or empty.
@@ -120,11 +103,9 @@ impl CudaTuning {
         "lean",
         "spread",
         "batch_x",
-        "spmm_alg",
         "batch_mma",
         "batch_window",
         "batch_lanes",
-        "batch_prefetch",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -172,17 +153,6 @@ impl CudaTuning {
             "lean" => self.lean = switch(v)?,
             "spread" => self.spread = switch(v)?,
             "batch_x" => self.batch_x = x_place(v)?,
-            "spmm_alg" => {
-                self.spmm_alg = one_of(
-                    v,
-                    &[
-                        ("csr1", SpmmAlg::Csr1),
-                        ("csr2", SpmmAlg::Csr2),
-                        ("csr3", SpmmAlg::Csr3),
-                    ],
-                    "expected csr1, csr2, csr3 or auto",
-                )?
-            }
             "batch_mma" => self.batch_mma = switch(v)?,
             "batch_window" => {
                 self.batch_window = one_of(
@@ -191,7 +161,6 @@ impl CudaTuning {
                     "expected 64, 128, 256, 512 or auto",
                 )?
             }
-            "batch_prefetch" => self.batch_prefetch = switch(v)?,
             "batch_lanes" => {
                 self.batch_lanes = one_of(
                     v,
@@ -267,11 +236,9 @@ mod tests {
             ("lean", "off"),
             ("spread", "1"),
             ("batch_x", "global"),
-            ("spmm_alg", "CSR3"),
             ("batch_mma", "on"),
             ("batch_window", "256"),
             ("batch_lanes", "8"),
-            ("batch_prefetch", "on"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -291,11 +258,9 @@ mod tests {
                 lean: Some(false),
                 spread: Some(true),
                 batch_x: Some(XPlace::Global),
-                spmm_alg: Some(SpmmAlg::Csr3),
                 batch_mma: Some(true),
                 batch_window: Some(256),
                 batch_lanes: Some(8),
-                batch_prefetch: Some(true),
             }
         );
         t.set("split", "off").expect("off");
