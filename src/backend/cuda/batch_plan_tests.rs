@@ -229,7 +229,9 @@ fn macko_runs_on_tensor_cores_at_width_16_from_density_0_3_in_windows_that_fit()
     let t = CudaTuning::default();
     let cells = 8192u64 * 8192;
     let half = BatchMatrix::Macko { entries: cells / 2 };
-    let tenth = BatchMatrix::Macko { entries: cells / 10 };
+    let tenth = BatchMatrix::Macko {
+        entries: cells / 10,
+    };
     for caps in [h100(), h200(), small()] {
         // d = 0.1: CUDA cores at every width (the tiles lost there, batch_plan.rs).
         let p = plans(&caps, &t, tenth, 8192, 8192);
@@ -238,8 +240,8 @@ fn macko_runs_on_tensor_cores_at_width_16_from_density_0_3_in_windows_that_fit()
         for w in [Width::W2, Width::W4, Width::W8] {
             assert!(!p.get(w).tensor_cores(), "{w:?}");
         }
-        for w in [Width::W16] {
-            let q = p.get(w);
+        {
+            let q = p.get(Width::W16);
             assert_eq!(format(q), Some(BatchFormat::MackoMma));
             assert_eq!((q.window, q.split_width), (DEFAULT_WINDOW, 512));
             // 80 KiB of tiles: two 512-thread blocks per SM of 228 KiB, one of 100 KiB; at most
