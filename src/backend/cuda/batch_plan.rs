@@ -291,14 +291,16 @@ fn mma_plan(
 /// Lanes per row of the MACKO tensor-core kernel's decoding, by default: enough aligned groups
 /// of 8 entries for a row's expected entries in one window (`window` × the stored density) and
 /// the group straddling its start, so that a row takes one pass per window; at least 4 (8 rows
-/// decoded at once), at most 16. 4 at d ≈ 0.1 and 128-column windows, 16 at d = 0.5.
+/// decoded at once), at most 8: 4 at d ≈ 0.1 and 128-column windows, 8 from d ≈ 0.3. Measured
+/// on an H100 (2026-11-26, 8192² and 14336×4096): at d = 0.5, 8 lanes took 113–121 µs where 16
+/// took 120–126 (B = 8 and 16); at d = 0.1, 8 lanes took 71–80 µs where 4 took 50–59.
 pub fn team_lanes(window: u32, entries: u64, rows: u32, cols: u32) -> u32 {
     let cells = u64::from(rows) * u64::from(cols);
     let per_window = (u64::from(window) * entries)
         .checked_div(cells)
         .unwrap_or(0);
     let groups = u32::try_from(per_window.div_ceil(8) + 1).unwrap_or(u32::MAX);
-    groups.next_power_of_two().clamp(4, 16)
+    groups.next_power_of_two().clamp(4, 8)
 }
 
 #[cfg(test)]
