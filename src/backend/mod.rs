@@ -191,8 +191,8 @@ pub(crate) trait Backend: Send + Sync {
 }
 
 /// Most vectors one pass over the matrix multiplies: a larger batch is worked through in
-/// [`chunks`] of at most this many. Sixteen f32 sums per row fit a GPU lane's registers, and
-/// past sixteen vectors a product stops being bound by reading the matrix.
+/// chunks (`backend::chunks`) of at most this many. Sixteen f32 sums per row still fit a GPU
+/// lane's registers, and two n = 8 tiles of a tensor-core product.
 pub const MAX_CHUNK: usize = 16;
 
 /// Vectors `first .. first + count` of a batch: what one pass over the matrix multiplies.

@@ -240,7 +240,7 @@ fn mma_wanted(
 }
 
 /// The stored density (entries per cell, padding included) from which MACKO chunks of width 16
-/// go to the tensor cores by default ([`mma_wanted`]).
+/// go to the tensor cores by default (`mma_wanted`).
 pub const MMA_MIN_DENSITY: f64 = 0.3;
 
 /// The tensor-core plan of one chunk width: a persistent grid of 512-thread blocks, at most one
