@@ -14,13 +14,6 @@
 // branches on it are removed before the driver sees the kernel (specialize.rs).
 override W: u32 = 16u;
 
-// XT_SHARED (the MACKO subgroup kernel only, WgpuTuning::batch_xt_shared): the kernel first
-// copies XT's XT_WORDS words (its whole length for this W: xt_cols · W / 2) into `xts`, and
-// entries read their W values there instead of from memory.
-override XT_SHARED: bool = false;
-override XT_WORDS: u32 = 1u;
-var<workgroup> xts: array<u32, XT_WORDS>;
-
 // The row's W sums: vector 4q + i in component i of acc_q. Those past W stay zero and unused.
 var<private> acc0: vec4<f32>;
 var<private> acc1: vec4<f32>;
@@ -42,10 +35,6 @@ fn halves(w: vec2<u32>) -> vec4<f32> {
 // kernels pass a = 0 and c = chunk.zero_col for an entry that must not contribute (padding,
 // masked, past the row), so NaN or ±∞ in x never meets it: no per-lane select.
 fn add_entry(a: f32, c: u32) {
-    if XT_SHARED {
-        add_entry_shared(a, c * (W / 2u));
-        return;
-    }
     if W == 2u {
         acc0 = vec4<f32>(fma(vec2<f32>(a), unpack2x16float(xt1[c]), acc0.xy), acc0.zw);
     } else if W == 4u {
@@ -62,31 +51,6 @@ fn add_entry(a: f32, c: u32) {
         acc2 = fma(vec4<f32>(a), halves(v.xy), acc2);
         acc3 = fma(vec4<f32>(a), halves(v.zw), acc3);
     }
-}
-
-// add_entry with XT staged in workgroup memory: column c's W / 2 words from word k = c · W / 2.
-fn add_entry_shared(a: f32, k: u32) {
-    if W == 2u {
-        acc0 = vec4<f32>(fma(vec2<f32>(a), unpack2x16float(xts[k]), acc0.xy), acc0.zw);
-        return;
-    }
-    acc0 = fma(vec4<f32>(a), halves(vec2<u32>(xts[k], xts[k + 1u])), acc0);
-    if W > 4u {
-        acc1 = fma(vec4<f32>(a), halves(vec2<u32>(xts[k + 2u], xts[k + 3u])), acc1);
-    }
-    if W > 8u {
-        acc2 = fma(vec4<f32>(a), halves(vec2<u32>(xts[k + 4u], xts[k + 5u])), acc2);
-        acc3 = fma(vec4<f32>(a), halves(vec2<u32>(xts[k + 6u], xts[k + 7u])), acc3);
-    }
-}
-
-// Copies XT into `xts` (XT_SHARED): every invocation of the workgroup (`t` of `n`), in uniform
-// control flow, before any entry reads it. Ends: i steps by n >= 1 up to XT_WORDS.
-fn stage_xt(t: u32, n: u32) {
-    for (var i = t; i < XT_WORDS; i += n) {
-        xts[i] = xt1[i];
-    }
-    workgroupBarrier();
 }
 
 // The sum of vector k of the chunk (k < W).

@@ -188,11 +188,7 @@ fn main(
     @builtin(num_subgroups) nsg: u32,
     @builtin(subgroup_invocation_id) sg_id: u32,
     @builtin(subgroup_size) sg_size: u32,
-    @builtin(local_invocation_index) t: u32,
 ) {
-    if XT_SHARED {
-        stage_xt(t, WORKGROUP);
-    }
     let lane = subgroupExclusiveAdd(1u);
     let lanes = subgroupAdd(1u);
     // Full with ids 0..size, and wide enough for the butterfly (subgroup-uniform).

@@ -223,7 +223,6 @@ forced_plan_tests!(
     gather_probe_format_layout = 1700,
     batch_workgroup_64 = 1800,
     batch_few_workgroups = 2000,
-    batch_xt_shared = 2100,
 );
 
 /// Row-aligned blocks, each ending in its own zero group, with two rows per subgroup (pairs

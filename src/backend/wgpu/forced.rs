@@ -177,14 +177,6 @@ impl WgpuTuning {
                 },
                 |p| p.batch.iter().all(|b| b.grid.dispatch(u32::MAX).0 == 3),
             ),
-            forced(
-                "batch_xt_shared",
-                Self {
-                    batch_xt_shared: Some(true),
-                    ..Self::default()
-                },
-                |p| p.batch.iter().any(|b| b.xt_words > 0),
-            ),
         ]
     }
 }

@@ -364,14 +364,6 @@ impl PipelineKey {
         }
     }
 
-    /// This few-token key with `words` of XT staged in workgroup memory (0: none).
-    pub fn with_xt_words(self, words: u32) -> Self {
-        Self {
-            x_words: words,
-            ..self
-        }
-    }
-
     /// The pipeline constants the key sets.
     pub(super) fn constants(&self) -> Vec<(&'static str, f64)> {
         let flag = |on: bool| if on { 1.0 } else { 0.0 };
@@ -389,13 +381,6 @@ impl PipelineKey {
                 Kernel::MackoBatchSubgroup | Kernel::MackoBatchWorkgroup
             ) {
                 c.push(("X_TILED", flag(self.x_tiled)));
-            }
-            if self.kernel == Kernel::MackoBatchSubgroup {
-                // XT staged in workgroup memory (x_words: its words; BatchPlan::xt_words).
-                c.push(("XT_SHARED", flag(self.x_words > 0)));
-                if self.x_words > 0 {
-                    c.push(("XT_WORDS", f64::from(self.x_words)));
-                }
             }
             return c;
         }

@@ -312,7 +312,7 @@ fn staged_workgroup_cap(t: &WgpuTuning, workgroup: u32, bytes: u32) -> u32 {
 /// The plan of a matrix (see the module's documentation), with its few-token plans.
 pub fn plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> WgpuPlan {
     let mut p = single_plan(stats, caps, tuning);
-    p.batch = batch_plans(&p, caps, tuning, stats.cols);
+    p.batch = batch_plans(&p, caps, tuning);
     p
 }
 
@@ -437,10 +437,6 @@ pub struct BatchPlan {
     /// MACKO: the matrix's row pointers are column-tile tables (its single-vector plan stages
     /// x in tiles); the few-token kernels read x from XT in memory, so only the table matters.
     pub x_tiled: bool,
-    /// MACKO subgroup kernel: words of XT the kernel copies into workgroup memory first
-    /// (`WgpuTuning::batch_xt_shared`, where the whole XT of the width fits); 0: XT is read
-    /// from memory.
-    pub xt_words: u32,
 }
 
 impl BatchPlan {
@@ -452,7 +448,6 @@ impl BatchPlan {
             0
         };
         PipelineKey::batch(self.kernel, y_f16, self.width, workgroup, self.x_tiled)
-            .with_xt_words(self.xt_words)
     }
 }
 
@@ -478,28 +473,8 @@ fn fit_workgroup(caps: &WgpuCaps, mut n: u32) -> u32 {
     n
 }
 
-/// Words of XT (batch.rs: `cols` rounded up to 8, plus 8 zero columns, W / 2 words each) for
-/// chunks of `width` vectors, where they fit the adapter's workgroup memory; else 0.
-fn xt_shared_words(caps: &WgpuCaps, cols: usize, width: u32) -> u32 {
-    let xt_cols = (cols as u64).div_ceil(8) * 8 + 8;
-    let words = xt_cols * u64::from(width / 2);
-    // (64 bytes spare for the kernel's other workgroup variables)
-    if words * 4 + 64 <= u64::from(caps.workgroup_storage) {
-        u32::try_from(words).unwrap_or(0)
-    } else {
-        0
-    }
-}
-
-/// The plan of chunks of `width` vectors for a `cols`-column matrix whose single-vector plan is
-/// `plan`.
-pub fn batch_plan(
-    plan: &WgpuPlan,
-    caps: &WgpuCaps,
-    tuning: &WgpuTuning,
-    width: u32,
-    cols: usize,
-) -> BatchPlan {
+/// The plan of chunks of `width` vectors for a matrix whose single-vector plan is `plan`.
+pub fn batch_plan(plan: &WgpuPlan, caps: &WgpuCaps, tuning: &WgpuTuning, width: u32) -> BatchPlan {
     let kernel = plan.kernel.for_batch();
     let max_dim = caps.max_workgroups_per_dim.max(1);
     let (workgroup, grid) = if kernel.batch_workgroup_constant() {
@@ -529,24 +504,14 @@ pub fn batch_plan(
         workgroup,
         grid,
         x_tiled: matches!(plan.x, XStaging::Tiles(_)),
-        xt_words: if kernel == Kernel::MackoBatchSubgroup && tuning.batch_xt_shared == Some(true) {
-            xt_shared_words(caps, cols, width)
-        } else {
-            0
-        },
     }
 }
 
 /// The plans of every width (`BATCH_WIDTHS`, in order).
-pub fn batch_plans(
-    plan: &WgpuPlan,
-    caps: &WgpuCaps,
-    tuning: &WgpuTuning,
-    cols: usize,
-) -> Vec<BatchPlan> {
+pub fn batch_plans(plan: &WgpuPlan, caps: &WgpuCaps, tuning: &WgpuTuning) -> Vec<BatchPlan> {
     BATCH_WIDTHS
         .iter()
-        .map(|&w| batch_plan(plan, caps, tuning, w, cols))
+        .map(|&w| batch_plan(plan, caps, tuning, w))
         .collect()
 }
 

@@ -71,9 +71,6 @@ pub struct WgpuTuning {
     /// `batch_workgroups`: the most workgroups the subgroup few-token kernels dispatch (rows
     /// by stride, so a capped grid is persistent; `None`: the dispatch limit).
     pub batch_workgroups: Option<u32>,
-    /// `batch_xt_shared`: the MACKO subgroup few-token kernel copies the chunk's XT into
-    /// workgroup memory first where it fits (`None`: off; not measured on a GPU yet).
-    pub batch_xt_shared: Option<bool>,
 }
 
 impl WgpuTuning {
@@ -96,7 +93,6 @@ impl WgpuTuning {
         "gather_probe",
         "batch_workgroup",
         "batch_workgroups",
-        "batch_xt_shared",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `wgpu.` already removed), e.g.
@@ -120,7 +116,6 @@ impl WgpuTuning {
             "macko_workgroup" => self.macko_workgroup = Some(workgroup_size(value)?),
             "batch_workgroup" => self.batch_workgroup = Some(workgroup_size(value)?),
             "batch_workgroups" => self.batch_workgroups = Some(number(value, 1..=u32::MAX)?),
-            "batch_xt_shared" => self.batch_xt_shared = switch(value)?,
             "macko_workgroups" => self.macko_workgroups = Some(number(value, 1..=u32::MAX)?),
             "macko_invocations" => self.macko_invocations = Some(number(value, 0..=u32::MAX)?),
             "macko_wide_invocations" => {
@@ -159,7 +154,6 @@ impl WgpuTuning {
         switch("mask_table", self.mask_table);
         switch("aligned_rows", self.aligned_rows);
         switch("half_rows", self.half_rows);
-        switch("batch_xt_shared", self.batch_xt_shared);
         if self.gather_probe {
             items.push("gather_probe=on".into());
         }
