@@ -187,28 +187,22 @@ pub fn spmv(a: crate::MatrixRef<'_>, x: &[f16]) -> Result<Reference> {
 /// product is exactly [`spmv`]'s.
 pub fn spmm(a: crate::MatrixRef<'_>, x: &[f16], batch: usize) -> Result<Reference> {
     let cols = a.cols();
-    let expected = cols.checked_mul(batch).ok_or(FormatError::VectorLength {
-        what: "x must hold batch × cols elements (the count overflows usize)",
-        expected: usize::MAX,
-        found: x.len(),
-    })?;
-    if batch == 0 || x.len() != expected {
-        return Err(FormatError::VectorLength {
-            what: "x must hold batch × cols elements, batch ≥ 1 (row-major [batch][cols])",
-            expected: expected.max(cols),
-            found: x.len(),
-        });
+    match cols.checked_mul(batch) {
+        Some(n) if batch > 0 && n == x.len() => {}
+        _ => {
+            return Err(FormatError::VectorLength {
+                what: "x must hold batch × cols elements, batch ≥ 1 (row-major [batch][cols])",
+                expected: cols.saturating_mul(batch.max(1)),
+                found: x.len(),
+            })
+        }
     }
     let mut out = Reference::with_rows(0);
-    for xb in x.chunks_exact(cols.max(1)).take(batch) {
-        let r = spmv(a, xb)?;
+    for b in 0..batch {
+        let r = spmv(a, &x[b * cols..(b + 1) * cols])?;
         out.y.extend(r.y);
         out.abs_sum.extend(r.abs_sum);
         out.terms.extend(r.terms);
-    }
-    if cols == 0 {
-        // No column: every vector is empty and every product is a zero vector.
-        out = Reference::with_rows(a.rows() * batch);
     }
     Ok(out)
 }

@@ -11,7 +11,7 @@ use half::f16;
 use macko_format::{code_at, CsrMatrix, MackoMatrix, GROUP};
 use rayon::prelude::*;
 
-use super::decode::{column_steps, widen1};
+use super::decode::{column_steps, widen1, widen8};
 use super::storage::{CpuData, CpuVector, ROWS_PER_TASK};
 use crate::backend::{Chunk, MAX_CHUNK};
 
@@ -189,9 +189,9 @@ fn total<const W: usize>(sums: &Sums<W>) -> [f32; W] {
 }
 
 /// Eight binary16 values to f32: with `F16C` (only inside [`rows_fma`], whose CPU has it) one
-/// `vcvtph2ps`, else [`widen1`] eight times.
+/// `vcvtph2ps`, else the portable [`widen8`].
 #[inline(always)]
-fn widen8<const F16C: bool>(h: &[f16]) -> [f32; GROUP] {
+fn widen_group<const F16C: bool>(h: &[f16]) -> [f32; GROUP] {
     #[cfg(target_arch = "x86_64")]
     if F16C {
         use std::arch::x86_64::{__m128i, _mm256_cvtph_ps, _mm_loadu_si128};
@@ -204,11 +204,7 @@ fn widen8<const F16C: bool>(h: &[f16]) -> [f32; GROUP] {
         }
         return out;
     }
-    let mut out = [0.0f32; GROUP];
-    for (o, v) in out.iter_mut().zip(h) {
-        *o = widen1(*v);
-    }
-    out
+    widen8(h)
 }
 
 /// Row `r` of a MACKO matrix: entries one at a time up to the first aligned group, then whole
@@ -238,7 +234,7 @@ fn macko_row<const W: usize, const FMA: bool, const MASK: bool>(
         let k = i / 2;
         let w = u32::from_le_bytes([codes[k], codes[k + 1], codes[k + 2], codes[k + 3]]);
         let steps = column_steps(w);
-        let v = widen8::<FMA>(&values[i..i + GROUP]);
+        let v = widen_group::<FMA>(&values[i..i + GROUP]);
         // The group's last column bounds all 8: one check instead of one per entry.
         let last = next + (steps >> 56) as usize - 1;
         let Some(window) = xt.get(next * W..(last + 1) * W) else {
@@ -281,7 +277,7 @@ fn dense_row<const W: usize, const FMA: bool>(a: &[f16], xt: &[f32]) -> [f32; W]
     let mut groups = a.chunks_exact(GROUP);
     let mut c = 0;
     for g in &mut groups {
-        let v = widen8::<FMA>(g);
+        let v = widen_group::<FMA>(g);
         for (j, &a) in v.iter().enumerate() {
             entry::<W, FMA, false>(sums, j, a, &xt[(c + j) * W..]);
         }

@@ -3,6 +3,7 @@
 //! one (avx2.rs).
 
 use half::f16;
+use macko_format::GROUP;
 
 /// Spreads the 8 nibbles of a code word into the 8 bytes of a u64 (nibble j to byte j).
 #[inline(always)]
@@ -36,4 +37,14 @@ pub(super) fn widen1(v: f16) -> f32 {
         scaled
     };
     f32::from_bits(m.to_bits() | ((bits & 0x8000) << 16))
+}
+
+/// Eight binary16 values to f32 (see [`widen1`]).
+#[inline(always)]
+pub(super) fn widen8(h: &[f16]) -> [f32; GROUP] {
+    let mut out = [0.0f32; GROUP];
+    for (o, v) in out.iter_mut().zip(h) {
+        *o = widen1(*v);
+    }
+    out
 }

@@ -16,7 +16,7 @@ mod batch;
 mod decode;
 mod storage;
 
-use decode::{column_steps, widen1};
+use decode::{column_steps, widen1, widen8};
 pub(crate) use storage::CpuVector;
 use storage::{CpuData, ROWS_PER_TASK};
 
@@ -317,16 +317,6 @@ fn macko_row<const MASK: bool>(m: &MackoMatrix, r: usize, x: &[f32], avx2: bool)
         i += 1;
     }
     acc + lanes.iter().sum::<f32>()
-}
-
-/// Eight binary16 values to f32 (see [`widen1`]).
-#[inline(always)]
-fn widen8(h: &[f16]) -> [f32; GROUP] {
-    let mut out = [0.0f32; GROUP];
-    for (o, v) in out.iter_mut().zip(h) {
-        *o = widen1(*v);
-    }
-    out
 }
 
 fn csr_row<const MASK: bool>(m: &CsrMatrix, r: usize, x: &[f32]) -> f32 {
