@@ -281,3 +281,40 @@ fn four_dot(f: Four, column: u32, before: vec2<u32>, all: vec2<u32>) -> f32 {
     return acc;
 }
 
+// ---- Shared by the pipelined subgroup loops of macko_sg.wgsl and macko_batch.wgsl ----
+
+// A step's 2 groups per lane as loaded (groups g0 + lane and g0 + lanes + lane).
+struct Raw2 {
+    v0: vec4<u32>,
+    v1: vec4<u32>,
+    c0: u32,
+    c1: u32,
+}
+
+// The column step of a whole group, 8 + the sum of its 8 nibbles (<= 128): the nibbles of even
+// and odd entries added bytewise (each byte <= 30, + 2), then the 4 bytes summed into the top one
+// (<= 128: no carry between bytes).
+fn code_steps(w: u32) -> u32 {
+    let b = (w & 0x0f0f0f0fu) + ((w >> 4u) & 0x0f0f0f0fu) + 0x02020202u;
+    return (b * 0x01010101u) >> 24u;
+}
+
+// Nibbles below nibble n (n in 0..=8) set.
+fn nibbles_below(n: u32) -> u32 {
+    return select((1u << (min(n, 7u) * 4u)) - 1u, 0xffffffffu, n >= 8u);
+}
+
+// The mask of a vec4<u32> of values that keeps the entries whose bits are set in `k` (entry j:
+// bit j). Component c holds entries 2c (low half) and 2c + 1 (high half): bits 2c, 2c + 1 of k
+// go to bits 0 and 16 (the multiplication by 0x8001 cannot carry: the two copies of the 8 bits
+// lie in bits 0..7 and 15..22), then each to a whole half.
+fn kept_mask(k: u32) -> vec4<u32> {
+    let bits = vec4<u32>(k, k >> 2u, k >> 4u, k >> 6u);
+    return ((bits * 0x8001u) & vec4<u32>(0x00010001u)) * 0xffffu;
+}
+
+// Whether the step of 2 groups per lane from group g0 lies wholly inside entries s..e (then
+// load_step2 loaded it without masks).
+fn step2_inside(g0: u32, lanes: u32, s: u32, e: u32) -> bool {
+    return g0 * 8u >= s && (g0 + 2u * lanes) * 8u <= e;
+}

@@ -58,34 +58,12 @@ fn row_parts() -> u32 {
 // ---- Raw groups, decoded at their products (the pipelined loop of macko_batch_sg.wgsl) ------
 //
 // macko_sg.wgsl's pipelined steps (row_dot_piped), with one XT load of W values per entry
-// instead of one gather of x: the helpers below are that kernel's, copied (macko_sg.wgsl is no
-// prelude of the batch kernels).
+// instead of one gather of x. The helpers both loops use (Raw2, code_steps, nibbles_below,
+// kept_mask, step2_inside) are in macko.wgsl; the ones below differ from macko_sg.wgsl's.
 
-// A step's 2 groups per lane as loaded (groups g0 + lane and g0 + lanes + lane).
-struct Raw2 {
-    v0: vec4<u32>,
-    v1: vec4<u32>,
-    c0: u32,
-    c1: u32,
-}
 
-// The column step of a whole group, 8 + the sum of its 8 nibbles (macko_sg.wgsl's code_steps).
-fn code_steps(w: u32) -> u32 {
-    let b = (w & 0x0f0f0f0fu) + ((w >> 4u) & 0x0f0f0f0fu) + 0x02020202u;
-    return (b * 0x01010101u) >> 24u;
-}
 
-// Nibbles below nibble n (n in 0..=8) set.
-fn nibbles_below(n: u32) -> u32 {
-    return select((1u << (min(n, 7u) * 4u)) - 1u, 0xffffffffu, n >= 8u);
-}
 
-// The mask of a vec4<u32> of values that keeps the entries whose bits are set in `k`
-// (macko_sg.wgsl's kept_mask).
-fn kept_mask(k: u32) -> vec4<u32> {
-    let bits = vec4<u32>(k, k >> 2u, k >> 4u, k >> 6u);
-    return ((bits * 0x8001u) & vec4<u32>(0x00010001u)) * 0xffffu;
-}
 
 // The step of 2 groups per lane from group g0 of a row whose groups end at gend, raw (masked
 // when computed: mask_step2), reads clamped to the row's last group; the second group only
@@ -104,10 +82,6 @@ fn load_step2(g0: u32, lane: u32, lanes: u32, gend: u32) -> Raw2 {
     return r;
 }
 
-// Whether the step of 2 groups per lane from group g0 lies wholly inside entries s..e.
-fn step2_inside(g0: u32, lanes: u32, s: u32, e: u32) -> bool {
-    return g0 * 8u >= s && (g0 + 2u * lanes) * 8u <= e;
-}
 
 // Values of entries outside the row's entries s..e zeroed, codes of the entries before s
 // zeroed (each then steps one column; only the row's first group has any, and the second group
