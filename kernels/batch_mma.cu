@@ -56,11 +56,11 @@ __device__ __forceinline__ uint4 mma_load_x(const unsigned short* __restrict__ x
     return __ldg(reinterpret_cast<const uint4*>(x + (unsigned long long)(first + v) * cols + c));
 }
 
-// Sums the warps' C fragments of a band of R = 16·MT rows through shared memory (red: MMA_WARPS
-// × R × 8·NT floats, vector-major) and stores the chunk's vectors of rows r0 .. r0 + R - 1 in
+// Sums the NW warps' C fragments of a band of R = 16·MT rows through shared memory (red: NW × R ×
+// 8·NT floats, vector-major) and stores the chunk's vectors of rows r0 .. r0 + R - 1 in
 // y ([batch][rows]). Every thread of the block calls it; it synchronises the block before and
 // after. Returns, in every thread, whether any stored sum is NaN.
-template <typename Out, int NT, int MT>
+template <typename Out, int NT, int MT, unsigned NW>
 __device__ __forceinline__ bool mma_reduce_store(float* red, const float (&acc)[MT][NT][4],
                                                  Out* __restrict__ y, unsigned rows, unsigned r0,
                                                  unsigned first, unsigned count) {
@@ -84,7 +84,7 @@ __device__ __forceinline__ bool mma_reduce_store(float* red, const float (&acc)[
     for (unsigned i = threadIdx.x; i < R * N; i += blockDim.x) {
         float s = 0.0f;
 #pragma unroll
-        for (unsigned w = 0; w < MMA_WARPS; ++w) s += red[w * R * N + i];
+        for (unsigned w = 0; w < NW; ++w) s += red[w * R * N + i];
         const unsigned vec = i / R, row = r0 + i % R;
         if (vec < count && row < rows) {
             nan |= s != s;
@@ -151,7 +151,7 @@ __device__ __forceinline__ void dense_mma_impl(const unsigned short* __restrict_
 #pragma unroll
                     for (int j = 0; j < NT; ++j) mma_32cols(acc[m][j], lo[u][m], hi[u][m], b[u][j]);
         }
-        (void)mma_reduce_store<Out, NT, MT>(red, acc, y, rows, r0, first, count);
+        (void)mma_reduce_store<Out, NT, MT, MMA_WARPS>(red, acc, y, rows, r0, first, count);
     }
 }
 
@@ -178,197 +178,350 @@ DENSE_MMA_ENTRY(dense_batch_mma_w16_f16, unsigned short, 2)
 DENSE_MMA_ENTRY(dense_batch_mma_w16_f32, float, 2)
 
 // ---------------------------------------------------------------------------------------------
-// MACKO-16-4 rows: load as sparse, compute as dense. A block owns a band of 16 rows at a time
-// (bands grid-stride over a persistent grid); warp w of its 16 takes the band's columns
-// [w·sw, (w+1)·sw) (sw: `split_width`, a multiple of 32), starting each row at the cursor the
-// upload computed for that column (src/backend/cuda/cursors.rs: the group holding the row's
-// first entry at or after the split's first column, and the column after the entry before that
-// group), and walks them in windows of K columns (K: `window`, a multiple of 32):
+// MACKO-16-4 rows: load as sparse, compute as dense, with the matrix's loads in flight while the
+// tiles are decoded and multiplied. A block of MACKO_MMA_WARPS warps owns a band of 16 rows at a
+// time (bands grid-stride over a persistent grid). The band's columns are cut into windows of
+// MACKO_MMA_K columns; warp w takes windows w, w + NW, w + 2·NW, … An item is one window of one
+// band; a warp walks its items (band after band) through a ring of MMA_STAGES shared-memory
+// stages, the items' groups copied there with cp.async one item ahead of the one it decodes:
 //
-//   1. zero the warp's 16 × K tile of binary16 in shared memory (rows padded by MMA_TILE_PAD
-//      halves, so that the 16-byte reads of rows g and g+8 in step 3 fall in different banks);
-//   2. decode: teams of L lanes (`lanes`: 4, 8, 16 or 32, by the stored density) take one row
-//      each (32 / L rows at once, 16 rows in L / 2 rounds); each lane of a team one aligned group of 8 entries (one 16-byte value load,
-//      one 32-bit code load: common.cuh's macko_mask and macko_prefix), the team's prefix sum of
-//      the groups' column advances giving every entry its column; the entries inside the window
-//      are stored in the tile.
-//      A group with an entry at or past the window's end is kept as the row's cursor (its
-//      entries below the end are stored now, the rest in the next window);
-//   3. K/32 pairs of mma steps as in the dense kernel: A from the tile, B straight from X.
+//   issue:  lane r (r < 16) describes row r of the item from the window cursors computed at
+//           upload (src/backend/cuda/cursors.rs: per row and window, the group holding the row's
+//           first entry at or after the window's first column and the column after the entry
+//           before it); the next window's cursor bounds the row's groups. The rows' groups are
+//           copied, row after row, into the stage (values and codes); the description goes to
+//           the stage's 16-row table. Row pointers and cursors are loaded two items ahead.
+//   decode: pairs of lanes decode one row each (16 rows at once), from the stage: a lane one
+//           aligned group of 8 entries per step (common.cuh's macko_mask and macko_prefix), the
+//           pair's prefix sum giving each entry its column; entries inside the window go to the
+//           warp's 16 × K tile of binary16 (zeroed first; swizzled, mma_swizzle).
+//   mma:    K / 32 pairs of mma steps as in the dense kernel: A from the tile, X's words loaded
+//           (straight from its row-major storage) before the decode, so they arrive meanwhile.
 //
-// The warps' sums meet in shared memory (the tiles' space, once every warp is done with them).
+// After a band's last item the warps' sums meet in a separate shared-memory area (the stages
+// keep filling meanwhile). The window cursors make every item's loads known before any of its
+// decoding, which the band-split design before this one lacked (each row's start in a window
+// came from decoding the previous window): measured on an H100 (kernels/README.md, "Tensor
+// cores"), that kernel reached 20–28 % of the streaming read at d = 0.5.
 //
 // Padding never contributes, even where X holds ±∞ or NaN: a zero of the tile times ∞ is NaN on
 // tensor cores too. A NaN that such a product makes survives every addition, so a band whose
-// sums hold no NaN is exact; a band with a NaN sum is computed again on CUDA cores from the same
-// tiles (mma_exact_window: only the tile's non-zero entries are multiplied), which also
-// reproduces the NaN where a real entry meets a non-finite x. Finite X never takes that path.
-#define MMA_TILE_PAD 32
+// sums hold no NaN is exact; a band with a NaN sum is computed again on CUDA cores (decoded from
+// global memory into the tile; mma_exact_window multiplies only the tile's non-zero entries),
+// which also reproduces the NaN where a real entry meets a non-finite x. Finite X never takes
+// that path.
+#define MACKO_MMA_WARPS 8
+#define MACKO_MMA_BLOCK (MACKO_MMA_WARPS * 32)
+#define MACKO_MMA_K 128
+#define MMA_TILE_STRIDE MACKO_MMA_K
+// Stages of each warp's ring. Measured on an H100 (2026-11-26, 8192², 28672×8192, 4096²,
+// 14336×4096 at d = 0.5 and 0.3, B = 2–16): 2 stages took 26–330 µs where 3 took 37–470 µs at
+// d = 0.5 (with 2 a block's stages fit twice per SM: 16 warps instead of 8) and the same ±3 %
+// at d = 0.3; 4 were slower still (up to 1.5× at d = 0.3).
+#define MMA_STAGES 2
 
-// The tile row stride in halves for a window of `window` columns.
-__device__ __forceinline__ unsigned mma_tile_stride(unsigned window) {
-    return window + MMA_TILE_PAD;
+// The tile's layout: row r's column c is stored at r · K + (c ^ mma_swizzle(r)), i.e. its
+// 16-byte chunks (8 columns) permuted by XOR with f(r) = 4·(r & 1) + ((r >> 1) & 3). Rows are
+// 256 bytes (every row starts at bank 0), so without it the decode's scatter, in which the 16
+// rows' lanes store entries of about the same column at once, hit the same banks: measured on
+// an H100 (2026-11-26) the kernel took 128 µs at 8192², d = 0.5, whatever B (24 % of the
+// streaming read), one entry per SM cycle. With f, rows 0–7 put the same column in 8 different
+// 4-bank groups (rows r and r + 8 share one), and the mma reads stay conflict-free: in each
+// quarter-warp phase rows 2q and 2q + 1 read chunks 4s .. 4s + 3, which f sends to the two
+// complementary halves of the 8 groups (bit 2 of f is r & 1).
+__device__ __forceinline__ unsigned mma_swizzle(unsigned r) {
+    return ((((r & 1u) << 2) | ((r >> 1) & 3u)) << 3);
+}
+// Words of a row's description in a stage's table: first group, groups, stage offset, the
+// column after the entry before the first group, the row's entry range.
+#define MMA_DESC 6
+
+// The shared-memory layout (bytes) of the MACKO tensor-core kernel: the block's sums area, then
+// per warp its tile, its exact-path table, and MMA_STAGES × (table, values, codes). Must match
+// `batch_plan::macko_mma_smem`.
+__device__ __forceinline__ unsigned mma_red_bytes(unsigned nt) {
+    return MACKO_MMA_WARPS * 16u * 8u * nt * 4u;
+}
+// A stage: its table, then the groups' values (16-byte words) and codes, rounded up to 16 bytes
+// so that the next stage's values stay 16-byte aligned (cp.async's 16-byte copies need it).
+__device__ __forceinline__ unsigned mma_stage_bytes(unsigned stage_groups) {
+    return 16u * MMA_DESC * 4u + ((stage_groups * 20u + 15u) & ~15u);
+}
+__device__ __forceinline__ unsigned mma_warp_bytes(unsigned stage_groups) {
+    return 16u * MMA_TILE_STRIDE * 2u + 16u * MMA_DESC * 4u +
+           MMA_STAGES * mma_stage_bytes(stage_groups);
 }
 
-// Zeroes the first `window` columns of the warp's 16 tile rows (16-byte stores).
-__device__ __forceinline__ void mma_zero_tile(unsigned short* tile, unsigned window,
-                                              unsigned lane) {
-    const unsigned words = window / 8u;  // 16-byte words per row
-    for (unsigned i = lane; i < 16u * words; i += 32u) {
-        const unsigned r = i / words, w = i % words;
-        *reinterpret_cast<uint4*>(tile + r * mma_tile_stride(window) + 8u * w) =
-            make_uint4(0u, 0u, 0u, 0u);
+__device__ __forceinline__ unsigned mma_smem_addr(const void* p) {
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+
+// cp.async (sm_80+): a 16-byte and a 4-byte copy from global to shared memory, committed as a
+// group; mma_wait_stages waits until at most MMA_STAGES − 1 groups are pending (the item
+// decoded next has arrived).
+__device__ __forceinline__ void mma_copy16(void* dst, const void* src) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(mma_smem_addr(dst)), "l"(src));
+#else
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#endif
+}
+__device__ __forceinline__ void mma_copy4(void* dst, const void* src) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(mma_smem_addr(dst)), "l"(src));
+#else
+    *reinterpret_cast<unsigned*>(dst) = *reinterpret_cast<const unsigned*>(src);
+#endif
+}
+__device__ __forceinline__ void mma_commit() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;");
+#endif
+}
+__device__ __forceinline__ void mma_wait_stages() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    static_assert(MMA_STAGES == 2, "the wait below leaves MMA_STAGES - 1 groups pending");
+    asm volatile("cp.async.wait_group 1;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void mma_wait_all() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+#endif
+}
+
+// What an item's row descriptions are made from, loaded ahead: the row's entry range and its
+// cursors for the window and the next (lane r and r + 16 hold row r).
+struct MmaRaw {
+    unsigned start, end, cur, cur_next;
+    bool live;  // a row of the matrix in a window of it
+};
+
+// One row of an item, as the stage's table holds it.
+struct MmaDesc {
+    unsigned g0, n, next, start, end;
+};
+
+// Which band and window item i of this warp is (every warp has `per_band` items per band, the
+// last ones empty where the windows do not divide evenly).
+__device__ __forceinline__ void mma_item(unsigned i, unsigned per_band, unsigned warp,
+                                         unsigned& band, unsigned& win) {
+    band = blockIdx.x + (i / per_band) * gridDim.x;
+    win = warp + (i % per_band) * MACKO_MMA_WARPS;
+}
+
+// Issues the loads of row (lane & 15)'s raw description of window `win` of band `band`.
+__device__ __forceinline__ MmaRaw mma_raw(const unsigned* __restrict__ row_ptr,
+                                          const unsigned* __restrict__ cursors, unsigned rows,
+                                          unsigned nwin, unsigned band, unsigned win,
+                                          unsigned lane) {
+    MmaRaw r = {0u, 0u, 0u, 0u, false};
+    const unsigned row = band * 16u + (lane & 15u);
+    if (row >= rows || win >= nwin) return r;
+    const unsigned long long at = (unsigned long long)row * nwin + win;
+    r.start = __ldg(row_ptr + row);
+    r.end = __ldg(row_ptr + row + 1u);
+    r.cur = __ldg(cursors + at);
+    r.cur_next = win + 1u < nwin ? __ldg(cursors + at + 1u) : 0xffffffffu;
+    r.live = true;
+    return r;
+}
+
+// The same for item i of this warp (nothing past its last item).
+__device__ __forceinline__ MmaRaw mma_fetch(const unsigned* __restrict__ row_ptr,
+                                            const unsigned* __restrict__ cursors, unsigned rows,
+                                            unsigned nwin, unsigned i, unsigned items,
+                                            unsigned per_band, unsigned warp, unsigned lane) {
+    if (i >= items) return MmaRaw{0u, 0u, 0u, 0u, false};
+    unsigned band, win;
+    mma_item(i, per_band, warp, band, win);
+    return mma_raw(row_ptr, cursors, rows, nwin, band, win, lane);
+}
+
+// The row's description from its raw one. A cursor packs the group relative to the row's first
+// (start / 8) in bits 0–23 and the window's first column minus `next` (at most 128) in bits
+// 24–31; the next window's cursor bounds the groups (its group may hold this window's last
+// entries, so it is included); no next window: the row's last group.
+__device__ __forceinline__ MmaDesc mma_describe(const MmaRaw& r, unsigned k0) {
+    MmaDesc d = {0u, 0u, 0u, 0u, 0u};
+    if (!r.live) return d;
+    const unsigned base = r.start >> 3, w_end = (r.end + 7u) >> 3;
+    d.g0 = base + (r.cur & 0xffffffu);
+    d.next = k0 - (r.cur >> 24);
+    d.start = r.start;
+    d.end = r.end;
+    const unsigned last = r.cur_next == 0xffffffffu ? w_end : min(base + (r.cur_next & 0xffffffu) + 1u, w_end);
+    d.n = d.g0 < last ? last - d.g0 : 0u;
+    return d;
+}
+
+// Writes the item's table and copies its rows' groups into the stage (every lane calls it; rows
+// come from lanes 0–15). The upload sized the stages for the matrix's largest item
+// (`cursors::stage_groups`); rows past that (never, for the uploaded matrix) are cut, not
+// overrun.
+__device__ __forceinline__ void mma_issue(unsigned* table, uint4* sv, unsigned* sc,
+                                          const uint4* __restrict__ values,
+                                          const unsigned* __restrict__ codes, MmaDesc d,
+                                          unsigned stage_groups, unsigned lane) {
+    const unsigned r = lane & 15u;
+    unsigned incl = d.n;
+#pragma unroll
+    for (unsigned off = 1u; off < 16u; off <<= 1) {
+        const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off, 16);
+        if (r >= off) incl += up;
+    }
+    const unsigned soff = min(incl - d.n, stage_groups);
+    d.n = min(d.n, stage_groups - soff);
+    if (lane < 16u) {
+        unsigned* t = table + r * MMA_DESC;
+        t[0] = d.g0;
+        t[1] = d.n;
+        t[2] = soff;
+        t[3] = d.next;
+        t[4] = d.start;
+        t[5] = d.end;
+    }
+#pragma unroll 1
+    for (unsigned p = 0; p < 16u; p += 2u) {
+        const unsigned src = p + (lane >> 4);
+        const unsigned n = __shfl_sync(MACKO_FULL_MASK, d.n, src);
+        const unsigned g0 = __shfl_sync(MACKO_FULL_MASK, d.g0, src);
+        const unsigned so = __shfl_sync(MACKO_FULL_MASK, soff, src);
+        for (unsigned k = lane & 15u; k < n; k += 16u) {
+            mma_copy16(sv + so + k, values + g0 + k);
+            mma_copy4(sc + so + k, codes + g0 + k);
+        }
     }
 }
 
 // Stores value half `h` (entry bits) at column `col` of the tile row when it is inside the
-// window [k0, k0 + kw). Zero values are stored too: a padding entry, or a masked entry of the
+// window [k0, k0 + K). Zero values are stored too: a padding entry, or a masked entry of the
 // row's last group (columns after the row's last entry), writes 0 where the tile is 0 already
 // (a row's columns strictly increase, so no real entry shares its column); masked entries of
-// the row's first group fall below column 0 (wrapping past the window).
+// the row's first group fall below column 0 (wrapping past the window); entries of the
+// item's first and last groups outside the window are left to the neighbouring items.
 __device__ __forceinline__ void mma_scatter1(unsigned short* trow, unsigned short h, unsigned col,
-                                             unsigned k0, unsigned kw) {
-    if (col - k0 < kw) trow[col - k0] = h;
+                                             unsigned k0, unsigned sw) {
+    if (col - k0 < (unsigned)MACKO_MMA_K) trow[(col - k0) ^ sw] = h;
 }
 
 // One group's 8 entries into the tile row (b0: the column of the group's entry before its
-// first, minus lo, as in batch.cu's batch_macko_chunk).
+// first, minus lo, as in batch.cu's batch_macko_chunk; sw: the row's mma_swizzle).
 __device__ __forceinline__ void mma_scatter_group(unsigned short* trow, const uint4 v, unsigned pl,
                                                   unsigned ph, unsigned b0, unsigned k0,
-                                                  unsigned kw) {
+                                                  unsigned sw) {
     const unsigned b1 = b0 + (pl >> 24);
-    mma_scatter1(trow, (unsigned short)(v.x & 0xffffu), b0 + __byte_perm(pl, 0u, 0x4440), k0, kw);
-    mma_scatter1(trow, (unsigned short)(v.x >> 16), b0 + __byte_perm(pl, 0u, 0x4441), k0, kw);
-    mma_scatter1(trow, (unsigned short)(v.y & 0xffffu), b0 + __byte_perm(pl, 0u, 0x4442), k0, kw);
-    mma_scatter1(trow, (unsigned short)(v.y >> 16), b1, k0, kw);
-    mma_scatter1(trow, (unsigned short)(v.z & 0xffffu), b1 + __byte_perm(ph, 0u, 0x4440), k0, kw);
-    mma_scatter1(trow, (unsigned short)(v.z >> 16), b1 + __byte_perm(ph, 0u, 0x4441), k0, kw);
-    mma_scatter1(trow, (unsigned short)(v.w & 0xffffu), b1 + __byte_perm(ph, 0u, 0x4442), k0, kw);
-    mma_scatter1(trow, (unsigned short)(v.w >> 16), b1 + (ph >> 24), k0, kw);
+    mma_scatter1(trow, (unsigned short)(v.x & 0xffffu), b0 + __byte_perm(pl, 0u, 0x4440), k0, sw);
+    mma_scatter1(trow, (unsigned short)(v.x >> 16), b0 + __byte_perm(pl, 0u, 0x4441), k0, sw);
+    mma_scatter1(trow, (unsigned short)(v.y & 0xffffu), b0 + __byte_perm(pl, 0u, 0x4442), k0, sw);
+    mma_scatter1(trow, (unsigned short)(v.y >> 16), b1, k0, sw);
+    mma_scatter1(trow, (unsigned short)(v.z & 0xffffu), b1 + __byte_perm(ph, 0u, 0x4440), k0, sw);
+    mma_scatter1(trow, (unsigned short)(v.z >> 16), b1 + __byte_perm(ph, 0u, 0x4441), k0, sw);
+    mma_scatter1(trow, (unsigned short)(v.w & 0xffffu), b1 + __byte_perm(ph, 0u, 0x4442), k0, sw);
+    mma_scatter1(trow, (unsigned short)(v.w >> 16), b1 + (ph >> 24), k0, sw);
 }
 
-// Per-row decoding state of a warp's split, held by lane r (and r + 16) for band row r: the
-// row's entry range, the cursor group and the column after the entry before it.
-struct MmaCursor {
-    unsigned start, end, group, next;
-};
+// Zeroes the warp's 16 tile rows (16-byte stores).
+__device__ __forceinline__ void mma_zero_tile(unsigned short* tile, unsigned lane) {
+    constexpr unsigned words = MACKO_MMA_K / 8u;  // 16-byte words per row
+    for (unsigned i = lane; i < 16u * words; i += 32u) {
+        const unsigned r = i / words, w = i % words;
+        *reinterpret_cast<uint4*>(tile + r * MMA_TILE_STRIDE + 8u * w) = make_uint4(0u, 0u, 0u, 0u);
+    }
+}
 
-// Decodes one row per team of L lanes (L: 4, 8, 16 or 32) for the window [k0, k0 + kw) into
-// its tile row, from cursor (group, next), which it advances. Called by every lane of the warp;
-// loops while any team of the warp has groups left in the window.
-__device__ __forceinline__ void mma_decode_row(const uint4* __restrict__ values,
-                                               const unsigned* __restrict__ codes,
-                                               unsigned short* trow, unsigned start, unsigned end,
-                                               unsigned& group, unsigned& next, unsigned k0,
-                                               unsigned kw, unsigned lane, unsigned L) {
-    const unsigned tl = lane % L, team = lane / L;
-    const unsigned kend = k0 + kw;
-    const unsigned w_end = (end + 7u) >> 3;
-    bool active = group < w_end;
-    while (__any_sync(MACKO_FULL_MASK, active)) {
-        const unsigned w = group + tl;
+// Maximum over the warp.
+__device__ __forceinline__ unsigned mma_warp_max(unsigned v) {
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) v = max(v, __shfl_xor_sync(MACKO_FULL_MASK, v, off));
+    return v;
+}
+
+// Decodes the item described by `table` into the tile: lanes 2r and 2r + 1 take row r, one group
+// each per step. STAGED: the groups are in the stage (sv, sc at the row's stage offset); else
+// they are read from global memory (values, codes at the row's first group).
+template <bool STAGED>
+__device__ __forceinline__ void mma_decode(const unsigned* table, const uint4* vsrc,
+                                           const unsigned* csrc, unsigned short* tile,
+                                           unsigned k0, unsigned lane) {
+    const unsigned rr = lane >> 1, tl = lane & 1u;
+    const unsigned* t = table + rr * MMA_DESC;
+    const unsigned g0 = t[0], n = t[1], start = t[4], end = t[5];
+    unsigned next = t[3];
+    const unsigned off = STAGED ? t[2] : g0;
+    unsigned short* trow = tile + rr * MMA_TILE_STRIDE;
+    const unsigned sw = mma_swizzle(rr);
+    const unsigned steps = mma_warp_max((n + 1u) >> 1);
+#pragma unroll 2
+    for (unsigned s = 0; s < steps; ++s) {
+        const unsigned k = 2u * s + tl;
         uint4 v = make_uint4(0u, 0u, 0u, 0u);
-        unsigned c = 0u;
-        if (active && w < w_end) {
-            v = __ldg(values + w);
-            c = __ldg(codes + w);
+        unsigned c = 0u, lo = 0u, hi = 0u;
+        if (k < n) {
+            if (STAGED) {
+                v = vsrc[off + k];
+                c = csrc[off + k];
+            } else {
+                v = __ldg(vsrc + off + k);
+                c = __ldg(csrc + off + k);
+            }
+            macko_mask(g0 + k, start, end, v, c, lo, hi);
         }
-        unsigned lo, hi;
-        macko_mask(w, start, end, v, c, lo, hi);
-        if (!active) lo = hi = 0u;
         unsigned pl, ph;
         macko_prefix(c, pl, ph);
-        // Columns the group advances the row by (0 for a group with no entry of the row).
+        // Columns the group advances the row by (0 for no group or one with no entry of the row).
         const unsigned adv = (pl >> 24) + (ph >> 24) - 8u + (hi - lo);
-        unsigned incl = adv;
-        for (unsigned off = 1u; off < L; off <<= 1) {
-            const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off, (int)L);
-            if (tl >= off) incl += up;
-        }
-        const unsigned total = __shfl_sync(MACKO_FULL_MASK, incl, (int)L - 1, (int)L);
-        const unsigned base = next + incl - adv;  // the column after the entry before the group
-        if (active) mma_scatter_group(trow, v, pl, ph, base - 1u - lo, k0, kw);
-        // A group with an entry at or past the window's end stays the cursor.
-        const bool unfinished = active && adv != 0u && base + adv > kend;
-        const unsigned ballot = __ballot_sync(MACKO_FULL_MASK, unfinished);
-        const unsigned mine = (ballot >> (team * L)) & (L == 32 ? 0xffffffffu : ((1u << L) - 1u));
-        const unsigned f = mine != 0u ? (unsigned)__ffs(mine) - 1u : 0u;
-        const unsigned f_base = __shfl_sync(MACKO_FULL_MASK, base, (int)f, (int)L);
-        if (active) {
-            if (mine != 0u) {
-                group += f;
-                next = f_base;
-                active = false;
-            } else {
-                group += L;
-                next += total;
-                active = group < w_end;
-            }
-        }
+        const unsigned other = __shfl_xor_sync(MACKO_FULL_MASK, adv, 1);
+        const unsigned base = next + (tl != 0u ? other : 0u);  // the column after the entry before
+        if (k < n) mma_scatter_group(trow, v, pl, ph, base - 1u - lo, k0, sw);
+        next += adv + other;
     }
 }
 
-// Step 2 for the warp's 16 rows: L / 2 rounds of 32 / L rows; each row's cursor comes from
-// lane r of `cur` and goes back there.
-__device__ __forceinline__ void mma_decode_window(const uint4* __restrict__ values,
-                                                  const unsigned* __restrict__ codes,
-                                                  unsigned short* tile, unsigned stride,
-                                                  MmaCursor& cur, unsigned k0, unsigned kw,
-                                                  unsigned lane, unsigned L) {
-    const unsigned T = 32u / L;  // rows decoded at once
-    const unsigned team = lane / L;
-#pragma unroll 1
-    for (unsigned q = 0; q < 16u; q += T) {
-        const unsigned rr = q + team;
-        const unsigned start = __shfl_sync(MACKO_FULL_MASK, cur.start, rr);
-        const unsigned end = __shfl_sync(MACKO_FULL_MASK, cur.end, rr);
-        unsigned group = __shfl_sync(MACKO_FULL_MASK, cur.group, rr);
-        unsigned next = __shfl_sync(MACKO_FULL_MASK, cur.next, rr);
-        mma_decode_row(values, codes, tile + rr * stride, start, end, group, next, k0, kw, lane, L);
-        // Lane r takes back row r's cursor from the first lane of its team.
-        const unsigned r = lane & 15u;
-        const unsigned src = ((r - q) & (T - 1u)) * L;
-        const unsigned g2 = __shfl_sync(MACKO_FULL_MASK, group, src);
-        const unsigned n2 = __shfl_sync(MACKO_FULL_MASK, next, src);
-        if (r >= q && r < q + T) {
-            cur.group = g2;
-            cur.next = n2;
-        }
-    }
-}
-
-// Step 3: the window's tile times X's columns k0 .. k0 + kw (rounded up to 32: the tile is zero
-// past kw, X zero past the last column).
+// X's words of the item's K columns for the lane's fragments (zero past the count and the last
+// column).
 template <int NT>
-__device__ __forceinline__ void mma_window(const unsigned short* tile, unsigned stride,
-                                           const unsigned short* __restrict__ x, unsigned cols,
-                                           unsigned first, unsigned count, unsigned k0,
-                                           unsigned kw, unsigned lane, float (&acc)[NT][4]) {
+__device__ __forceinline__ void mma_load_xs(const unsigned short* __restrict__ x, unsigned cols,
+                                            unsigned first, unsigned count, unsigned k0,
+                                            unsigned lane, uint4 (&b)[MACKO_MMA_K / 32][NT]) {
     const unsigned g = lane >> 2, t = lane & 3u;
-    const unsigned short* rg = tile + g * stride + 8u * t;
-    const unsigned short* rh = rg + 8u * stride;
-    for (unsigned s = 0; s < kw; s += 32u) {
-        const uint4 lo = *reinterpret_cast<const uint4*>(rg + s);
-        const uint4 hi = *reinterpret_cast<const uint4*>(rh + s);
 #pragma unroll
-        for (int j = 0; j < NT; ++j) {
-            const uint4 b = mma_load_x(x, cols, first, count, 8u * j + g, k0 + s + 8u * t);
-            mma_32cols(acc[j], lo, hi, b);
-        }
+    for (int s = 0; s < MACKO_MMA_K / 32; ++s)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+            b[s][j] = mma_load_x(x, cols, first, count, 8u * j + g, k0 + 32u * s + 8u * t);
+}
+
+// The tile times X's words.
+template <int NT>
+__device__ __forceinline__ void mma_tile(const unsigned short* tile, unsigned lane,
+                                         const uint4 (&b)[MACKO_MMA_K / 32][NT],
+                                         float (&acc)[NT][4]) {
+    const unsigned g = lane >> 2, t = lane & 3u;
+    const unsigned sw = mma_swizzle(g);  // rows g and g + 8 share it
+    const unsigned short* rg = tile + g * MMA_TILE_STRIDE;
+    const unsigned short* rh = rg + 8u * MMA_TILE_STRIDE;
+#pragma unroll
+    for (int s = 0; s < MACKO_MMA_K / 32; ++s) {
+        const unsigned c = (32u * s + 8u * t) ^ sw;
+        const uint4 lo = *reinterpret_cast<const uint4*>(rg + c);
+        const uint4 hi = *reinterpret_cast<const uint4*>(rh + c);
+#pragma unroll
+        for (int j = 0; j < NT; ++j) mma_32cols(acc[j], lo, hi, b[s][j]);
     }
 }
 
-// The exact path of step 3 on CUDA cores: lane (g, t) adds, for its fragment's rows g, g+8 and
-// vectors 8j + 2t, 8j + 2t + 1, the products of the tile's non-zero entries only.
+// The exact path of the tile product on CUDA cores: lane (g, t) adds, for its fragment's rows g,
+// g + 8 and vectors 8j + 2t, 8j + 2t + 1, the products of the tile's non-zero entries only.
 template <int NT>
-__device__ __forceinline__ void mma_exact_window(const unsigned short* tile, unsigned stride,
-                                                 const unsigned short* __restrict__ x,
-                                                 unsigned cols, unsigned first, unsigned count,
-                                                 unsigned k0, unsigned kw, unsigned lane,
-                                                 float (&acc)[NT][4]) {
+__device__ __forceinline__ void mma_exact_tile(const unsigned short* tile,
+                                               const unsigned short* __restrict__ x,
+                                               unsigned cols, unsigned first, unsigned count,
+                                               unsigned k0, unsigned lane, float (&acc)[NT][4]) {
     const unsigned g = lane >> 2, t = lane & 3u;
-    for (unsigned k = 0; k < kw && k0 + k < cols; ++k) {
-        const unsigned short hg = tile[g * stride + k], hh = tile[(g + 8u) * stride + k];
+    for (unsigned k = 0; k < MACKO_MMA_K && k0 + k < cols; ++k) {
+        const unsigned short hg = tile[g * MMA_TILE_STRIDE + (k ^ mma_swizzle(g))];
+        const unsigned short hh = tile[(g + 8u) * MMA_TILE_STRIDE + (k ^ mma_swizzle(g))];
         if (((hg | hh) & 0x7fffu) == 0u) continue;
         const float ag = macko_h2f(hg), ah = macko_h2f(hh);
 #pragma unroll
@@ -386,84 +539,145 @@ __device__ __forceinline__ void mma_exact_window(const unsigned short* tile, uns
     }
 }
 
-// One band: every warp's split, window by window, then the block's sums into y. Returns whether
-// a stored sum is NaN (every thread).
-template <typename Out, int NT, bool EXACT>
-__device__ __forceinline__ bool macko_mma_band(
+// The band's product again, exactly (see the header): every warp its windows, decoded from
+// global memory.
+template <typename Out, int NT>
+__device__ __forceinline__ void macko_mma_exact_band(
     const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,
-    const unsigned* __restrict__ codes, const uint2* __restrict__ cursors,
-    const unsigned short* __restrict__ x, Out* __restrict__ y, unsigned short* tiles,
-    unsigned rows, unsigned cols, unsigned split_width, unsigned window, unsigned lanes,
-    unsigned first, unsigned count, unsigned r0) {
+    const unsigned* __restrict__ codes, const unsigned* __restrict__ cursors,
+    const unsigned short* __restrict__ x, Out* __restrict__ y, float* red, unsigned short* tile,
+    unsigned* table, unsigned rows, unsigned cols, unsigned nwin, unsigned band,
+    unsigned first, unsigned count) {
     const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32u;
-    const unsigned stride = mma_tile_stride(window);
-    unsigned short* tile = tiles + warp * 16u * stride;
-    float acc[1][NT][4];  // one m-tile: the layout mma_reduce_store takes
+    float acc[1][NT][4];
 #pragma unroll
     for (int j = 0; j < NT; ++j)
 #pragma unroll
         for (int q = 0; q < 4; ++q) acc[0][j][q] = 0.0f;
-    const unsigned lo_col = warp * split_width;
-    const unsigned hi_col = min(lo_col + split_width, cols);
-    if (lo_col < hi_col) {
-        const unsigned row = r0 + (lane & 15u);
-        MmaCursor cur = {0u, 0u, 0u, 0u};
-        if (row < rows) {
-            cur.start = __ldg(row_ptr + row);
-            cur.end = __ldg(row_ptr + row + 1u);
-            const uint2 c = __ldg(cursors + (unsigned long long)row * MMA_WARPS + warp);
-            cur.group = c.x;
-            cur.next = c.y;
+    for (unsigned win = warp; win < nwin; win += MACKO_MMA_WARPS) {
+        const unsigned k0 = win * MACKO_MMA_K;
+        const MmaRaw r = mma_raw(row_ptr, cursors, rows, nwin, band, win, lane);
+        const MmaDesc d = mma_describe(r, k0);
+        __syncwarp();
+        if (lane < 16u) {
+            unsigned* t = table + lane * MMA_DESC;
+            t[0] = d.g0;
+            t[1] = d.n;
+            t[2] = 0u;
+            t[3] = d.next;
+            t[4] = d.start;
+            t[5] = d.end;
         }
-        for (unsigned k0 = lo_col; k0 < hi_col; k0 += window) {
-            const unsigned kw = min(window, hi_col - k0);
-            mma_zero_tile(tile, window, lane);
-            __syncwarp();
-            mma_decode_window(values, codes, tile, stride, cur, k0, kw, lane, lanes);
-            __syncwarp();
-            if (EXACT) {
-                mma_exact_window<NT>(tile, stride, x, cols, first, count, k0, kw, lane, acc[0]);
-            } else {
-                mma_window<NT>(tile, stride, x, cols, first, count, k0, kw, lane, acc[0]);
-            }
-            __syncwarp();
-        }
+        mma_zero_tile(tile, lane);
+        __syncwarp();
+        mma_decode<false>(table, values, codes, tile, k0, lane);
+        __syncwarp();
+        mma_exact_tile<NT>(tile, x, cols, first, count, k0, lane, acc[0]);
     }
-    __syncthreads();  // the partial sums reuse the tiles' shared memory
-    return mma_reduce_store<Out, NT, 1>(reinterpret_cast<float*>(tiles), acc, y, rows, r0, first,
-                                        count);
+    (void)mma_reduce_store<Out, NT, 1, MACKO_MMA_WARPS>(red, acc, y, rows, band * 16u, first,
+                                                        count);
 }
 
 template <typename Out, int NT>
 __device__ __forceinline__ void macko_mma_impl(
     const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,
-    const unsigned* __restrict__ codes, const uint2* __restrict__ cursors,
+    const unsigned* __restrict__ codes, const unsigned* __restrict__ cursors,
     const unsigned short* __restrict__ x, Out* __restrict__ y, unsigned rows, unsigned cols,
-    unsigned split_width, unsigned window, unsigned lanes, unsigned first, unsigned count) {
+    unsigned nwin, unsigned stage_groups, unsigned first, unsigned count) {
     extern __shared__ uint4 mma_smem[];
-    unsigned short* tiles = reinterpret_cast<unsigned short*>(mma_smem);
+    unsigned char* smem = reinterpret_cast<unsigned char*>(mma_smem);
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32u;
+    float* red = reinterpret_cast<float*>(smem);
+    unsigned char* mine = smem + mma_red_bytes(NT) + warp * mma_warp_bytes(stage_groups);
+    unsigned short* tile = reinterpret_cast<unsigned short*>(mine);
+    unsigned* exact_table = reinterpret_cast<unsigned*>(mine + 16u * MMA_TILE_STRIDE * 2u);
+    unsigned char* ring = mine + 16u * MMA_TILE_STRIDE * 2u + 16u * MMA_DESC * 4u;
+    const unsigned sbytes = mma_stage_bytes(stage_groups);
+    // Stage s: its table (16 × MMA_DESC words), values (16-byte words), codes.
+#define MMA_TABLE(S) reinterpret_cast<unsigned*>(ring + (S) * sbytes)
+#define MMA_SV(S) reinterpret_cast<uint4*>(ring + (S) * sbytes + 16u * MMA_DESC * 4u)
+#define MMA_SC(S) \
+    reinterpret_cast<unsigned*>(ring + (S) * sbytes + 16u * MMA_DESC * 4u + stage_groups * 16u)
+
     const unsigned bands = (rows + 15u) / 16u;
-    for (unsigned band = blockIdx.x; band < bands; band += gridDim.x) {
-        const unsigned r0 = band * 16u;
-        if (macko_mma_band<Out, NT, false>(row_ptr, values, codes, cursors, x, y, tiles, rows,
-                                           cols, split_width, window, lanes, first, count,
-                                           r0)) {
-            (void)macko_mma_band<Out, NT, true>(row_ptr, values, codes, cursors, x, y, tiles,
-                                                rows, cols, split_width, window, lanes, first,
-                                                count, r0);
+    const unsigned per_band = (nwin + MACKO_MMA_WARPS - 1u) / MACKO_MMA_WARPS;
+    const unsigned my_bands = bands > blockIdx.x ? (bands - 1u - blockIdx.x) / gridDim.x + 1u : 0u;
+    const unsigned items = my_bands * per_band;
+
+    // Prologue: items 0 .. S − 2 issued; the raw descriptions of items S − 1 and S loaded
+    // (S = MMA_STAGES).
+    MmaRaw ra = mma_fetch(row_ptr, cursors, rows, nwin, 0u, items, per_band, warp, lane);
+    MmaRaw rb = mma_fetch(row_ptr, cursors, rows, nwin, 1u, items, per_band, warp, lane);
+    for (unsigned s = 0; s + 1u < MMA_STAGES; ++s) {
+        unsigned band, win;
+        mma_item(s, per_band, warp, band, win);
+        const MmaDesc d = mma_describe(ra, win * MACKO_MMA_K);
+        ra = rb;
+        rb = mma_fetch(row_ptr, cursors, rows, nwin, s + 2u, items, per_band, warp, lane);
+        mma_issue(MMA_TABLE(s), MMA_SV(s), MMA_SC(s), values, codes, d, stage_groups, lane);
+        mma_commit();
+    }
+
+    float acc[1][NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) acc[0][j][q] = 0.0f;
+    for (unsigned i = 0; i < items; ++i) {
+        // Issue item i + S − 1 into the stage item i − 1 left.
+        {
+            const unsigned ahead = i + MMA_STAGES - 1u, slot = ahead % MMA_STAGES;
+            unsigned band, win;
+            mma_item(ahead, per_band, warp, band, win);
+            const MmaDesc d = mma_describe(ra, win * MACKO_MMA_K);
+            ra = rb;
+            rb = mma_fetch(row_ptr, cursors, rows, nwin, ahead + 2u, items, per_band, warp, lane);
+            mma_issue(MMA_TABLE(slot), MMA_SV(slot), MMA_SC(slot), values, codes, d,
+                      stage_groups, lane);
+            mma_commit();
+        }
+        unsigned band, win;
+        mma_item(i, per_band, warp, band, win);
+        if (win < nwin) {
+            const unsigned k0 = win * MACKO_MMA_K, slot = i % MMA_STAGES;
+            uint4 b[MACKO_MMA_K / 32][NT];
+            mma_load_xs<NT>(x, cols, first, count, k0, lane, b);
+            mma_zero_tile(tile, lane);
+            mma_wait_stages();
+            __syncwarp();
+            mma_decode<true>(MMA_TABLE(slot), MMA_SV(slot), MMA_SC(slot), tile, k0, lane);
+            __syncwarp();
+            mma_tile<NT>(tile, lane, b, acc[0]);
+            __syncwarp();
+        }
+        if (i % per_band == per_band - 1u) {
+            const bool nan = mma_reduce_store<Out, NT, 1, MACKO_MMA_WARPS>(
+                red, acc, y, rows, band * 16u, first, count);
+            if (nan) {
+                macko_mma_exact_band<Out, NT>(row_ptr, values, codes, cursors, x, y, red, tile,
+                                              exact_table, rows, cols, nwin, band, first, count);
+            }
+#pragma unroll
+            for (int j = 0; j < NT; ++j)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) acc[0][j][q] = 0.0f;
         }
     }
+    mma_wait_all();
+#undef MMA_TABLE
+#undef MMA_SV
+#undef MMA_SC
 }
 
 #define MACKO_MMA_ENTRY(NAME, OUT, NT)                                                          \
-    extern "C" __global__ void __launch_bounds__(MMA_BLOCK, 2)                                 \
+    extern "C" __global__ void __launch_bounds__(MACKO_MMA_BLOCK, 2)                           \
         NAME(const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,            \
-             const unsigned* __restrict__ codes, const uint2* __restrict__ cursors,             \
+             const unsigned* __restrict__ codes, const unsigned* __restrict__ cursors,          \
              const unsigned short* __restrict__ x, OUT* __restrict__ y, unsigned rows,          \
-             unsigned cols, unsigned split_width, unsigned window, unsigned lanes,              \
-             unsigned first, unsigned count) {                                                  \
-        macko_mma_impl<OUT, NT>(row_ptr, values, codes, cursors, x, y, rows, cols,              \
-                                split_width, window, lanes, first, count);                      \
+             unsigned cols, unsigned nwin, unsigned stage_groups, unsigned first,               \
+             unsigned count) {                                                                  \
+        macko_mma_impl<OUT, NT>(row_ptr, values, codes, cursors, x, y, rows, cols, nwin,        \
+                                stage_groups, first, count);                                    \
     }
 
 MACKO_MMA_ENTRY(macko_batch_mma_w2_f16, unsigned short, 1)

@@ -9,7 +9,7 @@
 //! (MACKO and CSR, where XT fits without costing resident blocks) or from global memory.
 
 use super::caps::{BatchFormat, BatchKernel, CudaCaps, Kernel, Width, BLOCK};
-use super::cursors::{split_width, SPLITS};
+use super::cursors::{windows, BAND, WINDOW};
 use super::errors::internal;
 use super::tuning::{CudaTuning, XPlace};
 use crate::error::Result;
@@ -21,9 +21,12 @@ const XT_EXTRA_SLOTS: u64 = 8 + 16;
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BatchMatrix {
-    /// MACKO rows, `entries` stored (what the tensor-core kernel's team size depends on).
+    /// MACKO rows, `entries` stored; `stage_groups`: the most groups a window of a band of 16
+    /// rows holds (`cursors::stage_groups`, known once the upload computed the cursors; before,
+    /// estimated from the density).
     Macko {
         entries: u64,
+        stage_groups: Option<u32>,
     },
     Csr,
     Dense,
@@ -47,12 +50,10 @@ pub struct BatchPlan {
     /// Blocks of the transpose (one thread per 32-bit word of XT, grid-stride); 0 on tensor
     /// cores (no transpose).
     pub transpose_grid: u32,
-    /// MACKO on tensor cores: columns of each warp's split (`cursors::split_width`), else 0.
-    pub split_width: u32,
-    /// MACKO on tensor cores: columns per window (the tiles' K), else 0.
-    pub window: u32,
-    /// MACKO on tensor cores: lanes decoding one row (4, 8, 16 or 32), else 0.
-    pub lanes: u32,
+    /// MACKO on tensor cores: windows of 128 columns per row (`cursors::windows`), else 0.
+    pub windows: u32,
+    /// MACKO on tensor cores: groups of 8 entries one shared-memory stage holds, else 0.
+    pub stage_groups: u32,
 }
 
 impl BatchPlan {
@@ -140,7 +141,7 @@ pub fn batch_plan(
     width: Width,
 ) -> Result<BatchPlan> {
     if mma_wanted(caps, tuning, m, (rows, cols), width) {
-        if let Some(plan) = mma_plan(caps, tuning, m, rows, cols, width)? {
+        if let Some(plan) = mma_plan(caps, m, rows, cols, width)? {
             return Ok(plan);
         }
     }
@@ -184,9 +185,8 @@ pub fn batch_plan(
         smem_bytes,
         slots,
         transpose_grid,
-        split_width: 0,
-        window: 0,
-        lanes: 0,
+        windows: 0,
+        stage_groups: 0,
     })
 }
 
@@ -194,21 +194,42 @@ pub fn batch_plan(
 /// one block multiplies one band at a time, its warps splitting the columns.
 pub const DENSE_MMA_BAND: u32 = 32;
 
-/// Rows of a band of the MACKO tensor-core kernel (one m16 tile).
-pub const MACKO_MMA_BAND: u32 = 16;
+/// Threads per block of the MACKO tensor-core kernel (`MACKO_MMA_BLOCK`: 8 warps).
+pub const MACKO_MMA_BLOCK: u32 = 256;
 
-/// The MACKO tensor-core kernel's default window: 128 columns, 80 KiB of tiles per 512-thread
-/// block, two blocks per SM on sm_80 and sm_90 (kernels/README.md, "Tensor cores": the estimate
-/// behind it; 256 is the variant to measure at low density).
-pub const DEFAULT_WINDOW: u32 = 128;
+/// `MMA_STAGES` of kernels/batch_mma.cu: shared-memory stages of each warp's ring (the next
+/// item's loads in flight while one is decoded; the measurement that chose 2 is there).
+pub const MMA_STAGES: u32 = 2;
 
-/// `MMA_TILE_PAD` of kernels/batch_mma.cu: halves after each tile row.
-const MMA_TILE_PAD: u32 = 32;
+/// `MMA_DESC` of kernels/batch_mma.cu: words per row of a stage's table.
+const MMA_DESC: u64 = 6;
 
-/// Dynamic shared memory of the MACKO tensor-core kernel: one 16-row tile per warp, each row
-/// `window + MMA_TILE_PAD` binary16 values (the partial sums reuse it).
-pub fn mma_tile_bytes(window: u32) -> u64 {
-    SPLITS as u64 * 16 * (u64::from(window) + u64::from(MMA_TILE_PAD)) * 2
+/// Dynamic shared memory of the MACKO tensor-core kernel at width `w` (`mma_red_bytes`,
+/// `mma_warp_bytes` of kernels/batch_mma.cu): the block's sums, then per warp its tile, its
+/// exact-path table and [`MMA_STAGES`] stages of a table and `stage_groups` groups (16 + 4 bytes,
+/// rounded up to 16 bytes: each stage's values stay 16-byte aligned for cp.async).
+pub fn macko_mma_smem(w: Width, stage_groups: u32) -> u64 {
+    let nt = u64::from(w.lanes().div_ceil(8));
+    let warps = u64::from(MACKO_MMA_BLOCK / 32);
+    let red = warps * 16 * 8 * nt * 4;
+    let table = 16 * MMA_DESC * 4;
+    let stage = table + (u64::from(stage_groups) * 20).div_ceil(16) * 16;
+    let tile = 16 * u64::from(WINDOW) * 2; // swizzled, unpadded (`mma_swizzle`)
+    red + warps * (tile + table + u64::from(MMA_STAGES) * stage)
+}
+
+/// The stage size the planner assumes before the upload measured it: a band's expected groups
+/// per window (16 rows × the window's expected entries / 8, plus the group each row's next
+/// window starts in), a quarter more for uneven windows, never more than a dense window holds.
+pub fn estimated_stage_groups(entries: u64, rows: u32, cols: u32) -> u32 {
+    let cells = u64::from(rows) * u64::from(cols);
+    let band = BAND as u64;
+    let per_window = (band * u64::from(WINDOW) * entries)
+        .checked_div(cells)
+        .unwrap_or(0);
+    let groups = per_window.div_ceil(8) * 5 / 4 + 2 * band;
+    let most = band * (u64::from(WINDOW) / 8 + 2);
+    u32::try_from(groups.min(most)).unwrap_or(u32::MAX)
 }
 
 /// Whether chunks of `width` run on tensor cores: where the GPU has them (sm_80+), X's rows are
@@ -230,7 +251,7 @@ fn mma_wanted(
 ) -> bool {
     let by_default = match m {
         BatchMatrix::Dense => true,
-        BatchMatrix::Macko { entries } => {
+        BatchMatrix::Macko { entries, .. } => {
             let cells = f64::from(rows) * f64::from(cols);
             w.lanes() == 16 && cells > 0.0 && entries as f64 >= MMA_MIN_DENSITY * cells
         }
@@ -243,64 +264,56 @@ fn mma_wanted(
 /// go to the tensor cores by default (`mma_wanted`).
 pub const MMA_MIN_DENSITY: f64 = 0.3;
 
-/// The tensor-core plan of one chunk width: a persistent grid of 512-thread blocks, at most one
-/// per band, no XT. `None` where the MACKO tiles of the window do not fit a block's shared
-/// memory (the CUDA-core kernels take the chunk then).
+/// The tensor-core plan of one chunk width: a persistent grid, at most one block per band, no
+/// XT. `None` where the MACKO kernel's stages do not fit a block's shared memory (the CUDA-core
+/// kernels take the chunk then).
 fn mma_plan(
     caps: &CudaCaps,
-    tuning: &CudaTuning,
     m: BatchMatrix,
     rows: u32,
     cols: u32,
     width: Width,
 ) -> Result<Option<BatchPlan>> {
-    let (format, band, window, lanes, smem) = match m {
-        BatchMatrix::Dense => (BatchFormat::DenseMma, DENSE_MMA_BAND, 0, 0, 0),
-        BatchMatrix::Macko { entries } => {
-            let window = tuning.batch_window.unwrap_or(DEFAULT_WINDOW);
-            let Some(smem) = u32::try_from(mma_tile_bytes(window))
+    let (format, band, block, smem, windows_, stage_groups) = match m {
+        BatchMatrix::Dense => (BatchFormat::DenseMma, DENSE_MMA_BAND, BLOCK, 0, 0, 0),
+        BatchMatrix::Macko {
+            entries,
+            stage_groups,
+        } => {
+            let stage = stage_groups.unwrap_or_else(|| estimated_stage_groups(entries, rows, cols));
+            let Some(smem) = u32::try_from(macko_mma_smem(width, stage))
                 .ok()
                 .filter(|&b| b <= caps.smem_limit)
             else {
                 return Ok(None);
             };
-            let lanes = tuning
-                .batch_lanes
-                .unwrap_or_else(|| team_lanes(window, entries, rows, cols));
-            (BatchFormat::MackoMma, MACKO_MMA_BAND, window, lanes, smem)
+            let band = u32::try_from(BAND).map_err(|_| internal("band rows"))?;
+            let block = MACKO_MMA_BLOCK;
+            (
+                BatchFormat::MackoMma,
+                band,
+                block,
+                smem,
+                windows(cols),
+                stage,
+            )
         }
         BatchMatrix::Csr => return Err(internal("a tensor-core plan for a matrix without one")),
     };
     let kernel = Kernel::Batch(BatchKernel { format, width });
-    let Some(resident) = caps.resident_blocks(kernel, BLOCK, smem) else {
+    let Some(resident) = caps.resident_blocks(kernel, block, smem) else {
         return Ok(None);
     };
     Ok(Some(BatchPlan {
         kernel,
         grid: resident.min(rows.div_ceil(band)).max(1),
-        block: BLOCK,
+        block,
         smem_bytes: smem,
         slots: 0,
         transpose_grid: 0,
-        split_width: if window > 0 { split_width(cols) } else { 0 },
-        window,
-        lanes,
+        windows: windows_,
+        stage_groups,
     }))
-}
-
-/// Lanes per row of the MACKO tensor-core kernel's decoding, by default: enough aligned groups
-/// of 8 entries for a row's expected entries in one window (`window` × the stored density) and
-/// the group straddling its start, so that a row takes one pass per window; at least 4 (8 rows
-/// decoded at once), at most 8: 4 at d ≈ 0.1 and 128-column windows, 8 from d ≈ 0.3. Measured
-/// on an H100 (2026-11-26, 8192² and 14336×4096): at d = 0.5, 8 lanes took 113–121 µs where 16
-/// took 120–126 (B = 8 and 16); at d = 0.1, 8 lanes took 71–80 µs where 4 took 50–59.
-pub fn team_lanes(window: u32, entries: u64, rows: u32, cols: u32) -> u32 {
-    let cells = u64::from(rows) * u64::from(cols);
-    let per_window = (u64::from(window) * entries)
-        .checked_div(cells)
-        .unwrap_or(0);
-    let groups = u32::try_from(per_window.div_ceil(8) + 1).unwrap_or(u32::MAX);
-    groups.next_power_of_two().clamp(4, 8)
 }
 
 #[cfg(test)]

@@ -2,7 +2,10 @@ use super::*;
 use crate::backend::cuda::caps::tables::{h100, h200, small};
 
 /// A MACKO matrix of no stated entries (the team size is tested on its own).
-const MACKO: BatchMatrix = BatchMatrix::Macko { entries: 0 };
+const MACKO: BatchMatrix = BatchMatrix::Macko {
+    entries: 0,
+    stage_groups: None,
+};
 
 fn staged(p: &BatchPlan) -> bool {
     matches!(
@@ -41,7 +44,9 @@ fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
                 for w in Width::ALL {
                     let p = ps.get(w);
                     assert_eq!(p.width(), Some(w));
-                    assert_eq!(p.block, BLOCK);
+                    let tc_macko = p.tensor_cores() && matches!(m, BatchMatrix::Macko { .. });
+                    let block = if tc_macko { MACKO_MMA_BLOCK } else { BLOCK };
+                    assert_eq!(p.block, block);
                     assert!(p.smem_bytes <= caps.smem_limit);
                     assert!(caps.blocks_per_sm(p.kernel, p.block, p.smem_bytes) > 0);
                     assert!(p.grid >= 1);
@@ -57,8 +62,8 @@ fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
                         // X read as it is: no XT, no transpose; shared memory for MACKO's
                         // tiles only.
                         assert_eq!((p.xt_len(), p.transpose_grid), (0, 0));
-                        let tiles = if matches!(m, BatchMatrix::Macko { .. }) {
-                            mma_tile_bytes(p.window)
+                        let tiles = if tc_macko {
+                            macko_mma_smem(w, p.stage_groups)
                         } else {
                             0
                         };
@@ -225,14 +230,15 @@ fn a_dense_tensor_core_grid_holds_at_most_one_block_per_band() {
 }
 
 #[test]
-fn macko_runs_on_tensor_cores_at_width_16_from_density_0_3_in_windows_that_fit() {
+fn macko_runs_on_tensor_cores_at_width_16_from_density_0_3_where_the_stages_fit() {
     let t = CudaTuning::default();
     let cells = 8192u64 * 8192;
-    let half = BatchMatrix::Macko { entries: cells / 2 };
-    let tenth = BatchMatrix::Macko {
-        entries: cells / 10,
+    let macko = |entries| BatchMatrix::Macko {
+        entries,
+        stage_groups: None,
     };
-    for caps in [h100(), h200(), small()] {
+    let (half, tenth) = (macko(cells / 2), macko(cells / 10));
+    for caps in [h100(), h200()] {
         // d = 0.1: CUDA cores at every width (the tiles lost there, batch_plan.rs).
         let p = plans(&caps, &t, tenth, 8192, 8192);
         assert!(p.0.iter().all(|p| !p.tensor_cores()));
@@ -240,68 +246,62 @@ fn macko_runs_on_tensor_cores_at_width_16_from_density_0_3_in_windows_that_fit()
         for w in [Width::W2, Width::W4, Width::W8] {
             assert!(!p.get(w).tensor_cores(), "{w:?}");
         }
-        {
-            let q = p.get(Width::W16);
-            assert_eq!(format(q), Some(BatchFormat::MackoMma));
-            assert_eq!((q.window, q.split_width), (DEFAULT_WINDOW, 512));
-            // 80 KiB of tiles: two 512-thread blocks per SM of 228 KiB, one of 100 KiB; at most
-            // one block per 16 rows.
-            assert_eq!(u64::from(q.smem_bytes), mma_tile_bytes(128));
-            let per_sm = if caps.smem_per_sm > 200 << 10 { 2 } else { 1 };
-            assert_eq!(caps.blocks_per_sm(q.kernel, BLOCK, q.smem_bytes), per_sm);
-            assert_eq!(q.grid, (per_sm * caps.sm_count).min(512));
-        }
+        let q = p.get(Width::W16);
+        assert_eq!(format(q), Some(BatchFormat::MackoMma));
+        assert_eq!(q.windows, 64);
+        // d = 0.5: 1024 entries per band and window, 128 groups, a quarter more and the 32
+        // groups the rows' next windows start in.
+        assert_eq!(q.stage_groups, 192);
+        // 109 KiB: two 256-thread blocks per SM; at most one block per 16 rows.
+        assert_eq!(u64::from(q.smem_bytes), macko_mma_smem(Width::W16, 192));
+        assert_eq!(q.smem_bytes, 111_616);
+        assert_eq!(caps.blocks_per_sm(q.kernel, q.block, q.smem_bytes), 2);
+        assert_eq!(q.grid, 2 * caps.sm_count);
         // Columns not a multiple of 8: CUDA cores.
         let p = plans(&caps, &t, half, 8192, 8190);
         assert!(p.0.iter().all(|p| !p.tensor_cores()));
     }
-    // 512-column windows: 272 KiB of tiles fit no block: CUDA cores.
-    let wide = CudaTuning {
-        batch_window: Some(512),
-        ..CudaTuning::default()
-    };
-    let p = plans(&h100(), &wide, half, 8192, 8192);
+    // The small GPU's 100 KiB of shared memory hold no such block: CUDA cores.
+    let p = plans(&small(), &t, half, 8192, 8192);
     assert!(p.0.iter().all(|p| !p.tensor_cores()));
-    // 256: 144 KiB, one block per SM.
-    let w256 = CudaTuning {
-        batch_window: Some(256),
-        ..CudaTuning::default()
+    // A measured stage replaces the estimate; one too large for any block goes to CUDA cores.
+    let measured = BatchMatrix::Macko {
+        entries: cells / 2,
+        stage_groups: Some(150),
     };
-    let p = plans(&h100(), &w256, half, 8192, 8192);
-    let q = p.get(Width::W16);
-    assert!(q.tensor_cores() && q.window == 256);
-    assert_eq!(q.grid, 132);
-}
-
-#[test]
-fn tile_bytes_are_sixteen_warps_of_sixteen_padded_rows() {
-    assert_eq!(mma_tile_bytes(128), 16 * 16 * 160 * 2);
-    assert_eq!(mma_tile_bytes(64), 16 * 16 * 96 * 2);
-    // The partial sums (16 warps × 16 rows × 16 vectors of f32) fit the smallest tiles.
-    assert!(mma_tile_bytes(64) >= 16 * 16 * 16 * 4);
-}
-
-#[test]
-fn a_row_gets_enough_lanes_for_its_entries_of_one_window() {
-    // d = 0.5 (64 entries, 8 groups and the straddling one, per 128-column window): 8 lanes,
-    // the measured cap; d = 0.3: 8; d = 0.1: 4; nothing stored: 4.
-    let cells = 8192u64 * 8192;
-    assert_eq!(team_lanes(128, cells / 2, 8192, 8192), 8);
-    assert_eq!(team_lanes(128, cells * 3 / 10, 8192, 8192), 8);
-    assert_eq!(team_lanes(128, cells / 10, 8192, 8192), 4);
-    assert_eq!(team_lanes(128, 0, 8192, 8192), 4);
-    assert_eq!(team_lanes(128, 0, 0, 0), 4);
-    // Dense rows in wide windows: at most 8.
-    assert_eq!(team_lanes(512, cells, 8192, 8192), 8);
-    let t = CudaTuning {
-        batch_lanes: Some(32),
-        ..CudaTuning::default()
-    };
-    let half = BatchMatrix::Macko { entries: cells / 2 };
     assert_eq!(
-        plans(&h100(), &t, half, 8192, 8192).get(Width::W16).lanes,
-        32
+        plans(&h100(), &t, measured, 8192, 8192)
+            .get(Width::W16)
+            .stage_groups,
+        150
     );
-    let p = plans(&h100(), &CudaTuning::default(), half, 8192, 8192);
-    assert_eq!(p.get(Width::W16).lanes, 8);
+    let huge = BatchMatrix::Macko {
+        entries: cells / 2,
+        stage_groups: Some(4000),
+    };
+    assert!(!plans(&h100(), &t, huge, 8192, 8192)
+        .get(Width::W16)
+        .tensor_cores());
+}
+
+#[test]
+fn the_stage_estimate_follows_the_density_up_to_a_dense_window() {
+    let cells = 8192u64 * 8192;
+    // d = 0.3: 614.4 entries per band and window → 77 groups, 96 with a quarter more, + 32.
+    assert_eq!(estimated_stage_groups(cells * 3 / 10, 8192, 8192), 128);
+    // Nothing stored: the 32 boundary groups; dense: 16 rows × (16 + 2) at most.
+    assert_eq!(estimated_stage_groups(0, 8192, 8192), 32);
+    assert_eq!(estimated_stage_groups(cells, 8192, 8192), 288);
+    assert_eq!(estimated_stage_groups(0, 0, 0), 32);
+}
+
+#[test]
+fn the_shared_memory_layout_is_the_kernels() {
+    // Sums: 8 warps × 16 rows × 8·NT vectors of f32; per warp a 16 × 128 tile of binary16, a
+    // table of 16 × 6 words, and two stages of a table and the groups (16 + 4 bytes each).
+    let per_warp = |groups: u64| 4096 + 384 + 2 * (384 + groups);
+    assert_eq!(macko_mma_smem(Width::W8, 100), 4096 + 8 * per_warp(2000));
+    assert_eq!(macko_mma_smem(Width::W16, 0), 8192 + 8 * per_warp(0));
+    // 101 groups: 2020 bytes, 2032 with the next stage 16-byte aligned.
+    assert_eq!(macko_mma_smem(Width::W8, 101), 4096 + 8 * per_warp(2032));
 }

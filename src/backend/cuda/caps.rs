@@ -468,8 +468,8 @@ pub mod tables {
         32, 32, 44, 55, 32, 32, 45, 70, // CSR
         48, 62, 64, 128, 32, 38, 51, 78, // dense
         64, 64, 64, 92, // dense on tensor cores
-        61, 61, 61, 64, // MACKO on tensor cores
-        20, // transpose
+        94, 94, 94, 116, // MACKO on tensor cores
+        20,  // transpose
     ];
 
     /// Static shared memory of the tensor-core kernels (the warps' partial sums of a band).

@@ -34,45 +34,52 @@ fn columns(codes: &[u8], start: u32, end: u32) -> Vec<u64> {
         .collect()
 }
 
-#[test]
-fn split_widths_are_whole_mma_steps_covering_the_columns() {
-    for cols in [0u32, 1, 31, 32, 33, 512, 777, 8192, 28672] {
-        let w = split_width(cols);
-        assert_eq!(w % 32, 0, "{cols}");
-        assert!(w >= 32);
-        assert!(u64::from(w) * SPLITS as u64 >= u64::from(cols), "{cols}");
-        // No wider than needed: one step less would not cover the columns.
-        assert!(
-            u64::from(w - 32) * (SPLITS as u64) < u64::from(cols).max(1),
-            "{cols}"
-        );
-    }
-    assert_eq!(split_width(8192), 512);
+/// A packed cursor's group (absolute) and `next` for window `w` of a row starting at `start`.
+fn unpack(c: u32, start: u32, w: usize) -> (u32, u64) {
+    let group = start / 8 + (c & 0xff_ffff);
+    let next = (w as u64 * u64::from(WINDOW)).wrapping_sub(u64::from(c >> 24));
+    (group, next)
 }
 
 #[test]
-fn each_cursor_is_the_group_of_the_first_entry_at_or_after_its_split() {
-    for (rows, cols, d, seed) in [(40, 777, 0.3, 1), (17, 8192, 0.05, 2), (9, 33, 1.0, 3)] {
+fn windows_cover_the_columns() {
+    for (cols, n) in [
+        (0u32, 0u32),
+        (1, 1),
+        (128, 1),
+        (129, 2),
+        (8192, 64),
+        (28672, 224),
+    ] {
+        assert_eq!(windows(cols), n, "{cols}");
+    }
+}
+
+#[test]
+fn each_cursor_is_the_group_of_the_first_entry_at_or_after_its_window() {
+    for (rows, cols, d, seed) in [(40, 777, 0.3, 1), (17, 8192, 0.05, 2), (9, 300, 1.0, 3)] {
         let (m, _) = random_macko(rows, cols, d, seed);
         let (rp, codes) = (m.row_ptr(), m.codes());
-        let cur = mma_cursors(rp, codes, cols as u32).expect("cursors");
-        let w = u64::from(split_width(cols as u32));
+        let cur = window_cursors(rp, codes, cols as u32).expect("cursors");
+        let nwin = windows(cols as u32) as usize;
+        assert_eq!(cur.len(), rows * nwin);
         for r in 0..rows {
             let cs = columns(codes, rp[r], rp[r + 1]);
-            for s in 0..SPLITS {
-                let (group, next) = (cur[(r * SPLITS + s) * 2], cur[(r * SPLITS + s) * 2 + 1]);
-                match cs.iter().position(|&c| c >= s as u64 * w) {
-                    None => assert_eq!(group, rp[r + 1].div_ceil(8), "row {r} split {s}"),
+            for w in 0..nwin {
+                let k0 = w as u64 * u64::from(WINDOW);
+                let (group, next) = unpack(cur[r * nwin + w], rp[r], w);
+                match cs.iter().position(|&c| c >= k0) {
+                    None => assert_eq!(group, rp[r + 1].div_ceil(8), "row {r} window {w}"),
                     Some(i) => {
                         let e = rp[r] + i as u32;
-                        assert_eq!(group, e / 8, "row {r} split {s}");
+                        assert_eq!(group, e / 8, "row {r} window {w}");
                         let first = group * 8;
                         let expected = if first > rp[r] {
                             cs[(first - 1 - rp[r]) as usize] + 1
                         } else {
                             0
                         };
-                        assert_eq!(u64::from(next), expected, "row {r} split {s}");
+                        assert_eq!(next, expected, "row {r} window {w}");
                     }
                 }
             }
@@ -80,88 +87,52 @@ fn each_cursor_is_the_group_of_the_first_entry_at_or_after_its_split() {
     }
 }
 
-/// The kernel's decoding of one row (`mma_decode_row` of kernels/batch_mma.cu) for one window,
-/// modelled lane by lane: the row's entries stored in `tile` (window-relative columns), the
-/// cursor advanced as the kernel advances it.
-struct RowModel<'a> {
-    values: &'a [u16],
-    codes: &'a [u8],
-    start: u32,
-    end: u32,
-    lanes: u32,
-}
-
-impl RowModel<'_> {
-    fn window(&self, group: &mut u32, next: &mut u32, k0: u32, kw: u32, tile: &mut [u16]) {
-        let w_end = self.end.div_ceil(8);
-        let kend = u64::from(k0) + u64::from(kw);
-        while *group < w_end {
-            // Per lane: the group's entries of the row (lo..hi) and its column advance.
-            let mut advs = Vec::new();
-            for tl in 0..self.lanes {
-                let w = *group + tl;
-                let first = w * 8;
-                let lo = self.start.saturating_sub(first).min(8);
-                let hi = if w < w_end {
-                    self.end.saturating_sub(first).min(8)
-                } else {
-                    0
-                };
-                let mut adv = 0u32;
-                for i in lo..hi {
-                    adv += code(self.codes, (first + i) as usize).expect("code") + 1;
-                }
-                advs.push((w, lo, hi, adv));
-            }
-            let mut base = *next;
-            let mut stop = None;
-            for &(w, lo, hi, adv) in &advs {
-                // All 8 entries, as the kernel stores them: entries outside the row masked to
-                // value 0 and gap 0, columns in wrapping u32 arithmetic from base - 1 - lo.
-                let mut col = base.wrapping_sub(1).wrapping_sub(lo);
-                for i in 0..8u32 {
-                    let e = (w * 8 + i) as usize;
-                    let in_row = i >= lo && i < hi;
-                    let (h, gap) = if in_row {
-                        (self.values[e], code(self.codes, e).expect("code"))
-                    } else {
-                        (0, 0)
-                    };
-                    col = col.wrapping_add(gap + 1);
-                    if col.wrapping_sub(k0) < kw {
-                        tile[col.wrapping_sub(k0) as usize] = h;
-                    }
-                }
-                if adv != 0 && u64::from(base) + u64::from(adv) > kend && stop.is_none() {
-                    stop = Some((w, base));
-                }
-                base += adv;
-            }
-            match stop {
-                Some((w, b)) => {
-                    *group = w;
-                    *next = b;
-                    return;
-                }
-                None => {
-                    *group += self.lanes;
-                    *next = base;
-                }
-            }
-        }
-    }
-}
-
-/// Rebuilds every row from its splits and windows as the kernel walks them, and compares with
-/// the dense values (the row-aligned layout of whole-row uploads too).
-fn windows_rebuild_the_rows(
-    rows: usize,
-    cols: usize,
-    d: f64,
-    window: u32,
-    lanes: u32,
-    aligned: bool,
+/// The kernel's decoding of one row's window (`mma_describe` and `mma_decode` of
+/// kernels/batch_mma.cu), modelled entry by entry: the groups the cursors bound, every entry's
+/// column in wrapping u32 arithmetic as the kernel computes it, entries outside the row masked
+/// to value 0 and gap 0; those inside the window stored in `tile`.
+fn decode_window(
+    values: &[u16],
+    codes: &[u8],
+    (start, end): (u32, u32),
+    (cur, cur_next): (u32, Option<u32>),
+    w: usize,
+    tile: &mut [u16],
 ) {
+    let (g0, next) = unpack(cur, start, w);
+    let n = window_groups(start, end, cur, cur_next);
+    let k0 = (w as u64 * u64::from(WINDOW)) as u32;
+    let mut base = next as u32;
+    for g in g0..g0 + n {
+        let first = g * 8;
+        let lo = start.saturating_sub(first).min(8);
+        let hi = end.saturating_sub(first).min(8);
+        let mut col = base.wrapping_sub(1).wrapping_sub(lo);
+        let mut adv = 0u32;
+        for i in 0..8u32 {
+            let e = (first + i) as usize;
+            let in_row = i >= lo && i < hi;
+            let (h, gap) = if in_row {
+                (values[e], code(codes, e).expect("code"))
+            } else {
+                (0, 0)
+            };
+            col = col.wrapping_add(gap + 1);
+            if in_row {
+                adv += gap + 1;
+            }
+            if col.wrapping_sub(k0) < WINDOW {
+                tile[col.wrapping_sub(k0) as usize] = h;
+            }
+        }
+        base = base.wrapping_add(adv);
+    }
+}
+
+/// Rebuilds every row from its windows as the kernel decodes them, and compares with the dense
+/// values (the row-aligned layout of whole-row uploads too); checks that the stage holds every
+/// band's windows.
+fn windows_rebuild_the_rows(rows: usize, cols: usize, d: f64, aligned: bool) {
     let (m, dense) = random_macko(rows, cols, d, 7 + rows as u64);
     let a = align_rows(&m, 0..rows).expect("aligned");
     let (rp, values, codes): (&[u32], Vec<u16>, &[u8]) = if aligned {
@@ -177,40 +148,37 @@ fn windows_rebuild_the_rows(
             m.codes(),
         )
     };
-    let cur = mma_cursors(rp, codes, cols as u32).expect("cursors");
-    let width = split_width(cols as u32);
-    for r in 0..rows {
-        let mut rebuilt = vec![0u16; cols];
-        let model = RowModel {
-            values: &values,
-            codes,
-            start: rp[r],
-            end: rp[r + 1],
-            lanes,
-        };
-        for s in 0..SPLITS as u32 {
-            let lo = s * width;
-            let hi = (lo + width).min(cols as u32);
-            let (mut group, mut next) = (
-                cur[(r * SPLITS + s as usize) * 2],
-                cur[(r * SPLITS + s as usize) * 2 + 1],
-            );
-            let mut k0 = lo;
-            while k0 < hi {
-                let kw = window.min(hi - k0);
-                let mut tile = vec![0u16; window as usize];
-                model.window(&mut group, &mut next, k0, kw, &mut tile);
-                rebuilt[k0 as usize..(k0 + kw) as usize].copy_from_slice(&tile[..kw as usize]);
-                k0 += window;
+    let cur = window_cursors(rp, codes, cols as u32).expect("cursors");
+    let nwin = windows(cols as u32) as usize;
+    let stage = stage_groups(rp, &cur, cols as u32);
+    let mut most = 0u32;
+    for band in 0..rows.div_ceil(BAND) {
+        for w in 0..nwin {
+            let mut groups = 0u32;
+            for r in band * BAND..((band + 1) * BAND).min(rows) {
+                let c = &cur[r * nwin..(r + 1) * nwin];
+                groups += window_groups(rp[r], rp[r + 1], c[w], c.get(w + 1).copied());
             }
+            most = most.max(groups);
+        }
+    }
+    assert_eq!(stage, most, "{rows}×{cols} d={d}");
+    for r in 0..rows {
+        let mut rebuilt = vec![0u16; nwin * WINDOW as usize];
+        let c = &cur[r * nwin..(r + 1) * nwin];
+        for w in 0..nwin {
+            let tile = &mut rebuilt[w * WINDOW as usize..(w + 1) * WINDOW as usize];
+            let bounds = (c[w], c.get(w + 1).copied());
+            decode_window(&values, codes, (rp[r], rp[r + 1]), bounds, w, tile);
         }
         let want: Vec<u16> = dense[r * cols..(r + 1) * cols]
             .iter()
             .map(|v| v.to_bits())
             .collect();
-        assert_eq!(
-            rebuilt, want,
-            "row {r} ({rows}×{cols} d={d} K={window} L={lanes})"
+        assert_eq!(&rebuilt[..cols], &want[..], "row {r} ({rows}×{cols} d={d})");
+        assert!(
+            rebuilt[cols..].iter().all(|&h| h == 0),
+            "row {r}: past the columns"
         );
     }
 }
@@ -218,11 +186,20 @@ fn windows_rebuild_the_rows(
 #[test]
 fn the_kernels_windows_rebuild_every_row_from_the_cursors() {
     for aligned in [false, true] {
-        for (window, lanes) in [(32, 4), (128, 8), (128, 16), (512, 32), (64, 4)] {
-            windows_rebuild_the_rows(37, 777, 0.3, window, lanes, aligned);
-            windows_rebuild_the_rows(20, 4096, 0.05, window, lanes, aligned);
-            windows_rebuild_the_rows(16, 64, 1.0, window, lanes, aligned);
-            windows_rebuild_the_rows(5, 2000, 0.0, window, lanes, aligned);
-        }
+        windows_rebuild_the_rows(37, 777, 0.3, aligned);
+        windows_rebuild_the_rows(20, 4096, 0.05, aligned);
+        windows_rebuild_the_rows(16, 64, 1.0, aligned);
+        windows_rebuild_the_rows(33, 1000, 0.9, aligned);
+        windows_rebuild_the_rows(5, 2000, 0.0, aligned);
     }
+}
+
+#[test]
+fn a_dense_window_fills_the_largest_stage() {
+    // Every row dense: each window holds 128 entries (16 groups) plus the group after it.
+    let (m, _) = random_macko(16, 512, 1.0, 4);
+    let cur = window_cursors(m.row_ptr(), m.codes(), 512).expect("cursors");
+    let stage = stage_groups(m.row_ptr(), &cur, 512);
+    assert!(stage <= 16 * (WINDOW / 8 + 2), "{stage}");
+    assert!(stage >= 16 * (WINDOW / 8), "{stage}");
 }

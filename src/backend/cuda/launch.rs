@@ -234,9 +234,8 @@ impl Launcher<'_> {
                     .arg(y)
                     .arg(&m.rows)
                     .arg(&m.cols)
-                    .arg(&plan.split_width)
-                    .arg(&plan.window)
-                    .arg(&plan.lanes)
+                    .arg(&plan.windows)
+                    .arg(&plan.stage_groups)
             }
             Product::Csr(_) => return Err(internal("a tensor-core plan for a CSR matrix")),
         };
@@ -247,18 +246,18 @@ impl Launcher<'_> {
             shared_mem_bytes: plan.smem_bytes,
         };
         // SAFETY: the arguments match `dense_batch_mma_*` (a, x, y, rows, cols, first, count)
-        // or `macko_batch_mma_*` (row_ptr, values, codes, cursors, x, y, rows, cols,
-        // split_width, window, lanes, first, count) of kernels/batch_mma.cu in order and
-        // type, as the
-        // plan's kernel is of the matrix's format (batch_plan.rs). x holds batch × cols halves
+        // or `macko_batch_mma_*` (row_ptr, values, codes, cursors, x, y, rows, cols, nwin,
+        // stage_groups, first, count) of kernels/batch_mma.cu in order and type, as
+        // the plan's kernel is of the matrix's format (batch_plan.rs). x holds batch × cols halves
         // and the kernels read vectors first .. first + count only (count <= W, first + count
         // <= batch: checked by the callers), in 16-byte words (cols % 8 == 0, the planner's
         // condition; the buffers are allocation-aligned); y holds batch × rows elements of the
         // kernel's output type. The MACKO arrays are those of the single-vector kernels, read
-        // in the same aligned groups (row_ptr bounds them); cursors holds rows × 16 pairs
-        // computed from these arrays at upload (`cursors::mma_cursors`), each group index at
-        // most ⌈end / 8⌉ of its row; the tiles take plan.smem_bytes of shared memory, sized
-        // for plan.window by the planner.
+        // in the same aligned groups (row_ptr bounds them); cursors holds rows × windows
+        // packed cursors computed from these arrays at upload (`cursors::window_cursors`),
+        // each bounding its row's groups by ⌈end / 8⌉; plan.smem_bytes holds the stages of
+        // plan.stage_groups groups that `cursors::stage_groups` measured on these arrays (the
+        // kernel also cuts a band's groups at the stage, never writing past it).
         unsafe { args.launch(cfg) }
             .map(|_| ())
             .map_err(|e| cuda_error("launching a tensor-core few-token kernel", e))

@@ -8,7 +8,7 @@
 //! each warp then walks rows grid-stride. With x staged in shared memory, the staging cost is
 //! paid once per resident block, not once per row.
 
-use super::batch_plan::{batch_plans, BatchMatrix, BatchPlans};
+use super::batch_plan::{batch_plans, BatchMatrix, BatchPlan, BatchPlans};
 use super::caps::{x_smem_bytes, x_smem_half_bytes, CudaCaps, Kernel, BIG_BLOCK, BLOCK};
 use super::errors::internal;
 use super::flat;
@@ -261,7 +261,10 @@ pub fn macko_plan(caps: &CudaCaps, tuning: &CudaTuning, m: &MackoStats) -> Resul
     plan.batch = Some(batch_plans(
         caps,
         tuning,
-        BatchMatrix::Macko { entries: m.entries },
+        BatchMatrix::Macko {
+            entries: m.entries,
+            stage_groups: None,
+        },
         m.rows,
         m.cols,
     )?);
@@ -706,15 +709,14 @@ impl CudaTuning {
                 taken: |p| p.batch.is_some_and(|b| b.0.iter().all(|w| !w.x_in_smem())),
             },
             ForcedPlan {
-                name: "cuda few-token tensor cores, 64-column windows",
+                name: "cuda few-token tensor cores at every width",
                 tuning: CudaTuning {
                     batch_mma: Some(true),
-                    batch_window: Some(64),
                     ..t()
                 },
                 taken: |p| {
                     p.batch
-                        .is_some_and(|b| b.0.iter().all(|w| w.tensor_cores() && w.window == 64))
+                        .is_some_and(|b| b.0.iter().all(BatchPlan::tensor_cores))
                 },
             },
             ForcedPlan {

@@ -67,12 +67,6 @@ pub struct CudaTuning {
     /// width (`on`) or none (`off`); by default at widths 8 and 16 where the GPU has them and
     /// the matrix qualifies (`batch_plan.rs`).
     pub batch_mma: Option<bool>,
-    /// `batch_window`: columns per window of the MACKO tensor-core kernel (its tiles' K: 64,
-    /// 128, 256 or 512; 128 by default, `batch_plan::DEFAULT_WINDOW`).
-    pub batch_window: Option<u32>,
-    /// `batch_lanes`: lanes decoding one row in the MACKO tensor-core kernel (4, 8, 16 or 32;
-    /// by default from the stored density, `batch_plan::team_lanes`).
-    pub batch_lanes: Option<u32>,
 }
 
 /// One of `choices` (name, value), `None` for `auto` or empty.
@@ -104,8 +98,6 @@ impl CudaTuning {
         "spread",
         "batch_x",
         "batch_mma",
-        "batch_window",
-        "batch_lanes",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -154,20 +146,6 @@ impl CudaTuning {
             "spread" => self.spread = switch(v)?,
             "batch_x" => self.batch_x = x_place(v)?,
             "batch_mma" => self.batch_mma = switch(v)?,
-            "batch_window" => {
-                self.batch_window = one_of(
-                    v,
-                    &[("64", 64), ("128", 128), ("256", 256), ("512", 512)],
-                    "expected 64, 128, 256, 512 or auto",
-                )?
-            }
-            "batch_lanes" => {
-                self.batch_lanes = one_of(
-                    v,
-                    &[("4", 4), ("8", 8), ("16", 16), ("32", 32)],
-                    "expected 4, 8, 16, 32 or auto",
-                )?
-            }
             other => {
                 return Err(format!(
                     "unknown key {other:?}: expected one of {}",
@@ -237,8 +215,6 @@ mod tests {
             ("spread", "1"),
             ("batch_x", "global"),
             ("batch_mma", "on"),
-            ("batch_window", "256"),
-            ("batch_lanes", "8"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -259,8 +235,6 @@ mod tests {
                 spread: Some(true),
                 batch_x: Some(XPlace::Global),
                 batch_mma: Some(true),
-                batch_window: Some(256),
-                batch_lanes: Some(8),
             }
         );
         t.set("split", "off").expect("off");

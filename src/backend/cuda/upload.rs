@@ -8,7 +8,7 @@ use cudarc::driver::CudaStream;
 use macko_format::aligned::align_rows;
 use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix};
 
-use super::batch_plan::BatchPlan;
+use super::batch_plan::{batch_plans, BatchMatrix, BatchPlan};
 use super::caps::CudaCaps;
 use super::cursors;
 use super::errors::internal;
@@ -71,12 +71,7 @@ impl Uploader<'_> {
         };
         let cursors = match plan.batch {
             Some(b) if b.0.iter().any(BatchPlan::tensor_cores) => {
-                let table = cursors::mma_cursors(row_ptr, codes, cols)?;
-                Some(DeviceArray::upload(
-                    self.stream,
-                    &table,
-                    "MACKO column cursors",
-                )?)
+                self.mma_cursors(&mut plan, row_ptr, codes, cols, m.entries())?
             }
             _ => None,
         };
@@ -91,6 +86,33 @@ impl Uploader<'_> {
             flat,
             cursors,
         })
+    }
+
+    /// The tensor-core kernel's window cursors (`cursors.rs`), and the few-token plans again
+    /// with the stage the cursors measured (the planner estimated it from the density): a
+    /// width whose stages no longer fit goes to the CUDA-core kernels. `None` (no cursors kept)
+    /// when no width stays on tensor cores.
+    fn mma_cursors(
+        &self,
+        plan: &mut CudaPlan,
+        row_ptr: &[u32],
+        codes: &[u8],
+        cols: u32,
+        entries: usize,
+    ) -> Result<Option<DeviceArray<u32>>> {
+        let table = cursors::window_cursors(row_ptr, codes, cols)?;
+        let stage = cursors::stage_groups(row_ptr, &table, cols);
+        let rows = dim(row_ptr.len().saturating_sub(1), "rows")?;
+        let m = BatchMatrix::Macko {
+            entries: entries as u64,
+            stage_groups: Some(stage),
+        };
+        let plans = batch_plans(self.caps, self.tuning, m, rows, cols)?;
+        plan.batch = Some(plans);
+        if !plans.0.iter().any(BatchPlan::tensor_cores) {
+            return Ok(None);
+        }
+        DeviceArray::upload(self.stream, &table, "MACKO window cursors").map(Some)
     }
 
     /// Cuts the entries of `m` into the plan's ranges (one per resident warp of the flat
