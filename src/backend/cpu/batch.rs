@@ -98,8 +98,8 @@ fn rows_of<const W: usize>(data: &CpuData, simd: bool, finite: bool, xt: &[f32],
 /// [`rows_generic`] compiled for AVX2 + FMA + F16C: the W-lane multiply-adds become vector FMAs
 /// and 8 values are widened with one instruction. MACKO rows at W = 8 and 16 take the
 /// hand-vectorised [`batch_avx2::macko_row`] instead (8 FMA chains and about 6 instructions per
-/// entry, against 4 chains and about 10 here; 8192², d = 0.5, B = 8 on the 2-core VM: about
-/// 12 ms against 16–21 ms).
+/// entry, against 4 chains and about 10 here; 8192², d = 0.5 on the 2-core VM, same runs:
+/// B = 8 11.5–12.0 ms against 15.6–16.0 ms, B = 16 19.6–19.8 ms against 23.6–23.8 ms).
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C.
