@@ -13,6 +13,7 @@ use crate::error::Result;
 
 mod avx2;
 mod batch;
+mod batch_avx2;
 mod decode;
 mod storage;
 
