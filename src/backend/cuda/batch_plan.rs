@@ -239,9 +239,11 @@ pub fn estimated_stage_groups(entries: u64, rows: u32, cols: u32) -> u32 {
 ///   tensor-core kernel takes 56–57 µs at B = 2–16 on 8192² (84–89 % of the streaming read)
 ///   where the CUDA-core one takes 77 / 143 / 274 / 538 µs at B = 2 / 4 / 8 / 16;
 /// - MACKO rows at width 16 only, where at least [`MMA_MIN_DENSITY`] of the cells are stored:
-///   measured the same day, the tiles win only there (8192², d = 0.5: 125 against 156 µs;
-///   14336×4096: 126 against 123), and lose at every width at d = 0.1 (50–59 against 25–55 µs)
-///   and at width 8 (108–121 against 58–67 µs at d = 0.5): kernels/README.md, "Tensor cores".
+///   measured the same day with the window-cursor kernel (8192², 28672×8192, 4096², 14336×4096),
+///   the tiles win only there (d = 0.5: 30–330 against 45–516 µs; d = 0.3: 26–296 against
+///   32–333, but 90 against 80 on 14336×4096); at widths 2–8 the CUDA cores were 1.04–3.6×
+///   faster, and the first tile kernel lost at every width at d = 0.1 (50–59 against 25–55 µs):
+///   kernels/README.md, "Tensor cores".
 fn mma_wanted(
     caps: &CudaCaps,
     tuning: &CudaTuning,
