@@ -197,6 +197,11 @@ pub const DENSE_MMA_BAND: u32 = 32;
 /// Threads per block of the MACKO tensor-core kernel (`MACKO_MMA_BLOCK`: 8 warps).
 pub const MACKO_MMA_BLOCK: u32 = 256;
 
+/// The widest MACKO matrix the tensor-core kernel takes: a row then holds at most 2²³ + 2 groups
+/// (one entry per column at most), so a window cursor's group fits its 24 bits
+/// (`cursors::window_cursors`). Wider matrices run on the CUDA cores.
+pub const MMA_MAX_COLS: u32 = 1 << 26;
+
 /// `MMA_STAGES` of kernels/batch_mma.cu: shared-memory stages of each warp's ring (the next
 /// item's loads in flight while one is decoded; the measurement that chose 2 is there).
 pub const MMA_STAGES: u32 = 2;
@@ -282,6 +287,9 @@ fn mma_plan(
             entries,
             stage_groups,
         } => {
+            if cols > MMA_MAX_COLS {
+                return Ok(None);
+            }
             let stage = stage_groups.unwrap_or_else(|| estimated_stage_groups(entries, rows, cols));
             let Some(smem) = u32::try_from(macko_mma_smem(width, stage))
                 .ok()

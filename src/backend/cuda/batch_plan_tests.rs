@@ -261,6 +261,12 @@ fn macko_runs_on_tensor_cores_at_width_16_from_density_0_3_where_the_stages_fit(
         let p = plans(&caps, &t, half, 8192, 8190);
         assert!(p.0.iter().all(|p| !p.tensor_cores()));
     }
+    // Wider than the window cursors can address: CUDA cores.
+    let half_of = |cols: u32| macko(16 * u64::from(cols) / 2);
+    let p = plans(&h100(), &t, half_of(MMA_MAX_COLS + 8), 16, MMA_MAX_COLS + 8);
+    assert!(!p.get(Width::W16).tensor_cores());
+    let p = plans(&h100(), &t, half_of(MMA_MAX_COLS), 16, MMA_MAX_COLS);
+    assert!(p.get(Width::W16).tensor_cores());
     // The small GPU's 100 KiB of shared memory hold no such block: CUDA cores.
     let p = plans(&small(), &t, half, 8192, 8192);
     assert!(p.0.iter().all(|p| !p.tensor_cores()));
