@@ -11,10 +11,6 @@
 // MACKO decoding (macko_mask, macko_prefix: common.cuh) computes the same slots, masked entries
 // included, and needs no clamp.
 //
-// X32 (MACKO only, `cuda.batch_xt32=on`, a variant under measurement): XT holds W f32 lanes per
-// slot instead (batch_transpose32 converts each x once), so an entry's x is one 8- to 64-byte
-// load and its W FMAs need no binary16 conversion, for twice XT's bytes (staged or read).
-//
 // One warp per row, rows grid-stride over a persistent grid (warps numbered across blocks as in
 // macko.cu). MACKO: each lane owns one aligned group of 8 entries per chunk (one 16-byte value
 // load, one 32-bit code load), two chunks scanned at once. Each lane keeps W f32 accumulators;
@@ -33,24 +29,20 @@
 // 16 accumulators and 8 words of x per entry would spill under 64.
 #define BATCH_MINB(W) ((W) >= 16 ? 1 : 2)
 
-// 32-bit words of XT per slot: W binary16 lanes, two per word, or W f32 lanes (X32).
-#define BATCH_XW(W, X32) ((X32) ? (W) : (W) / 2)
-
-// XT's N words of slot `slot` into w (N = BATCH_XW: 1, 2, 4, 8 or 16, one 4- to 64-byte
-// load): from shared memory (XS) or global memory.
-template <int N, bool XS>
+// XT's W / 2 words of slot `slot` into w: from shared memory (XS) or global memory.
+template <int W, bool XS>
 __device__ __forceinline__ void batch_load_x(const unsigned* xt, unsigned slot,
-                                             unsigned (&w)[N]) {
-    const unsigned* p = xt + slot * (unsigned)N;
-    if constexpr (N == 1) {
+                                             unsigned (&w)[W / 2]) {
+    const unsigned* p = xt + slot * (unsigned)(W / 2);
+    if constexpr (W == 2) {
         w[0] = XS ? p[0] : __ldg(p);
-    } else if constexpr (N == 2) {
+    } else if constexpr (W == 4) {
         const uint2 t = XS ? *reinterpret_cast<const uint2*>(p) : __ldg(reinterpret_cast<const uint2*>(p));
         w[0] = t.x;
         w[1] = t.y;
     } else {
 #pragma unroll
-        for (int q = 0; q < N / 4; ++q) {
+        for (int q = 0; q < W / 8; ++q) {
             const uint4* p4 = reinterpret_cast<const uint4*>(p) + q;
             const uint4 t = XS ? *p4 : __ldg(p4);
             w[4 * q + 0] = t.x;
@@ -62,30 +54,23 @@ __device__ __forceinline__ void batch_load_x(const unsigned* xt, unsigned slot,
 }
 
 // acc[b] += a · x[b] for the W lanes of slot `slot`. SAFE: a zero-valued entry adds nothing
-// whatever x is (its x words are ANDed with 0: one select per entry, one AND per word, two
-// binary16 lanes or one f32 lane; +0 either way, so 0·(+0) adds ±0 as for finite x).
-template <int W, bool XS, bool SAFE, bool X32 = false>
+// whatever x is (its x words are ANDed with 0; one select per entry, one AND per two lanes).
+template <int W, bool XS, bool SAFE>
 __device__ __forceinline__ void batch_entry(float a, const unsigned* xt, unsigned slot,
                                             float (&acc)[W]) {
-    constexpr int N = BATCH_XW(W, X32);
-    unsigned w[N];
-    batch_load_x<N, XS>(xt, slot, w);
+    unsigned w[W / 2];
+    batch_load_x<W, XS>(xt, slot, w);
     if (SAFE) {
         const unsigned keep = a != 0.0f ? 0xffffffffu : 0u;
 #pragma unroll
-        for (int j = 0; j < N; ++j) w[j] &= keep;
+        for (int j = 0; j < W / 2; ++j) w[j] &= keep;
     }
-    if constexpr (X32) {
 #pragma unroll
-        for (int b = 0; b < W; ++b) acc[b] = fmaf(a, __uint_as_float(w[b]), acc[b]);
-    } else {
-#pragma unroll
-        for (int j = 0; j < W / 2; ++j) {
-            float lo, hi;
-            macko_unpack2(w[j], lo, hi);
-            acc[2 * j] = fmaf(a, lo, acc[2 * j]);
-            acc[2 * j + 1] = fmaf(a, hi, acc[2 * j + 1]);
-        }
+    for (int j = 0; j < W / 2; ++j) {
+        float lo, hi;
+        macko_unpack2(w[j], lo, hi);
+        acc[2 * j] = fmaf(a, lo, acc[2 * j]);
+        acc[2 * j + 1] = fmaf(a, hi, acc[2 * j + 1]);
     }
 }
 
@@ -130,16 +115,8 @@ __device__ __forceinline__ void batch_store(Out* __restrict__ y, unsigned rows, 
     }
 }
 
-// Whether any of the 4 f32 in a 16-byte word is ±∞ or NaN (exponent all ones).
-__device__ __forceinline__ bool batch_f4_nonfinite(uint4 w) {
-    const unsigned e = 0x7f800000u;
-    return (w.x & e) == e || (w.y & e) == e || (w.z & e) == e || (w.w & e) == e;
-}
-
-// Copies XT (`words16` 16-byte words, binary16 lanes or f32 with X32) into shared memory;
-// returns whether the block's copy holds any ±∞ or NaN (every thread gets the answer; the block
-// is synchronised).
-template <bool X32 = false>
+// Copies XT (`words16` 16-byte words) into shared memory; returns whether the block's copy holds
+// any ±∞ or NaN (every thread gets the answer; the block is synchronised).
 __device__ __forceinline__ bool batch_stage(unsigned* xs, const unsigned* __restrict__ xt,
                                             unsigned words16) {
     bool nonfinite = false;
@@ -147,7 +124,7 @@ __device__ __forceinline__ bool batch_stage(unsigned* xs, const unsigned* __rest
     uint4* dst = reinterpret_cast<uint4*>(xs);
     for (unsigned j = threadIdx.x; j < words16; j += blockDim.x) {
         const uint4 w = __ldg(src + j);
-        nonfinite |= X32 ? batch_f4_nonfinite(w) : macko_h8_nonfinite(w);
+        nonfinite |= macko_h8_nonfinite(w);
         dst[j] = w;
     }
     return __syncthreads_or(nonfinite ? 1 : 0) != 0;
@@ -174,31 +151,12 @@ extern "C" __global__ void __launch_bounds__(BATCH_BLOCK)
     }
 }
 
-// The same into f32 lanes (X32): XT[s][b] as f32, one thread per lane, grid-stride; `xt` holds
-// slots × width words. binary16 → f32 is exact (±∞ and NaN stay non-finite), so the f32 kernels
-// sum the same products as the binary16 ones.
-extern "C" __global__ void __launch_bounds__(BATCH_BLOCK)
-    batch_transpose32(const unsigned short* __restrict__ x, float* __restrict__ xt,
-                      unsigned cols, unsigned first, unsigned count, unsigned width,
-                      unsigned slots) {
-    const unsigned n = slots * width;
-    for (unsigned i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const unsigned s = i / width, b = i % width;
-        const unsigned c = s - MACKO_X_SLACK;  // wraps for the front slack: then >= cols
-        float v = 0.0f;
-        if (s >= MACKO_X_SLACK && c < cols && b < count) {
-            v = macko_h2f(__ldg(x + (unsigned long long)(first + b) * cols + c));
-        }
-        xt[i] = v;
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // MACKO-16-4.
 
 // One lane's 8 entries of a chunk (values v, prefix words pl/ph, `b0` the slot of the row's
 // previous column minus lo, as in macko.cu's macko_chunk).
-template <int W, bool XS, bool SAFE, bool X32>
+template <int W, bool XS, bool SAFE>
 __device__ __forceinline__ void batch_macko_chunk(const uint4 v, unsigned pl, unsigned ph,
                                                   unsigned b0, const unsigned* xt,
                                                   float (&acc)[W]) {
@@ -208,19 +166,19 @@ __device__ __forceinline__ void batch_macko_chunk(const uint4 v, unsigned pl, un
     macko_unpack2(v.y, a[2], a[3]);
     macko_unpack2(v.z, a[4], a[5]);
     macko_unpack2(v.w, a[6], a[7]);
-    batch_entry<W, XS, SAFE, X32>(a[0], xt, b0 + __byte_perm(pl, 0u, 0x4440), acc);
-    batch_entry<W, XS, SAFE, X32>(a[1], xt, b0 + __byte_perm(pl, 0u, 0x4441), acc);
-    batch_entry<W, XS, SAFE, X32>(a[2], xt, b0 + __byte_perm(pl, 0u, 0x4442), acc);
-    batch_entry<W, XS, SAFE, X32>(a[3], xt, b1, acc);
-    batch_entry<W, XS, SAFE, X32>(a[4], xt, b1 + __byte_perm(ph, 0u, 0x4440), acc);
-    batch_entry<W, XS, SAFE, X32>(a[5], xt, b1 + __byte_perm(ph, 0u, 0x4441), acc);
-    batch_entry<W, XS, SAFE, X32>(a[6], xt, b1 + __byte_perm(ph, 0u, 0x4442), acc);
-    batch_entry<W, XS, SAFE, X32>(a[7], xt, b1 + (ph >> 24), acc);
+    batch_entry<W, XS, SAFE>(a[0], xt, b0 + __byte_perm(pl, 0u, 0x4440), acc);
+    batch_entry<W, XS, SAFE>(a[1], xt, b0 + __byte_perm(pl, 0u, 0x4441), acc);
+    batch_entry<W, XS, SAFE>(a[2], xt, b0 + __byte_perm(pl, 0u, 0x4442), acc);
+    batch_entry<W, XS, SAFE>(a[3], xt, b1, acc);
+    batch_entry<W, XS, SAFE>(a[4], xt, b1 + __byte_perm(ph, 0u, 0x4440), acc);
+    batch_entry<W, XS, SAFE>(a[5], xt, b1 + __byte_perm(ph, 0u, 0x4441), acc);
+    batch_entry<W, XS, SAFE>(a[6], xt, b1 + __byte_perm(ph, 0u, 0x4442), acc);
+    batch_entry<W, XS, SAFE>(a[7], xt, b1 + (ph >> 24), acc);
 }
 
 // Row [start, end) of a MACKO matrix into acc: batches of two chunks (64 groups) per warp, both
 // loaded before either is used, scanned at once (16-bit halves of one word, as in macko_row).
-template <int W, bool XS, bool SAFE, bool X32>
+template <int W, bool XS, bool SAFE>
 __device__ __forceinline__ void batch_macko_row(const uint4* __restrict__ values,
                                                 const unsigned* __restrict__ codes,
                                                 const unsigned* xt, unsigned start, unsigned end,
@@ -252,17 +210,17 @@ __device__ __forceinline__ void batch_macko_row(const uint4* __restrict__ values
         const unsigned next_a = next + (total & 0xffffu);
         const unsigned base_b = next_a + (excl >> 16);
         next = next_a + (total >> 16);
-        batch_macko_chunk<W, XS, SAFE, X32>(v[0], pl_a, ph_a, base_a + (MACKO_X_SLACK - 1u) - lo_a, xt,
+        batch_macko_chunk<W, XS, SAFE>(v[0], pl_a, ph_a, base_a + (MACKO_X_SLACK - 1u) - lo_a, xt,
                                        acc);
         // Warp-uniform: the second chunk holds entries of the row.
         if (wb + 32u < w_end) {
-            batch_macko_chunk<W, XS, SAFE, X32>(v[1], pl_b, ph_b,
+            batch_macko_chunk<W, XS, SAFE>(v[1], pl_b, ph_b,
                                            base_b + (MACKO_X_SLACK - 1u) - lo_b, xt, acc);
         }
     }
 }
 
-template <typename Out, int W, bool XS, bool SAFE, bool X32>
+template <typename Out, int W, bool XS, bool SAFE>
 __device__ __forceinline__ void batch_macko_rows(const unsigned* __restrict__ row_ptr,
                                                  const uint4* __restrict__ values,
                                                  const unsigned* __restrict__ codes,
@@ -275,12 +233,12 @@ __device__ __forceinline__ void batch_macko_rows(const unsigned* __restrict__ ro
 #pragma unroll
         for (int b = 0; b < W; ++b) acc[b] = 0.0f;
         const unsigned start = __ldg(row_ptr + row), end = __ldg(row_ptr + row + 1u);
-        batch_macko_row<W, XS, SAFE, X32>(values, codes, xt, start, end, lane, acc);
+        batch_macko_row<W, XS, SAFE>(values, codes, xt, start, end, lane, acc);
         batch_store<W>(y, rows, row, first, count, lane, batch_reduce<W>(acc, lane));
     }
 }
 
-template <typename Out, int W, bool XS, bool X32>
+template <typename Out, int W, bool XS>
 __device__ __forceinline__ void batch_macko_impl(const unsigned* __restrict__ row_ptr,
                                                  const uint4* __restrict__ values,
                                                  const unsigned* __restrict__ codes,
@@ -290,62 +248,42 @@ __device__ __forceinline__ void batch_macko_impl(const unsigned* __restrict__ ro
     extern __shared__ uint4 batch_xs[];
     if (XS) {
         unsigned* xs = reinterpret_cast<unsigned*>(batch_xs);
-        if (batch_stage<X32>(xs, xt, slots * BATCH_XW(W, X32) / 4u)) {
-            batch_macko_rows<Out, W, true, true, X32>(row_ptr, values, codes, xs, y, rows, first,
-                                                      count);
+        if (batch_stage(xs, xt, slots * W / 8u)) {
+            batch_macko_rows<Out, W, true, true>(row_ptr, values, codes, xs, y, rows, first, count);
         } else {
-            batch_macko_rows<Out, W, true, false, X32>(row_ptr, values, codes, xs, y, rows, first,
-                                                       count);
+            batch_macko_rows<Out, W, true, false>(row_ptr, values, codes, xs, y, rows, first,
+                                                  count);
         }
     } else {
-        batch_macko_rows<Out, W, false, true, X32>(row_ptr, values, codes, xt, y, rows, first,
-                                                   count);
+        batch_macko_rows<Out, W, false, true>(row_ptr, values, codes, xt, y, rows, first, count);
     }
 }
 
-#define BATCH_MACKO_ENTRY(NAME, OUT, W, XS, X32)                                                \
+#define BATCH_MACKO_ENTRY(NAME, OUT, W, XS)                                                     \
     extern "C" __global__ void __launch_bounds__(BATCH_BLOCK, BATCH_MINB(W))                   \
         NAME(const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,            \
              const unsigned* __restrict__ codes, const unsigned* __restrict__ xt,               \
              OUT* __restrict__ y, unsigned rows, unsigned slots, unsigned first,                \
              unsigned count) {                                                                  \
-        batch_macko_impl<OUT, W, XS, X32>(row_ptr, values, codes, xt, y, rows, slots, first,    \
-                                          count);                                               \
+        batch_macko_impl<OUT, W, XS>(row_ptr, values, codes, xt, y, rows, slots, first, count); \
     }
 
-BATCH_MACKO_ENTRY(macko_batch_xs_w2_f16, unsigned short, 2, true, false)
-BATCH_MACKO_ENTRY(macko_batch_xs_w2_f32, float, 2, true, false)
-BATCH_MACKO_ENTRY(macko_batch_xs_w4_f16, unsigned short, 4, true, false)
-BATCH_MACKO_ENTRY(macko_batch_xs_w4_f32, float, 4, true, false)
-BATCH_MACKO_ENTRY(macko_batch_xs_w8_f16, unsigned short, 8, true, false)
-BATCH_MACKO_ENTRY(macko_batch_xs_w8_f32, float, 8, true, false)
-BATCH_MACKO_ENTRY(macko_batch_xs_w16_f16, unsigned short, 16, true, false)
-BATCH_MACKO_ENTRY(macko_batch_xs_w16_f32, float, 16, true, false)
-BATCH_MACKO_ENTRY(macko_batch_xg_w2_f16, unsigned short, 2, false, false)
-BATCH_MACKO_ENTRY(macko_batch_xg_w2_f32, float, 2, false, false)
-BATCH_MACKO_ENTRY(macko_batch_xg_w4_f16, unsigned short, 4, false, false)
-BATCH_MACKO_ENTRY(macko_batch_xg_w4_f32, float, 4, false, false)
-BATCH_MACKO_ENTRY(macko_batch_xg_w8_f16, unsigned short, 8, false, false)
-BATCH_MACKO_ENTRY(macko_batch_xg_w8_f32, float, 8, false, false)
-BATCH_MACKO_ENTRY(macko_batch_xg_w16_f16, unsigned short, 16, false, false)
-BATCH_MACKO_ENTRY(macko_batch_xg_w16_f32, float, 16, false, false)
-// XT as f32 lanes (X32).
-BATCH_MACKO_ENTRY(macko_batch_xs32_w2_f16, unsigned short, 2, true, true)
-BATCH_MACKO_ENTRY(macko_batch_xs32_w2_f32, float, 2, true, true)
-BATCH_MACKO_ENTRY(macko_batch_xs32_w4_f16, unsigned short, 4, true, true)
-BATCH_MACKO_ENTRY(macko_batch_xs32_w4_f32, float, 4, true, true)
-BATCH_MACKO_ENTRY(macko_batch_xs32_w8_f16, unsigned short, 8, true, true)
-BATCH_MACKO_ENTRY(macko_batch_xs32_w8_f32, float, 8, true, true)
-BATCH_MACKO_ENTRY(macko_batch_xs32_w16_f16, unsigned short, 16, true, true)
-BATCH_MACKO_ENTRY(macko_batch_xs32_w16_f32, float, 16, true, true)
-BATCH_MACKO_ENTRY(macko_batch_xg32_w2_f16, unsigned short, 2, false, true)
-BATCH_MACKO_ENTRY(macko_batch_xg32_w2_f32, float, 2, false, true)
-BATCH_MACKO_ENTRY(macko_batch_xg32_w4_f16, unsigned short, 4, false, true)
-BATCH_MACKO_ENTRY(macko_batch_xg32_w4_f32, float, 4, false, true)
-BATCH_MACKO_ENTRY(macko_batch_xg32_w8_f16, unsigned short, 8, false, true)
-BATCH_MACKO_ENTRY(macko_batch_xg32_w8_f32, float, 8, false, true)
-BATCH_MACKO_ENTRY(macko_batch_xg32_w16_f16, unsigned short, 16, false, true)
-BATCH_MACKO_ENTRY(macko_batch_xg32_w16_f32, float, 16, false, true)
+BATCH_MACKO_ENTRY(macko_batch_xs_w2_f16, unsigned short, 2, true)
+BATCH_MACKO_ENTRY(macko_batch_xs_w2_f32, float, 2, true)
+BATCH_MACKO_ENTRY(macko_batch_xs_w4_f16, unsigned short, 4, true)
+BATCH_MACKO_ENTRY(macko_batch_xs_w4_f32, float, 4, true)
+BATCH_MACKO_ENTRY(macko_batch_xs_w8_f16, unsigned short, 8, true)
+BATCH_MACKO_ENTRY(macko_batch_xs_w8_f32, float, 8, true)
+BATCH_MACKO_ENTRY(macko_batch_xs_w16_f16, unsigned short, 16, true)
+BATCH_MACKO_ENTRY(macko_batch_xs_w16_f32, float, 16, true)
+BATCH_MACKO_ENTRY(macko_batch_xg_w2_f16, unsigned short, 2, false)
+BATCH_MACKO_ENTRY(macko_batch_xg_w2_f32, float, 2, false)
+BATCH_MACKO_ENTRY(macko_batch_xg_w4_f16, unsigned short, 4, false)
+BATCH_MACKO_ENTRY(macko_batch_xg_w4_f32, float, 4, false)
+BATCH_MACKO_ENTRY(macko_batch_xg_w8_f16, unsigned short, 8, false)
+BATCH_MACKO_ENTRY(macko_batch_xg_w8_f32, float, 8, false)
+BATCH_MACKO_ENTRY(macko_batch_xg_w16_f16, unsigned short, 16, false)
+BATCH_MACKO_ENTRY(macko_batch_xg_w16_f32, float, 16, false)
 
 // ---------------------------------------------------------------------------------------------
 // CSR: lane l takes entries start + l, start + l + 32, …, four in flight before the first use.

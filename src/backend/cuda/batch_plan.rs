@@ -6,9 +6,7 @@
 //!
 //! Each chunk runs two launches: `batch_transpose` writes XT (W binary16 lanes per column slot)
 //! into the backend's scratch buffer, then the product kernel reads it, staged in shared memory
-//! (MACKO and CSR, where XT fits without costing resident blocks) or from global memory. With
-//! `cuda.batch_xt32=on` MACKO's XT holds f32 lanes instead (`batch_transpose32`; twice the
-//! bytes, staged by the same rule on that size).
+//! (MACKO and CSR, where XT fits without costing resident blocks) or from global memory.
 
 use super::caps::{BatchFormat, BatchKernel, CudaCaps, Kernel, Width, BLOCK};
 use super::cursors::{windows, BAND, WINDOW};
@@ -73,20 +71,13 @@ impl BatchPlan {
         self.smem_bytes > 0 && !self.tensor_cores()
     }
 
-    /// 16-bit elements of XT (the scratch buffer the transpose writes): slots × W, twice that
-    /// where XT holds f32 lanes.
+    /// 16-bit elements of XT (the scratch buffer the transpose writes).
     pub fn xt_len(&self) -> usize {
         if self.tensor_cores() {
             return 0;
         }
         let lanes = self.width().map_or(0, Width::lanes);
-        let halves_per_lane = if self.xt_f32() { 2 } else { 1 };
-        self.slots as usize * lanes as usize * halves_per_lane
-    }
-
-    /// Whether XT holds f32 lanes (`batch_transpose32`, [`BatchFormat::xt_f32`]).
-    pub fn xt_f32(&self) -> bool {
-        matches!(self.kernel, Kernel::Batch(b) if b.format.xt_f32())
+        self.slots as usize * lanes as usize
     }
 
     /// Whether the product runs on tensor cores (kernels/batch_mma.cu): X is read as it is, no
@@ -114,11 +105,9 @@ pub fn xt_slots(cols: u32) -> Result<u32> {
     u32::try_from(slots).map_err(|_| internal("XT slots"))
 }
 
-/// Bytes of XT at width `w`, of f32 lanes where `f32_lanes`, else binary16 (what staging it in
-/// shared memory takes).
-pub fn xt_bytes(slots: u32, w: Width, f32_lanes: bool) -> u64 {
-    let lane_bytes = if f32_lanes { 4 } else { 2 };
-    u64::from(slots) * u64::from(w.lanes()) * lane_bytes
+/// Bytes of XT at width `w` (what staging it in shared memory takes).
+pub fn xt_bytes(slots: u32, w: Width) -> u64 {
+    u64::from(slots) * u64::from(w.lanes()) * 2
 }
 
 /// The plans of every chunk width for a `rows × cols` matrix of kind `m`.
@@ -143,8 +132,6 @@ pub fn batch_plans(
 /// global memory (staging then costs no occupancy; not measured yet, see kernels/README.md,
 /// "Few-token products"); `cuda.batch_x=smem` stages wherever XT fits at all, `global` never.
 /// Dense rows read XT from global memory (every warp reads all of it, in order, from L1/L2).
-/// `cuda.batch_xt32=on` gives MACKO the kernels of f32 XT, the same rule applied to their
-/// registers and to XT's f32 size.
 pub fn batch_plan(
     caps: &CudaCaps,
     tuning: &CudaTuning,
@@ -160,9 +147,6 @@ pub fn batch_plan(
     }
     let slots = xt_slots(cols)?;
     let (staged, global) = match m {
-        BatchMatrix::Macko { .. } if tuning.batch_xt32 == Some(true) => {
-            (BatchFormat::MackoShared32, BatchFormat::MackoGlobal32)
-        }
         BatchMatrix::Macko { .. } => (BatchFormat::MackoShared, BatchFormat::MackoGlobal),
         BatchMatrix::Csr => (BatchFormat::CsrShared, BatchFormat::CsrGlobal),
         BatchMatrix::Dense if cols % 8 == 0 => {
@@ -172,7 +156,7 @@ pub fn batch_plan(
     };
     let kernel = |format| Kernel::Batch(BatchKernel { format, width });
     let global_per_sm = caps.blocks_per_sm(kernel(global), BLOCK, 0);
-    let bytes = xt_bytes(slots, width, global.xt_f32());
+    let bytes = xt_bytes(slots, width);
     let smem = u32::try_from(bytes)
         .ok()
         .filter(|&b| staged != global && b <= caps.smem_limit);
@@ -190,9 +174,7 @@ pub fn batch_plan(
     let grid = caps
         .grid(kernel(format), BLOCK, smem_bytes, rows)
         .ok_or_else(|| internal("a few-token kernel cannot be resident"))?;
-    // One thread per 32-bit word: two binary16 lanes, or one f32 lane.
-    let lanes_per_word = if format.xt_f32() { 1 } else { 2 };
-    let words = u64::from(slots) * u64::from(width.lanes() / lanes_per_word);
+    let words = u64::from(slots) * u64::from(width.lanes() / 2);
     let transpose_grid = u32::try_from(words.div_ceil(u64::from(BLOCK)))
         .unwrap_or(u32::MAX)
         .clamp(1, caps.sm_count.max(1).saturating_mul(4));

@@ -11,7 +11,7 @@ fn staged(p: &BatchPlan) -> bool {
     matches!(
         p.kernel,
         Kernel::Batch(BatchKernel {
-            format: BatchFormat::MackoShared | BatchFormat::CsrShared | BatchFormat::MackoShared32,
+            format: BatchFormat::MackoShared | BatchFormat::CsrShared,
             ..
         })
     )
@@ -29,22 +29,15 @@ fn xt_slots_cover_the_slack_in_whole_16_byte_words() {
         assert!(u64::from(s) >= u64::from(cols) + 24);
         assert!(u64::from(s) < u64::from(cols) + 32);
         for w in Width::ALL {
-            assert_eq!(xt_bytes(s, w, false) % 16, 0, "{cols} columns at {w:?}");
-            assert_eq!(xt_bytes(s, w, true), 2 * xt_bytes(s, w, false));
+            assert_eq!(xt_bytes(s, w) % 16, 0, "{cols} columns at {w:?}");
         }
     }
 }
 
 #[test]
 fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
-    let xt32 = CudaTuning {
-        batch_xt32: Some(true),
-        ..CudaTuning::default()
-    };
-    for (caps, t) in [h100(), h200(), small()]
-        .into_iter()
-        .flat_map(|c| [(c.clone(), CudaTuning::default()), (c, xt32.clone())])
-    {
+    let t = CudaTuning::default();
+    for caps in [h100(), h200(), small()] {
         for m in [MACKO, BatchMatrix::Csr, BatchMatrix::Dense] {
             for (rows, cols) in [(0, 0), (1, 1), (4096, 4096), (3584, 20480), (28672, 8192)] {
                 let ps = plans(&caps, &t, m, rows, cols);
@@ -63,7 +56,7 @@ fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
                     assert!(p.grid <= resident.expect("resident"));
                     assert_eq!(p.x_in_smem(), staged(p), "{m:?} {rows}×{cols} {w:?}");
                     if p.x_in_smem() {
-                        assert_eq!(u64::from(p.smem_bytes), xt_bytes(p.slots, w, p.xt_f32()));
+                        assert_eq!(u64::from(p.smem_bytes), xt_bytes(p.slots, w));
                     }
                     if p.tensor_cores() {
                         // X read as it is: no XT, no transpose; shared memory for MACKO's
@@ -77,15 +70,7 @@ fn every_width_gets_its_own_kernel_and_a_runnable_launch() {
                         assert_eq!(u64::from(p.smem_bytes), tiles);
                         continue;
                     }
-                    // f32 lanes for MACKO where the tuning asks, never for CSR or dense rows.
-                    let f32_lanes =
-                        t.batch_xt32 == Some(true) && matches!(m, BatchMatrix::Macko { .. });
-                    assert_eq!(p.xt_f32(), f32_lanes, "{m:?} {rows}×{cols} {w:?}");
-                    let lane_halves = if f32_lanes { 2 } else { 1 };
-                    assert_eq!(
-                        p.xt_len(),
-                        p.slots as usize * w.lanes() as usize * lane_halves
-                    );
+                    assert_eq!(p.xt_len(), p.slots as usize * w.lanes() as usize);
                     // The transpose covers XT's words grid-stride in at most 4 blocks per SM.
                     assert!(p.transpose_grid >= 1 && p.transpose_grid <= caps.sm_count * 4);
                 }
@@ -325,69 +310,4 @@ fn the_shared_memory_layout_is_the_kernels() {
     assert_eq!(macko_mma_smem(Width::W16, 0), 8192 + 8 * per_warp(0));
     // 101 groups: 2020 bytes, 2032 with the next stage 16-byte aligned.
     assert_eq!(macko_mma_smem(Width::W8, 101), 4096 + 8 * per_warp(2032));
-}
-
-#[test]
-fn f32_xt_is_staged_where_its_double_size_costs_no_resident_blocks() {
-    let off = CudaTuning {
-        batch_mma: Some(false),
-        ..CudaTuning::default()
-    };
-    let on = CudaTuning {
-        batch_xt32: Some(true),
-        ..off.clone()
-    };
-    for caps in [h100(), h200()] {
-        let (p16, p32) = (
-            plans(&caps, &off, MACKO, 4096, 4096),
-            plans(&caps, &on, MACKO, 4096, 4096),
-        );
-        for w in Width::ALL {
-            let (a, b) = (p16.get(w), p32.get(w));
-            assert_eq!(
-                (format(a).map(BatchFormat::xt_f32), b.xt_f32()),
-                (Some(false), true)
-            );
-            assert_eq!((a.slots, b.xt_len()), (b.slots, 2 * a.xt_len()));
-        }
-        // 4096 columns, 4120 slots: f32 XT of 2 and 4 lanes (32 and 64 KiB) keeps the two
-        // blocks the 51- and 64-register global kernels keep; 8 lanes (129 KiB) one against
-        // two, 16 lanes (258 KiB) fits no block: global, where binary16 XT is staged.
-        assert!(p32.get(Width::W2).x_in_smem() && p32.get(Width::W4).x_in_smem());
-        assert!(!p32.get(Width::W8).x_in_smem() && !p32.get(Width::W16).x_in_smem());
-        assert!(Width::ALL.iter().all(|&w| p16.get(w).x_in_smem()));
-        assert_eq!(p32.get(Width::W4).smem_bytes, 4120 * 4 * 4);
-        assert_eq!(format(p32.get(Width::W8)), Some(BatchFormat::MackoGlobal32));
-        // The transpose writes one word per f32 lane: twice the words, twice the blocks.
-        assert_eq!(p16.get(Width::W2).transpose_grid, 9);
-        assert_eq!(p32.get(Width::W2).transpose_grid, 17);
-        // 12 288 columns: 4 lanes (192 KiB of f32) one block against two: global.
-        let p = plans(&caps, &on, MACKO, 4096, 12288);
-        assert!(p.get(Width::W2).x_in_smem());
-        assert!(!p.get(Width::W4).x_in_smem());
-        // Forced into shared memory: wherever f32 XT fits a block at all (8 lanes, 129 KiB).
-        let smem = CudaTuning {
-            batch_x: Some(XPlace::Shared),
-            ..on.clone()
-        };
-        let p = plans(&caps, &smem, MACKO, 4096, 4096);
-        assert_eq!(format(p.get(Width::W8)), Some(BatchFormat::MackoShared32));
-        assert!(!p.get(Width::W16).x_in_smem());
-    }
-    // CSR and dense rows keep binary16 XT; by default MACKO's width 16 at d = 0.5 still goes to
-    // tensor cores (no XT at all).
-    let caps = h100();
-    let p = plans(&caps, &on, BatchMatrix::Csr, 4096, 4096);
-    assert!(p.0.iter().all(|p| !p.xt_f32()));
-    let half = BatchMatrix::Macko {
-        entries: 8192 * 8192 / 2,
-        stage_groups: None,
-    };
-    let t = CudaTuning {
-        batch_xt32: Some(true),
-        ..CudaTuning::default()
-    };
-    let p = plans(&caps, &t, half, 8192, 8192);
-    assert!(p.get(Width::W16).tensor_cores() && !p.get(Width::W16).xt_f32());
-    assert!(p.get(Width::W8).xt_f32());
 }

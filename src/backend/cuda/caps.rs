@@ -68,8 +68,6 @@ pub enum Kernel {
     Batch(BatchKernel),
     /// `batch_transpose`: a chunk of X into W lanes per column (kernels/batch.cu).
     BatchTranspose,
-    /// `batch_transpose32`: the same into f32 lanes, for the [`BatchFormat::xt_f32`] kernels.
-    BatchTranspose32,
 }
 
 /// Chunk widths of the few-token kernels: W f32 sums per lane, the chunk's vector count rounded
@@ -128,16 +126,11 @@ pub enum BatchFormat {
     /// `macko_batch_mma_*`: MACKO rows decoded into tiles in shared memory and multiplied on
     /// tensor cores (cols % 8 == 0, sm_80+; X read as it is, no XT).
     MackoMma,
-    /// `macko_batch_xs32_*`: MACKO rows, XT of f32 lanes staged (`cuda.batch_xt32`, under
-    /// measurement: no conversion per entry, twice the bytes).
-    MackoShared32,
-    /// `macko_batch_xg32_*`: MACKO rows, XT of f32 lanes read from global memory.
-    MackoGlobal32,
 }
 
 impl BatchFormat {
     /// Every format, in the order of [`BatchFormat::index`].
-    pub const ALL: [BatchFormat; 10] = [
+    pub const ALL: [BatchFormat; 8] = [
         BatchFormat::MackoShared,
         BatchFormat::MackoGlobal,
         BatchFormat::CsrShared,
@@ -146,8 +139,6 @@ impl BatchFormat {
         BatchFormat::DenseAny,
         BatchFormat::DenseMma,
         BatchFormat::MackoMma,
-        BatchFormat::MackoShared32,
-        BatchFormat::MackoGlobal32,
     ];
 
     /// Position in [`BatchFormat::ALL`].
@@ -160,19 +151,7 @@ impl BatchFormat {
     pub fn stages_x(self) -> bool {
         matches!(
             self,
-            BatchFormat::MackoShared
-                | BatchFormat::CsrShared
-                | BatchFormat::MackoMma
-                | BatchFormat::MackoShared32
-        )
-    }
-
-    /// Whether the kernel reads XT as f32 lanes (written by `batch_transpose32`, twice the
-    /// bytes of binary16 lanes) rather than binary16.
-    pub fn xt_f32(self) -> bool {
-        matches!(
-            self,
-            BatchFormat::MackoShared32 | BatchFormat::MackoGlobal32
+            BatchFormat::MackoShared | BatchFormat::CsrShared | BatchFormat::MackoMma
         )
     }
 
@@ -192,7 +171,7 @@ pub struct BatchKernel {
 
 impl BatchKernel {
     /// Number of few-token product kernels.
-    pub const COUNT: usize = 40;
+    pub const COUNT: usize = 32;
 
     /// Position among the few-token kernels: format-major, widths narrowest first.
     pub fn index(self) -> usize {
@@ -234,14 +213,6 @@ const BATCH_ENTRIES: [(&str, &str); BatchKernel::COUNT] = [
     ("macko_batch_mma_w4_f16", "macko_batch_mma_w4_f32"),
     ("macko_batch_mma_w8_f16", "macko_batch_mma_w8_f32"),
     ("macko_batch_mma_w16_f16", "macko_batch_mma_w16_f32"),
-    ("macko_batch_xs32_w2_f16", "macko_batch_xs32_w2_f32"),
-    ("macko_batch_xs32_w4_f16", "macko_batch_xs32_w4_f32"),
-    ("macko_batch_xs32_w8_f16", "macko_batch_xs32_w8_f32"),
-    ("macko_batch_xs32_w16_f16", "macko_batch_xs32_w16_f32"),
-    ("macko_batch_xg32_w2_f16", "macko_batch_xg32_w2_f32"),
-    ("macko_batch_xg32_w4_f16", "macko_batch_xg32_w4_f32"),
-    ("macko_batch_xg32_w8_f16", "macko_batch_xg32_w8_f32"),
-    ("macko_batch_xg32_w16_f16", "macko_batch_xg32_w16_f32"),
 ];
 
 /// The single-vector kernels, in the order of [`Kernel::index`].
@@ -266,10 +237,9 @@ const SINGLE: [Kernel; 18] = [
     Kernel::StreamRead,
 ];
 
-/// Every kernel: the single-vector ones, the few-token ones, the two transposes.
+/// Every kernel: the single-vector ones, the few-token ones, the transpose.
 const fn all_kernels() -> [Kernel; Kernel::COUNT] {
     let mut all = [Kernel::BatchTranspose; Kernel::COUNT];
-    all[Kernel::COUNT - 1] = Kernel::BatchTranspose32;
     let mut i = 0;
     while i < SINGLE.len() {
         all[i] = SINGLE[i];
@@ -292,7 +262,7 @@ const fn all_kernels() -> [Kernel; Kernel::COUNT] {
 
 impl Kernel {
     /// Number of kernels.
-    pub const COUNT: usize = SINGLE.len() + BatchKernel::COUNT + 2;
+    pub const COUNT: usize = SINGLE.len() + BatchKernel::COUNT + 1;
 
     /// Every kernel, in the order of [`Kernel::index`].
     pub const ALL: [Kernel; Self::COUNT] = all_kernels();
@@ -319,8 +289,7 @@ impl Kernel {
             Kernel::DenseAny => 16,
             Kernel::StreamRead => 17,
             Kernel::Batch(b) => SINGLE.len() + b.index(),
-            Kernel::BatchTranspose => Self::COUNT - 2,
-            Kernel::BatchTranspose32 => Self::COUNT - 1,
+            Kernel::BatchTranspose => Self::COUNT - 1,
         }
     }
 
@@ -348,7 +317,6 @@ impl Kernel {
             Kernel::StreamRead => ("stream_read", "stream_read"),
             Kernel::Batch(b) => BATCH_ENTRIES[b.index()],
             Kernel::BatchTranspose => ("batch_transpose", "batch_transpose"),
-            Kernel::BatchTranspose32 => ("batch_transpose32", "batch_transpose32"),
         }
     }
 
@@ -492,8 +460,8 @@ pub mod tables {
 
     /// Registers per thread of each kernel for sm_90, in the order of [`Kernel::ALL`]: the
     /// single-vector kernels, then the few-token ones (format-major: MACKO staged, MACKO global,
-    /// CSR staged, CSR global, dense aligned, dense any, dense and MACKO on tensor cores, MACKO
-    /// with f32 XT staged and global; widths 2, 4, 8, 16), the two transposes.
+    /// CSR staged, CSR global, dense aligned, dense any, dense and MACKO on tensor cores; widths
+    /// 2, 4, 8, 16), the transpose.
     const SM90_REGISTERS: [u32; Kernel::COUNT] = [
         64, 64, 64, 64, 64, 64, 64, 64, 64, 40, 40, 32, 32, 39, 32, 62, 64, 32, // single
         43, 53, 63, 72, 47, 54, 64, 120, // MACKO
@@ -501,9 +469,7 @@ pub mod tables {
         48, 62, 64, 128, 32, 38, 51, 78, // dense
         64, 64, 64, 92, // dense on tensor cores
         94, 94, 94, 116, // MACKO on tensor cores
-        49, 60, 64, 93, // MACKO, f32 XT staged
-        51, 64, 63, 127, // MACKO, f32 XT global
-        20, 16, // transposes
+        20,  // transpose
     ];
 
     /// Static shared memory of the tensor-core kernels (the warps' partial sums of a band).

@@ -46,7 +46,7 @@ fn source_of(kernel: Kernel) -> &'static KernelSource {
         Kernel::DenseAligned | Kernel::DenseAny => &nvrtc::DENSE,
         Kernel::StreamRead => &nvrtc::STREAM,
         Kernel::Batch(b) if b.format.tensor_cores() => &nvrtc::BATCH_MMA,
-        Kernel::Batch(_) | Kernel::BatchTranspose | Kernel::BatchTranspose32 => &nvrtc::BATCH,
+        Kernel::Batch(_) | Kernel::BatchTranspose => &nvrtc::BATCH,
         _ => &nvrtc::MACKO,
     }
 }

@@ -193,11 +193,10 @@ impl Launcher<'_> {
         // slots, first, count), `csr_batch_*` (row_ptr, col_idx, values, xt, y, rows, slots,
         // first, count) or `dense_batch_*` (a, xt, y, rows, cols, first, count) of
         // kernels/batch.cu in order and type, as the plan's kernel is of the matrix's format
-        // (batch_plan.rs); xt holds plan.xt_len() halves (checked above: plan.slots × W
-        // binary16 lanes, or f32 lanes for the `*32` kernels, as plan.xt_f32() picked the
-        // transpose) written by the transpose queued before on this stream; y holds batch ×
-        // rows elements of the kernel's output type and the kernel writes only vectors first ..
-        // first + count (the backend checked first + count <= batch); the matrix arrays are those of the single-vector
+        // (batch_plan.rs); xt holds plan.slots × W halves (checked above) written by the
+        // transpose queued before on this stream; y holds batch × rows elements of the kernel's
+        // output type and the kernel writes only vectors first .. first + count (the backend
+        // checked first + count <= batch); the matrix arrays are those of the single-vector
         // kernels, read the same way (MACKO slots stay inside XT's slack: kernels/README.md,
         // "Correctness: every read in bounds").
         unsafe { args.launch(cfg) }
@@ -264,8 +263,7 @@ impl Launcher<'_> {
             .map_err(|e| cuda_error("launching a tensor-core few-token kernel", e))
     }
 
-    /// Queues the transpose of a chunk of x into XT (kernels/batch.cu, `batch_transpose`, or
-    /// `batch_transpose32` where the plan's XT holds f32 lanes).
+    /// Queues the transpose of a chunk of x into XT (kernels/batch.cu, `batch_transpose`).
     fn transpose(
         &self,
         plan: &BatchPlan,
@@ -275,12 +273,10 @@ impl Launcher<'_> {
         x: &DeviceArray<u16>,
         xt: &mut DeviceArray<u32>,
     ) -> Result<()> {
-        let transpose = if plan.xt_f32() {
-            Kernel::BatchTranspose32
-        } else {
-            Kernel::BatchTranspose
-        };
-        let f = self.kernels.get(transpose).pick(Precision::F32);
+        let f = self
+            .kernels
+            .get(Kernel::BatchTranspose)
+            .pick(Precision::F32);
         let mut args = self.stream.launch_builder(f);
         args.arg(x.buf())
             .arg(xt.buf_mut())
@@ -295,12 +291,9 @@ impl Launcher<'_> {
             shared_mem_bytes: 0,
         };
         // SAFETY: matches `batch_transpose(const unsigned short* x, unsigned* xt, unsigned cols,
-        // unsigned first, unsigned count, unsigned width, unsigned slots)` and
-        // `batch_transpose32` (the same with `float* xt`): x holds batch × cols halves and the
-        // kernel reads vectors first .. first + count only (count <= width, first + count <=
-        // batch, checked by the callers); xt holds plan.xt_len() halves (checked by
-        // `batch_into`): slots × width / 2 words, slots × width where plan.xt_f32(), which the
-        // f32 transpose writes.
+        // unsigned first, unsigned count, unsigned width, unsigned slots)`: x holds batch × cols
+        // halves and the kernel reads vectors first .. first + count only (count <= width,
+        // first + count <= batch, checked by the callers); xt holds slots × width / 2 words.
         unsafe { args.launch(cfg) }
             .map(|_| ())
             .map_err(|e| cuda_error("launching the few-token transpose", e))

@@ -709,34 +709,6 @@ impl CudaTuning {
                 taken: |p| p.batch.is_some_and(|b| b.0.iter().all(|w| !w.x_in_smem())),
             },
             ForcedPlan {
-                name: "cuda few-token f32 XT staged",
-                tuning: CudaTuning {
-                    batch_x: Some(XPlace::Shared),
-                    batch_mma: Some(false),
-                    batch_xt32: Some(true),
-                    ..t()
-                },
-                // Every width of f32 XT, staged at the widths where it fits a block.
-                taken: |p| {
-                    p.batch.is_some_and(|b| {
-                        b.0.iter().all(BatchPlan::xt_f32) && b.0.iter().any(BatchPlan::x_in_smem)
-                    })
-                },
-            },
-            ForcedPlan {
-                name: "cuda few-token f32 XT from global memory",
-                tuning: CudaTuning {
-                    batch_x: Some(XPlace::Global),
-                    batch_mma: Some(false),
-                    batch_xt32: Some(true),
-                    ..t()
-                },
-                taken: |p| {
-                    p.batch
-                        .is_some_and(|b| b.0.iter().all(|w| w.xt_f32() && !w.x_in_smem()))
-                },
-            },
-            ForcedPlan {
                 name: "cuda few-token tensor cores at every width",
                 tuning: CudaTuning {
                     batch_mma: Some(true),

@@ -67,10 +67,6 @@ pub struct CudaTuning {
     /// width (`on`) or none (`off`); by default at widths 8 and 16 where the GPU has them and
     /// the matrix qualifies (`batch_plan.rs`).
     pub batch_mma: Option<bool>,
-    /// `batch_xt32`: the CUDA-core MACKO few-token kernels read XT as f32 lanes (`on`: one wider
-    /// load per entry and no conversion, twice XT's bytes) or binary16 (`off`, the default until
-    /// measured; `batch_plan.rs`).
-    pub batch_xt32: Option<bool>,
 }
 
 /// One of `choices` (name, value), `None` for `auto` or empty.
@@ -102,7 +98,6 @@ impl CudaTuning {
         "spread",
         "batch_x",
         "batch_mma",
-        "batch_xt32",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -151,7 +146,6 @@ impl CudaTuning {
             "spread" => self.spread = switch(v)?,
             "batch_x" => self.batch_x = x_place(v)?,
             "batch_mma" => self.batch_mma = switch(v)?,
-            "batch_xt32" => self.batch_xt32 = switch(v)?,
             other => {
                 return Err(format!(
                     "unknown key {other:?}: expected one of {}",
@@ -221,7 +215,6 @@ mod tests {
             ("spread", "1"),
             ("batch_x", "global"),
             ("batch_mma", "on"),
-            ("batch_xt32", "on"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -242,7 +235,6 @@ mod tests {
                 spread: Some(true),
                 batch_x: Some(XPlace::Global),
                 batch_mma: Some(true),
-                batch_xt32: Some(true),
             }
         );
         t.set("split", "off").expect("off");
