@@ -99,10 +99,13 @@ __device__ __forceinline__ bool mma_reduce_store(float* red, const float (&acc)[
 // a persistent grid); its 16 warps split the columns: warp w takes the 32-column steps w, w + 16,
 // … (so the block reads 1 KiB of each row at once), DENSE_MMA_UNROLL steps' loads in flight
 // before the first mma. The warps' partial sums meet in shared memory (mma_reduce_store). IEEE
-// as every GEMM: a stored zero times ∞ is NaN, tensor cores included. Four steps in flight, not
-// two: measured on an H100 (2026-11-26, 5 shapes, d = 0.5, two rounds), our dense product went
-// from 0.92–0.95 to 0.96–1.00 of cuBLAS's speed at B = 2 / 4 / 8 (a 4-byte spill at W ≤ 8).
-#define DENSE_MMA_MT 2
+// as every GEMM: a stored zero times ∞ is NaN, tensor cores included. One m-tile per band and
+// four steps in flight: measured on an H100 (2026-11-26, 8192², 28672×8192, 4096², 14336×4096,
+// 4096×14336, medians over the shapes, two rounds each), our dense product against cuBLAS at
+// B = 2 / 4 / 8 went from 0.92–0.95 (two m-tiles, two steps) to 0.96–1.00 (two m-tiles, four
+// steps: a 4-byte spill at W ≤ 8) and 0.99–1.01 (two m-tiles, eight steps, one block per SM)
+// or 0.99–1.01 (one m-tile, four steps, no spill: kept).
+#define DENSE_MMA_MT 1
 #define DENSE_MMA_UNROLL 4
 
 template <typename Out, int NT>

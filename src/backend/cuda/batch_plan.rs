@@ -192,7 +192,7 @@ pub fn batch_plan(
 
 /// Rows of a band of the dense tensor-core kernel (`16 · DENSE_MMA_MT` of kernels/batch_mma.cu):
 /// one block multiplies one band at a time, its warps splitting the columns.
-pub const DENSE_MMA_BAND: u32 = 32;
+pub const DENSE_MMA_BAND: u32 = 16;
 
 /// Threads per block of the MACKO tensor-core kernel (`MACKO_MMA_BLOCK`: 8 warps).
 pub const MACKO_MMA_BLOCK: u32 = 256;

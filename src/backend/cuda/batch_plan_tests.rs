@@ -219,14 +219,14 @@ fn the_tuning_forces_tensor_cores_at_every_width_or_none() {
 fn a_dense_tensor_core_grid_holds_at_most_one_block_per_band() {
     let caps = h100();
     let t = CudaTuning::default();
-    // 64 and 92 registers: two and one 512-thread blocks per SM (and 16 / 32 KiB of partial
+    // 64 and 96 registers: two and one 512-thread blocks per SM (and 8 / 16 KiB of partial
     // sums each).
     let p = plans(&caps, &t, BatchMatrix::Dense, 28672, 8192);
     assert_eq!(p.get(Width::W8).grid, 264);
     assert_eq!(p.get(Width::W16).grid, 132);
-    // 100 rows: 4 bands of 32.
+    // 100 rows: 7 bands of 16.
     let p = plans(&caps, &t, BatchMatrix::Dense, 100, 4096);
-    assert_eq!(p.get(Width::W16).grid, 4);
+    assert_eq!(p.get(Width::W16).grid, 7);
 }
 
 #[test]

@@ -467,17 +467,17 @@ pub mod tables {
         43, 53, 63, 72, 47, 54, 64, 120, // MACKO
         32, 32, 44, 55, 32, 32, 45, 70, // CSR
         48, 62, 64, 128, 32, 38, 51, 78, // dense
-        64, 64, 64, 92, // dense on tensor cores
+        64, 64, 64, 96, // dense on tensor cores
         94, 94, 94, 116, // MACKO on tensor cores
         20,  // transpose
     ];
 
     /// Static shared memory of the tensor-core kernels (the warps' partial sums of a band).
     const MMA_STATIC_SMEM: [(BatchFormat, Width, u32); 4] = [
-        (BatchFormat::DenseMma, Width::W2, 16 << 10),
-        (BatchFormat::DenseMma, Width::W4, 16 << 10),
-        (BatchFormat::DenseMma, Width::W8, 16 << 10),
-        (BatchFormat::DenseMma, Width::W16, 32 << 10),
+        (BatchFormat::DenseMma, Width::W2, 8 << 10),
+        (BatchFormat::DenseMma, Width::W4, 8 << 10),
+        (BatchFormat::DenseMma, Width::W8, 8 << 10),
+        (BatchFormat::DenseMma, Width::W16, 16 << 10),
     ];
 
     /// The kernels' use of an SM for sm_90.
