@@ -212,7 +212,7 @@ DENSE_MMA_ENTRY(dense_batch_mma_w16_f32, float, 2)
 // Padding never contributes, even where X holds ±∞ or NaN: a zero of the tile times ∞ is NaN on
 // tensor cores too. A NaN that such a product makes survives every addition, so a band whose
 // sums hold no NaN is exact; a band with a NaN sum is computed again on CUDA cores (decoded from
-// global memory into the tile; mma_exact_window multiplies only the tile's non-zero entries),
+// global memory into the tile; mma_exact_tile multiplies only the tile's non-zero entries),
 // which also reproduces the NaN where a real entry meets a non-finite x. Finite X never takes
 // that path.
 #define MACKO_MMA_WARPS 8

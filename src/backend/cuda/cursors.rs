@@ -90,12 +90,13 @@ fn row_cursors(codes: &[u8], start: u32, end: u32, out: &mut [Cursor]) -> Result
     Ok(())
 }
 
-/// Packs a cursor of window `w` of a row starting at entry `start` (see [`GROUP_BITS`]).
-fn pack(c: Cursor, start: u32, w: usize) -> Result<u32> {
-    let rel = c.group - start / 8;
+/// Packs a cursor of window `w` of the row of entries `[start, end)` (see [`GROUP_BITS`]).
+fn pack(c: Cursor, (start, end): (u32, u32), w: usize) -> Result<u32> {
+    let rel = c.group.saturating_sub(start / 8);
     let k0 = w as u64 * u64::from(WINDOW);
-    // A row with no entry left in the window has no `next`: 0 stands in.
-    let back = if c.next == 0 && k0 > 128 {
+    // A row with no entry at or after the window (its cursor past the row's last group) has no
+    // `next` to keep: 0 stands in.
+    let back = if c.group >= end.div_ceil(8) {
         0
     } else {
         k0.checked_sub(u64::from(c.next))
@@ -130,7 +131,7 @@ pub(crate) fn window_cursors(row_ptr: &[u32], codes: &[u8], cols: u32) -> Result
                 }
                 row_cursors(codes, start, end, &mut cursors)?;
                 for (w, (slot, c)) in row_out.iter_mut().zip(&cursors).enumerate() {
-                    *slot = pack(*c, start, w)?;
+                    *slot = pack(*c, (start, end), w)?;
                 }
             }
             Ok(())
