@@ -146,24 +146,27 @@ unsafe fn group_steps(word: u32) -> u64 {
     (gaps + 0x0101_0101_0101_0101).wrapping_mul(0x0101_0101_0101_0101)
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
+#[cfg(target_arch = "x86_64")]
 mod tests {
     use super::*;
+    use crate::backend::cpu::avx2;
+    use crate::backend::cpu::decode::column_steps;
 
     #[test]
     fn group_steps_equal_the_scalar_column_steps() {
-        if !super::super::avx2::supported() {
+        if !avx2::supported() {
             return;
         }
         let mut w = 0x0123_4567u32;
         for _ in 0..100_000 {
             // SAFETY: AVX2 is present (checked above); `group_steps` needs only SSE4.1.
             let fast = unsafe { group_steps(w) };
-            assert_eq!(fast, super::super::decode::column_steps(w), "{w:#010x}");
+            assert_eq!(fast, column_steps(w), "{w:#010x}");
             w = w.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
         }
         // SAFETY: as above.
         let ones = unsafe { group_steps(u32::MAX) };
-        assert_eq!(ones, super::super::decode::column_steps(u32::MAX));
+        assert_eq!(ones, column_steps(u32::MAX));
     }
 }
