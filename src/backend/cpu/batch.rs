@@ -27,7 +27,11 @@ pub(super) fn multiply_chunk(
     chunk: Chunk,
     y: &mut CpuVector,
 ) {
-    let width = chunk.count.next_power_of_two().clamp(2, MAX_CHUNK);
+    let mut width = chunk.count.next_power_of_two().clamp(2, MAX_CHUNK);
+    if simd && matches!(data, CpuData::Macko(_)) {
+        // Two vectors take the 4-lane AVX2 row, lanes 2 and 3 zero (see `macko_row4`).
+        width = width.max(4);
+    }
     let xt = transpose(x, cols, chunk, width);
     // Whether X is finite is known only now: a product with NaN/∞ masks padding entries.
     let finite = xt.iter().all(|v| v.is_finite());
@@ -114,6 +118,20 @@ unsafe fn rows_fma<const W: usize>(
 ) {
     if let CpuData::Macko(m) = data {
         let cols = m.cols();
+        if W == 4 && xt.len() >= cols * 4 {
+            for (k, o) in out.chunks_exact_mut(4).enumerate() {
+                // SAFETY: AVX2, FMA and F16C are enabled here; `xt` holds 4 lanes for each
+                // column (checked just above).
+                unsafe {
+                    if finite {
+                        batch_avx2::macko_row4::<false>(m, first_row + k, (xt, cols), o);
+                    } else {
+                        batch_avx2::macko_row4::<true>(m, first_row + k, (xt, cols), o);
+                    }
+                }
+            }
+            return;
+        }
         if W % 8 == 0 && xt.len() >= cols * W {
             for (k, o) in out.chunks_exact_mut(W).enumerate() {
                 // SAFETY: AVX2, FMA and F16C are enabled here; `xt` holds W lanes for each

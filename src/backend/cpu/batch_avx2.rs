@@ -115,6 +115,87 @@ pub(super) unsafe fn macko_row<const W: usize, const MASK: bool>(
     }
 }
 
+/// [`macko_row`] for 4 lanes (B = 3 or 4; B = 2 is widened to 4 lanes by the caller): each
+/// entry is one `xmm` FMA with its 4 values of X as the memory operand.
+///
+/// Per entry: its column offset (2 instructions), its broadcast (one `vpermilps`) and the FMA,
+/// plus the group's decode (about 2 per entry): about 6, the W = 8 row's count for half the
+/// lanes. A 2-lane row would save nothing: each entry still needs its own load, broadcast and
+/// FMA, and packing two entries' 2 lanes into one `xmm` trades an FMA for a second load that
+/// cannot be folded into it (`vmovhps`).
+///
+/// # Safety
+/// The CPU must support AVX2, FMA and F16C; `xt.len() >= cols · 4`; `out.len() == 4`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(super) unsafe fn macko_row4<const MASK: bool>(
+    m: &MackoMatrix,
+    r: usize,
+    (xt, cols): (&[f32], usize),
+    out: &mut [f32],
+) {
+    let (values, codes) = (m.values(), m.codes());
+    let range = m.row_range(r);
+    let (mut i, end) = (range.start, range.end);
+    let mut next = 0usize; // the column after the previous entry
+    let mut acc = [_mm_setzero_ps(); ACCS];
+    const STRIDE: usize = 16; // bytes of X per column
+    let base = xt.as_ptr() as *const u8;
+    while i < end {
+        let word = codes
+            .get(i / 2..i / 2 + 4)
+            .and_then(|c| <&[u8; 4]>::try_from(c).ok());
+        let group = word.zip(values.get(i..i + GROUP));
+        if let (0, true, Some((c, h))) = (i % GROUP, i + GROUP <= end, group) {
+            let steps = group_steps(u32::from_le_bytes(*c));
+            let span = (steps >> 56) as usize; // the group's last column + 1 − next
+            if next + span <= cols {
+                // Entry j's column − next, times the stride, as 8 u16 (at most 127 · 16 bytes).
+                let rel =
+                    _mm_cvtepu8_epi16(_mm_cvtsi64_si128((steps - 0x0101_0101_0101_0101) as i64));
+                let rel = _mm_slli_epi16::<4>(rel);
+                let mut lo = _mm_cvtsi128_si64(rel) as u64;
+                let mut hi = _mm_extract_epi64::<1>(rel) as u64;
+                let p = h.as_ptr() as *const i64;
+                let v_lo = _mm_cvtph_ps(_mm_loadl_epi64(p as *const __m128i));
+                let v_hi = _mm_cvtph_ps(_mm_loadl_epi64(p.add(1) as *const __m128i));
+                // SAFETY: next + span ≤ cols: the group's columns are inside `xt`.
+                let gbase = base.add(next * STRIDE);
+                for (j, value) in h.iter().enumerate() {
+                    let half = if j < 4 { &mut lo } else { &mut hi };
+                    let off = (*half & 0xffff) as usize;
+                    *half >>= 16;
+                    if MASK && value.to_bits() & 0x7fff == 0 {
+                        continue;
+                    }
+                    let v = if j < 4 { v_lo } else { v_hi };
+                    let a = _mm_permutevar_ps(v, _mm_set1_epi32(j as i32 % 4));
+                    let x = _mm_loadu_ps(gbase.add(off) as *const f32);
+                    acc[j] = _mm_fmadd_ps(a, x, acc[j]);
+                }
+                next += span;
+                i += GROUP;
+                continue;
+            }
+        }
+        // One entry alone: the row's head and tail, outside whole groups.
+        let c = next + code_at(codes, i) as usize;
+        assert!(c < cols, "row {r}: column {c} outside a validated matrix");
+        next = c + 1;
+        let a = widen1(values[i]);
+        if !(MASK && a == 0.0) {
+            let x = _mm_loadu_ps(base.add(c * STRIDE) as *const f32);
+            acc[0] = _mm_fmadd_ps(_mm_set1_ps(a), x, acc[0]);
+        }
+        i += 1;
+    }
+    let sum = acc.iter().fold(_mm_setzero_ps(), |s, a| _mm_add_ps(s, *a));
+    if let Ok(o) = <&mut [f32; 4]>::try_from(out) {
+        // SAFETY: `o` holds 4 f32.
+        _mm_storeu_ps(o.as_mut_ptr(), sum);
+    }
+}
+
 /// One entry's W / 8 FMAs: `av` (the entry's value in every lane) times the W lanes at `x`,
 /// into accumulators chosen by the entry's place `j` in its group.
 ///
