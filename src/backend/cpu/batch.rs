@@ -29,7 +29,8 @@ pub(super) fn multiply_chunk(
 ) {
     let mut width = chunk.count.next_power_of_two().clamp(2, MAX_CHUNK);
     if simd && matches!(data, CpuData::Macko(_)) {
-        // Two vectors take the 4-lane AVX2 row, lanes 2 and 3 zero (see `macko_row4`).
+        // Two vectors take the 4-lane AVX2 row, lanes 2 and 3 zero: a 2-lane row would need
+        // as many instructions per entry (see `batch_avx2::macko_row4`).
         width = width.max(4);
     }
     let xt = transpose(x, cols, chunk, width);
@@ -103,7 +104,8 @@ fn rows_of<const W: usize>(data: &CpuData, simd: bool, finite: bool, xt: &[f32],
 /// and 8 values are widened with one instruction. MACKO rows at W = 8 and 16 take the
 /// hand-vectorised [`batch_avx2::macko_row`] instead (8 FMA chains and about 6 instructions per
 /// entry, against 4 chains and about 10 here; 8192², d = 0.5 on the 2-core VM, same runs:
-/// B = 8 11.5–12.0 ms against 15.6–16.0 ms, B = 16 19.6–19.8 ms against 23.6–23.8 ms).
+/// B = 8 11.5–12.0 ms against 15.6–16.0 ms, B = 16 19.6–19.8 ms against 23.6–23.8 ms), and at
+/// W = 4 (B = 2 to 4) [`batch_avx2::macko_row4`].
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C.
