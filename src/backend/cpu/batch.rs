@@ -105,7 +105,8 @@ fn rows_of<const W: usize>(data: &CpuData, simd: bool, finite: bool, xt: &[f32],
 /// hand-vectorised [`batch_avx2::macko_row`] instead (8 FMA chains and about 6 instructions per
 /// entry, against 4 chains and about 10 here; 8192², d = 0.5 on the 2-core VM, same runs:
 /// B = 8 11.5–12.0 ms against 15.6–16.0 ms, B = 16 19.6–19.8 ms against 23.6–23.8 ms), and at
-/// W = 4 (B = 2 to 4) [`batch_avx2::macko_row4`].
+/// W = 4 (B = 2 to 4) [`batch_avx2::macko_row4`] (later runs, minimum of three: B = 2 10.1 ms
+/// and B = 4 9.2 ms against 16.3 and 17.1 ms here; dense 16.5 and 13.7 ms).
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C.
