@@ -27,7 +27,12 @@ pub(super) fn multiply_chunk(
     chunk: Chunk,
     y: &mut CpuVector,
 ) {
-    let width = chunk.count.next_power_of_two().clamp(2, MAX_CHUNK);
+    let mut width = chunk.count.next_power_of_two().clamp(2, MAX_CHUNK);
+    if simd && matches!(data, CpuData::Macko(_)) {
+        // Two vectors take the 4-lane AVX2 row, lanes 2 and 3 zero: a 2-lane row would need
+        // as many instructions per entry (see `batch_avx2::macko_row4`).
+        width = width.max(4);
+    }
     let xt = transpose(x, cols, chunk, width);
     // Whether X is finite is known only now: a product with NaN/∞ masks padding entries.
     let finite = xt.iter().all(|v| v.is_finite());
@@ -99,7 +104,9 @@ fn rows_of<const W: usize>(data: &CpuData, simd: bool, finite: bool, xt: &[f32],
 /// and 8 values are widened with one instruction. MACKO rows at W = 8 and 16 take the
 /// hand-vectorised [`batch_avx2::macko_row`] instead (8 FMA chains and about 6 instructions per
 /// entry, against 4 chains and about 10 here; 8192², d = 0.5 on the 2-core VM, same runs:
-/// B = 8 11.5–12.0 ms against 15.6–16.0 ms, B = 16 19.6–19.8 ms against 23.6–23.8 ms).
+/// B = 8 11.5–12.0 ms against 15.6–16.0 ms, B = 16 19.6–19.8 ms against 23.6–23.8 ms), and at
+/// W = 4 (B = 2 to 4) [`batch_avx2::macko_row4`] (later runs, minimum of three: B = 2 10.1 ms
+/// and B = 4 9.2 ms against 16.3 and 17.1 ms here; dense 16.5 and 13.7 ms).
 ///
 /// # Safety
 /// The CPU must support AVX2, FMA and F16C.
@@ -114,6 +121,20 @@ unsafe fn rows_fma<const W: usize>(
 ) {
     if let CpuData::Macko(m) = data {
         let cols = m.cols();
+        if W == 4 && xt.len() >= cols * 4 {
+            for (k, o) in out.chunks_exact_mut(4).enumerate() {
+                // SAFETY: AVX2, FMA and F16C are enabled here; `xt` holds 4 lanes for each
+                // column (checked just above).
+                unsafe {
+                    if finite {
+                        batch_avx2::macko_row4::<false>(m, first_row + k, (xt, cols), o);
+                    } else {
+                        batch_avx2::macko_row4::<true>(m, first_row + k, (xt, cols), o);
+                    }
+                }
+            }
+            return;
+        }
         if W % 8 == 0 && xt.len() >= cols * W {
             for (k, o) in out.chunks_exact_mut(W).enumerate() {
                 // SAFETY: AVX2, FMA and F16C are enabled here; `xt` holds W lanes for each
