@@ -155,67 +155,98 @@ extern "C" __global__ void __launch_bounds__(BATCH_BLOCK)
 // MACKO-16-4.
 
 // One lane's 8 entries of a chunk (values v, prefix words pl/ph, `b0` the slot of the row's
-// previous column minus lo, as in macko.cu's macko_chunk).
+// previous column minus lo, as in macko.cu's macko_chunk). The chunk's XT pointer is taken once,
+// so an entry's address is one byte of the prefix scaled and added (PRMT + LEA).
 template <int W, bool XS, bool SAFE>
 __device__ __forceinline__ void batch_macko_chunk(const uint4 v, unsigned pl, unsigned ph,
                                                   unsigned b0, const unsigned* xt,
                                                   float (&acc)[W]) {
-    const unsigned b1 = b0 + (pl >> 24);
+    const unsigned* xa = xt + b0 * (unsigned)(W / 2);
+    const unsigned* xb = xa + (pl >> 24) * (unsigned)(W / 2);
     float a[8];
     macko_unpack2(v.x, a[0], a[1]);
     macko_unpack2(v.y, a[2], a[3]);
     macko_unpack2(v.z, a[4], a[5]);
     macko_unpack2(v.w, a[6], a[7]);
-    batch_entry<W, XS, SAFE>(a[0], xt, b0 + __byte_perm(pl, 0u, 0x4440), acc);
-    batch_entry<W, XS, SAFE>(a[1], xt, b0 + __byte_perm(pl, 0u, 0x4441), acc);
-    batch_entry<W, XS, SAFE>(a[2], xt, b0 + __byte_perm(pl, 0u, 0x4442), acc);
-    batch_entry<W, XS, SAFE>(a[3], xt, b1, acc);
-    batch_entry<W, XS, SAFE>(a[4], xt, b1 + __byte_perm(ph, 0u, 0x4440), acc);
-    batch_entry<W, XS, SAFE>(a[5], xt, b1 + __byte_perm(ph, 0u, 0x4441), acc);
-    batch_entry<W, XS, SAFE>(a[6], xt, b1 + __byte_perm(ph, 0u, 0x4442), acc);
-    batch_entry<W, XS, SAFE>(a[7], xt, b1 + (ph >> 24), acc);
+    batch_entry<W, XS, SAFE>(a[0], xa, __byte_perm(pl, 0u, 0x4440), acc);
+    batch_entry<W, XS, SAFE>(a[1], xa, __byte_perm(pl, 0u, 0x4441), acc);
+    batch_entry<W, XS, SAFE>(a[2], xa, __byte_perm(pl, 0u, 0x4442), acc);
+    batch_entry<W, XS, SAFE>(a[3], xb, 0u, acc);
+    batch_entry<W, XS, SAFE>(a[4], xb, __byte_perm(ph, 0u, 0x4440), acc);
+    batch_entry<W, XS, SAFE>(a[5], xb, __byte_perm(ph, 0u, 0x4441), acc);
+    batch_entry<W, XS, SAFE>(a[6], xb, __byte_perm(ph, 0u, 0x4442), acc);
+    batch_entry<W, XS, SAFE>(a[7], xb, ph >> 24, acc);
 }
 
-// Row [start, end) of a MACKO matrix into acc: batches of two chunks (64 groups) per warp, both
-// loaded before either is used, scanned at once (16-bit halves of one word, as in macko_row).
+// One batch of two chunks (64 groups from wb) of row [start, end) into acc; `next` is the column
+// after the row's previous entry (warp-uniform) and advances past the batch. Both chunks are
+// loaded before either is used and scanned at once (16-bit halves of one word, as in macko_row).
+// INTERIOR: every group of the batch lies wholly inside the row, so nothing is masked and no load
+// is bounds-checked (the caller's warp-uniform test).
+template <int W, bool XS, bool SAFE, bool INTERIOR>
+__device__ __forceinline__ void batch_macko_batch(const uint4* __restrict__ values,
+                                                  const unsigned* __restrict__ codes,
+                                                  const unsigned* xt, unsigned wb, unsigned start,
+                                                  unsigned end, unsigned w_end, unsigned lane,
+                                                  unsigned& next, float (&acc)[W]) {
+    uint4 v[2];
+    unsigned c[2];
+    unsigned lo_a = 0u, hi_a = 8u, lo_b = 0u, hi_b = 8u;
+    if (INTERIOR) {
+        v[0] = macko_load_stream(values + wb + lane);
+        c[0] = macko_load_stream(codes + wb + lane);
+        v[1] = macko_load_stream(values + wb + 32u + lane);
+        c[1] = macko_load_stream(codes + wb + 32u + lane);
+    } else {
+        macko_load_batch<32u, 2>(values, codes, wb, w_end, lane, v, c);
+        macko_mask(wb + lane, start, end, v[0], c[0], lo_a, hi_a);
+        macko_mask(wb + 32u + lane, start, end, v[1], c[1], lo_b, hi_b);
+    }
+    unsigned pl_a, ph_a, pl_b, ph_b;
+    macko_prefix(c[0], pl_a, ph_a);
+    macko_prefix(c[1], pl_b, ph_b);
+    const unsigned t_a = (pl_a >> 24) + (ph_a >> 24) - 8u + (hi_a - lo_a);
+    const unsigned t_b = (pl_b >> 24) + (ph_b >> 24) - 8u + (hi_b - lo_b);
+    const unsigned packed = t_a | (t_b << 16);
+    unsigned incl = packed;
+#pragma unroll
+    for (unsigned off = 1u; off < 32u; off <<= 1) {
+        const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off);
+        if (lane >= off) incl += up;
+    }
+    const unsigned total = __shfl_sync(MACKO_FULL_MASK, incl, 31u);
+    const unsigned excl = incl - packed;
+    const unsigned base_a = next + (excl & 0xffffu);
+    const unsigned next_a = next + (total & 0xffffu);
+    const unsigned base_b = next_a + (excl >> 16);
+    next = next_a + (total >> 16);
+    batch_macko_chunk<W, XS, SAFE>(v[0], pl_a, ph_a, base_a + (MACKO_X_SLACK - 1u) - lo_a, xt,
+                                   acc);
+    // Warp-uniform: the second chunk holds entries of the row.
+    if (INTERIOR || wb + 32u < w_end) {
+        batch_macko_chunk<W, XS, SAFE>(v[1], pl_b, ph_b, base_b + (MACKO_X_SLACK - 1u) - lo_b, xt,
+                                       acc);
+    }
+}
+
+// Row [start, end) of a MACKO matrix into acc, batch after batch: the batches wholly inside the
+// row (every batch of a long row but its first and last) skip the masks and the bounds checks.
 template <int W, bool XS, bool SAFE>
 __device__ __forceinline__ void batch_macko_row(const uint4* __restrict__ values,
                                                 const unsigned* __restrict__ codes,
                                                 const unsigned* xt, unsigned start, unsigned end,
                                                 unsigned lane, float (&acc)[W]) {
     const unsigned w_end = (end + 7u) >> 3;
+    // Groups wholly inside the row: [w_in, w_out). start + 7 cannot wrap (start <= P <= 2^32 - 8).
+    const unsigned w_in = (start + 7u) >> 3, w_out = end >> 3;
     unsigned next = 0u;  // the column after the row's previous entry (warp-uniform)
     for (unsigned wb = start >> 3; wb < w_end; wb += 64u) {
-        uint4 v[2];
-        unsigned c[2];
-        macko_load_batch<32u, 2>(values, codes, wb, w_end, lane, v, c);
-        unsigned lo_a, hi_a, lo_b, hi_b;
-        macko_mask(wb + lane, start, end, v[0], c[0], lo_a, hi_a);
-        macko_mask(wb + 32u + lane, start, end, v[1], c[1], lo_b, hi_b);
-        unsigned pl_a, ph_a, pl_b, ph_b;
-        macko_prefix(c[0], pl_a, ph_a);
-        macko_prefix(c[1], pl_b, ph_b);
-        const unsigned t_a = (pl_a >> 24) + (ph_a >> 24) - 8u + (hi_a - lo_a);
-        const unsigned t_b = (pl_b >> 24) + (ph_b >> 24) - 8u + (hi_b - lo_b);
-        const unsigned packed = t_a | (t_b << 16);
-        unsigned incl = packed;
-#pragma unroll
-        for (unsigned off = 1u; off < 32u; off <<= 1) {
-            const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off);
-            if (lane >= off) incl += up;
-        }
-        const unsigned total = __shfl_sync(MACKO_FULL_MASK, incl, 31u);
-        const unsigned excl = incl - packed;
-        const unsigned base_a = next + (excl & 0xffffu);
-        const unsigned next_a = next + (total & 0xffffu);
-        const unsigned base_b = next_a + (excl >> 16);
-        next = next_a + (total >> 16);
-        batch_macko_chunk<W, XS, SAFE>(v[0], pl_a, ph_a, base_a + (MACKO_X_SLACK - 1u) - lo_a, xt,
-                                       acc);
-        // Warp-uniform: the second chunk holds entries of the row.
-        if (wb + 32u < w_end) {
-            batch_macko_chunk<W, XS, SAFE>(v[1], pl_b, ph_b,
-                                           base_b + (MACKO_X_SLACK - 1u) - lo_b, xt, acc);
+        if (wb >= w_in && wb + 64u <= w_out) {
+            batch_macko_batch<W, XS, SAFE, true>(values, codes, xt, wb, start, end, w_end, lane,
+                                                 next, acc);
+        } else {
+            batch_macko_batch<W, XS, SAFE, false>(values, codes, xt, wb, start, end, w_end, lane,
+                                                  next, acc);
         }
     }
 }
