@@ -270,6 +270,67 @@ pub enum FormatError {
         /// Entries the destination holds (two per byte).
         room: usize,
     },
+    /// Quantized values: a scale group must hold a multiple of 8 values, from 8 to 2^24.
+    #[error(
+        "quantized values (scale group): groups of {group} values; a group must hold a \
+         multiple of 8 values, from 8 to 16777216"
+    )]
+    ScaleGroup {
+        /// The group size given.
+        group: u64,
+    },
+    /// Quantized values: the packed codes must hold exactly the values' bytes.
+    #[error(
+        "quantized values (length): {values} {bits} values need {expected} bytes of codes, \
+         found {found}"
+    )]
+    QuantValuesLength {
+        /// `int8` or `int4`.
+        bits: &'static str,
+        /// Values stored (P for MACKO, rows·cols for dense).
+        values: usize,
+        /// Bytes they need.
+        expected: usize,
+        /// Bytes given.
+        found: usize,
+    },
+    /// Quantized values: one scale per row, or per group of G values.
+    #[error(
+        "quantized values (scales length): scales per {layout} need {expected}, found {found}"
+    )]
+    ScalesLength {
+        /// `row`, or `G<size>`.
+        layout: String,
+        /// Scales needed.
+        expected: usize,
+        /// Scales given.
+        found: usize,
+    },
+    /// Quantized values: every scale is a finite binary16.
+    #[error("quantized values (scales finite): scale {index} has bits {bits:#06x}, not finite")]
+    ScaleNotFinite {
+        /// Index of the scale.
+        index: usize,
+        /// Its bits.
+        bits: u16,
+    },
+    /// Quantized values: the codes past the stored values (MACKO's tail padding, the spare
+    /// nibble of an odd count of int4 values) are 0.
+    #[error("quantized values (tail): code {index} is {q}, must be 0")]
+    TailQuantNotZero {
+        /// Index of the code.
+        index: usize,
+        /// The code found.
+        q: i8,
+    },
+    /// Quantizing: a weight is NaN or infinite, which no scale and code can represent.
+    #[error("cannot quantize weight {index} (bits {bits:#06x}): it is not finite")]
+    NotFiniteWeight {
+        /// Index of the weight in storage order.
+        index: usize,
+        /// Its bits.
+        bits: u16,
+    },
     /// A safetensors file could not be read or written, or holds something unexpected.
     #[error("{context}: {message}")]
     Container {

@@ -46,6 +46,46 @@ pub fn code_at(codes: &[u8], i: usize) -> u8 {
     (codes[i / 2] >> ((i & 1) * 4)) & 0x0f
 }
 
+/// Rules 2–4 of docs/FORMAT.md for the gap codes of a matrix whose `row_ptr` passed rule 1 and
+/// whose entries pad to `padded`: `codes` holds P / 2 bytes, the tail's codes are 0, and every
+/// row's last column is below `cols`. Shared by every layout with MACKO gap codes (f16 and
+/// quantized values), which check their values themselves.
+pub(crate) fn check_gap_codes(
+    rows: usize,
+    cols: usize,
+    row_ptr: &[u32],
+    codes: &[u8],
+    padded: usize,
+) -> Result<()> {
+    let entries = row_ptr[rows] as usize;
+    if codes.len() != padded / 2 {
+        return Err(FormatError::CodesLength {
+            entries,
+            expected: padded / 2,
+            found: codes.len(),
+        });
+    }
+    if let Some(index) = (entries..padded).find(|&i| code_at(codes, i) != 0) {
+        return Err(FormatError::TailCodeNotZero {
+            index,
+            code: code_at(codes, index),
+        });
+    }
+    for row in 0..rows {
+        let (start, end) = (row_ptr[row] as usize, row_ptr[row + 1] as usize);
+        if start == end {
+            continue;
+        }
+        // u64: at most 2^32 entries of code ≤ 15 each, far below 2^64.
+        let gaps: u64 = (start..end).map(|i| code_at(codes, i) as u64).sum();
+        let column = (end - start - 1) as u64 + gaps;
+        if column >= cols as u64 {
+            return Err(FormatError::ColumnOutOfRange { row, column, cols });
+        }
+    }
+    Ok(())
+}
+
 impl MackoMatrix {
     /// Builds a matrix from untrusted arrays, checking rules 1–4 of docs/FORMAT.md ("Validity of
     /// untrusted arrays"). The error names the rule and the row or index that breaks it. Runs in
@@ -66,35 +106,18 @@ impl MackoMatrix {
                 found: values.len(),
             });
         }
-        if codes.len() != padded / 2 {
-            return Err(FormatError::CodesLength {
-                entries,
-                expected: padded / 2,
-                found: codes.len(),
+        if let Some((index, value)) = values
+            .iter()
+            .enumerate()
+            .skip(entries)
+            .find(|(_, v)| v.to_bits() != 0)
+        {
+            return Err(FormatError::TailValueNotZero {
+                index,
+                bits: value.to_bits(),
             });
         }
-        for (index, value) in values.iter().enumerate().skip(entries) {
-            let bits = value.to_bits();
-            if bits != 0 {
-                return Err(FormatError::TailValueNotZero { index, bits });
-            }
-            let code = code_at(&codes, index);
-            if code != 0 {
-                return Err(FormatError::TailCodeNotZero { index, code });
-            }
-        }
-        for row in 0..rows {
-            let (start, end) = (row_ptr[row] as usize, row_ptr[row + 1] as usize);
-            if start == end {
-                continue;
-            }
-            // u64: at most 2^32 entries of code ≤ 15 each, far below 2^64.
-            let gaps: u64 = (start..end).map(|i| code_at(&codes, i) as u64).sum();
-            let column = (end - start - 1) as u64 + gaps;
-            if column >= cols as u64 {
-                return Err(FormatError::ColumnOutOfRange { row, column, cols });
-            }
-        }
+        check_gap_codes(rows, cols, &row_ptr, &codes, padded)?;
         Ok(Self {
             rows,
             cols,

@@ -10,8 +10,10 @@ use half::f16;
 
 use crate::csr::CsrMatrix;
 use crate::dense::{is_zero, DenseMatrix};
+use crate::dense_quant::QuantDenseMatrix;
 use crate::error::{FormatError, Result};
 use crate::macko::MackoMatrix;
+use crate::macko_quant::QuantMackoMatrix;
 
 /// The precision a backend returns y in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -166,6 +168,43 @@ pub fn spmv_dense(a: &DenseMatrix, x: &[f16]) -> Result<Reference> {
     for r in 0..a.rows() {
         for (c, &v) in a.row(r).iter().enumerate() {
             accumulate(&mut out, r, v, x[c]);
+        }
+    }
+    Ok(out)
+}
+
+/// Adds one term of a quantized matrix, whose value `scale · q` is exact in f64. It counts as
+/// two terms for the tolerance: a backend may round once more per term (`scale · q · x` in f32
+/// is no longer exact: 8 + 11 + 11 significant bits), or once per scale group (codes times x
+/// summed, then scaled), which the doubled count covers.
+#[inline]
+fn accumulate_quant(out: &mut Reference, r: usize, a: f64, x: f16) {
+    let term = a * x.to_f64();
+    out.y[r] += term;
+    out.abs_sum[r] += term.abs();
+    out.terms[r] += 2;
+}
+
+/// Reference y = A·x for a MACKO matrix with quantized values, each value `scale · q` exact;
+/// zero values (padding, and codes or scales of 0) contribute nothing, as in MACKO-16-4.
+pub fn spmv_macko_quant(a: &QuantMackoMatrix, x: &[f16]) -> Result<Reference> {
+    check_x(a.cols(), x)?;
+    let mut out = Reference::with_rows(a.rows());
+    for r in 0..a.rows() {
+        for (c, v) in a.row_entries(r).filter(|(_, v)| *v != 0.0) {
+            accumulate_quant(&mut out, r, v, x[c]);
+        }
+    }
+    Ok(out)
+}
+
+/// Reference y = A·x for a dense matrix with quantized values, IEEE like [`spmv_dense`].
+pub fn spmv_dense_quant(a: &QuantDenseMatrix, x: &[f16]) -> Result<Reference> {
+    check_x(a.cols(), x)?;
+    let mut out = Reference::with_rows(a.rows());
+    for r in 0..a.rows() {
+        for (c, &xc) in x.iter().enumerate() {
+            accumulate_quant(&mut out, r, a.value(r, c), xc);
         }
     }
     Ok(out)
