@@ -1,13 +1,15 @@
-//! The three formats behind one borrowed (`MatrixRef`) and one owned (`AnyMatrix`) type, so
+//! The formats behind one borrowed (`MatrixRef`) and one owned (`AnyMatrix`) type, so
 //! code that takes "a matrix in any format" — the container, the devices of `macko` — shares one
 //! definition.
 
 use crate::csr::CsrMatrix;
 use crate::dense::DenseMatrix;
+use crate::dense_quant::QuantDenseMatrix;
 use crate::error::Result;
 use crate::macko::MackoMatrix;
+use crate::macko_quant::QuantMackoMatrix;
 
-/// Which of the three formats a stored matrix is in.
+/// Which format a stored matrix is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum MatrixKind {
     /// MACKO-16-4 (`row_ptr`, `values`, `codes`).
@@ -16,6 +18,10 @@ pub enum MatrixKind {
     Csr,
     /// Dense row-major binary16 (one 2-D tensor).
     Dense,
+    /// MACKO with int8 or int4 values and binary16 scales (`row_ptr`, `codes`, `q`, `scales`).
+    MackoQuant,
+    /// Dense row-major int8 or int4 values with binary16 scales (`q`, `scales`).
+    DenseQuant,
 }
 
 impl MatrixKind {
@@ -25,6 +31,8 @@ impl MatrixKind {
             MatrixKind::Macko => "macko",
             MatrixKind::Csr => "csr",
             MatrixKind::Dense => "dense",
+            MatrixKind::MackoQuant => "macko-quant",
+            MatrixKind::DenseQuant => "dense-quant",
         }
     }
 
@@ -34,12 +42,14 @@ impl MatrixKind {
             "macko" => Some(MatrixKind::Macko),
             "csr" => Some(MatrixKind::Csr),
             "dense" => Some(MatrixKind::Dense),
+            "macko-quant" => Some(MatrixKind::MackoQuant),
+            "dense-quant" => Some(MatrixKind::DenseQuant),
             _ => None,
         }
     }
 }
 
-/// A borrowed matrix of any of the three formats, to be saved.
+/// A borrowed matrix of any format, to be saved or uploaded.
 #[derive(Debug, Clone, Copy)]
 pub enum MatrixRef<'a> {
     /// A MACKO-16-4 matrix.
@@ -48,6 +58,10 @@ pub enum MatrixRef<'a> {
     Csr(&'a CsrMatrix),
     /// A dense matrix.
     Dense(&'a DenseMatrix),
+    /// A MACKO matrix with quantized values.
+    MackoQuant(&'a QuantMackoMatrix),
+    /// A dense matrix with quantized values.
+    DenseQuant(&'a QuantDenseMatrix),
 }
 
 impl<'a> From<&'a MackoMatrix> for MatrixRef<'a> {
@@ -65,6 +79,16 @@ impl<'a> From<&'a DenseMatrix> for MatrixRef<'a> {
         MatrixRef::Dense(m)
     }
 }
+impl<'a> From<&'a QuantMackoMatrix> for MatrixRef<'a> {
+    fn from(m: &'a QuantMackoMatrix) -> Self {
+        MatrixRef::MackoQuant(m)
+    }
+}
+impl<'a> From<&'a QuantDenseMatrix> for MatrixRef<'a> {
+    fn from(m: &'a QuantDenseMatrix) -> Self {
+        MatrixRef::DenseQuant(m)
+    }
+}
 impl<'a> From<&'a AnyMatrix> for MatrixRef<'a> {
     fn from(m: &'a AnyMatrix) -> Self {
         m.as_ref()
@@ -78,6 +102,8 @@ impl MatrixRef<'_> {
             MatrixRef::Macko(_) => MatrixKind::Macko,
             MatrixRef::Csr(_) => MatrixKind::Csr,
             MatrixRef::Dense(_) => MatrixKind::Dense,
+            MatrixRef::MackoQuant(_) => MatrixKind::MackoQuant,
+            MatrixRef::DenseQuant(_) => MatrixKind::DenseQuant,
         }
     }
 
@@ -87,6 +113,8 @@ impl MatrixRef<'_> {
             MatrixRef::Macko(m) => m.rows(),
             MatrixRef::Csr(m) => m.rows(),
             MatrixRef::Dense(m) => m.rows(),
+            MatrixRef::MackoQuant(m) => m.rows(),
+            MatrixRef::DenseQuant(m) => m.rows(),
         }
     }
 
@@ -96,6 +124,8 @@ impl MatrixRef<'_> {
             MatrixRef::Macko(m) => m.cols(),
             MatrixRef::Csr(m) => m.cols(),
             MatrixRef::Dense(m) => m.cols(),
+            MatrixRef::MackoQuant(m) => m.cols(),
+            MatrixRef::DenseQuant(m) => m.cols(),
         }
     }
 
@@ -110,11 +140,13 @@ impl MatrixRef<'_> {
             MatrixRef::Macko(m) => m.bytes(),
             MatrixRef::Csr(m) => m.bytes(),
             MatrixRef::Dense(m) => m.bytes(),
+            MatrixRef::MackoQuant(m) => m.bytes(),
+            MatrixRef::DenseQuant(m) => m.bytes(),
         }
     }
 }
 
-/// An owned, validated matrix of any of the three formats, as loaded from a file.
+/// An owned, validated matrix of any format, as loaded from a file.
 #[derive(Debug, Clone, PartialEq)]
 pub enum AnyMatrix {
     /// A MACKO-16-4 matrix.
@@ -123,6 +155,10 @@ pub enum AnyMatrix {
     Csr(CsrMatrix),
     /// A dense matrix.
     Dense(DenseMatrix),
+    /// A MACKO matrix with quantized values.
+    MackoQuant(QuantMackoMatrix),
+    /// A dense matrix with quantized values.
+    DenseQuant(QuantDenseMatrix),
 }
 
 impl From<MackoMatrix> for AnyMatrix {
@@ -141,6 +177,17 @@ impl From<DenseMatrix> for AnyMatrix {
     }
 }
 
+impl From<QuantMackoMatrix> for AnyMatrix {
+    fn from(m: QuantMackoMatrix) -> Self {
+        AnyMatrix::MackoQuant(m)
+    }
+}
+impl From<QuantDenseMatrix> for AnyMatrix {
+    fn from(m: QuantDenseMatrix) -> Self {
+        AnyMatrix::DenseQuant(m)
+    }
+}
+
 impl AnyMatrix {
     /// Borrows the matrix (to save it again, or to inspect its shape).
     pub fn as_ref(&self) -> MatrixRef<'_> {
@@ -148,6 +195,8 @@ impl AnyMatrix {
             AnyMatrix::Macko(m) => MatrixRef::Macko(m),
             AnyMatrix::Csr(m) => MatrixRef::Csr(m),
             AnyMatrix::Dense(m) => MatrixRef::Dense(m),
+            AnyMatrix::MackoQuant(m) => MatrixRef::MackoQuant(m),
+            AnyMatrix::DenseQuant(m) => MatrixRef::DenseQuant(m),
         }
     }
 
@@ -168,12 +217,15 @@ impl AnyMatrix {
 
     /// The matrix in MACKO-16-4: returned as is when it already is one, canonically encoded
     /// from CSR or dense otherwise (stored zeros of a CSR are dropped, see
-    /// [`MackoMatrix::from_csr`]).
+    /// [`MackoMatrix::from_csr`]), and from the binary16 rounding of the values of a quantized
+    /// matrix (lossy: see [`QuantMackoMatrix::dequantize`]).
     pub fn into_macko(self) -> Result<MackoMatrix> {
         match self {
             AnyMatrix::Macko(m) => Ok(m),
             AnyMatrix::Csr(m) => MackoMatrix::from_csr(&m),
             AnyMatrix::Dense(m) => MackoMatrix::from_dense(&m),
+            AnyMatrix::MackoQuant(m) => MackoMatrix::from_dense(&m.dequantize()?),
+            AnyMatrix::DenseQuant(m) => MackoMatrix::from_dense(&m.dequantize()?),
         }
     }
 }

@@ -217,6 +217,8 @@ pub fn spmv(a: crate::MatrixRef<'_>, x: &[f16]) -> Result<Reference> {
         crate::MatrixRef::Macko(m) => spmv_macko(m, x),
         crate::MatrixRef::Csr(m) => spmv_csr(m, x),
         crate::MatrixRef::Dense(m) => spmv_dense(m, x),
+        crate::MatrixRef::MackoQuant(m) => spmv_macko_quant(m, x),
+        crate::MatrixRef::DenseQuant(m) => spmv_dense_quant(m, x),
     }
 }
 

@@ -376,3 +376,32 @@ proptest! {
         prop_assert_eq!(&back.unwrap(), dq.values());
     }
 }
+
+#[test]
+fn quantized_matrices_round_trip_through_the_container() {
+    use macko_format::container::{self, AnyMatrix, MatrixRef};
+    let dense = random_dense(9, 33, 0.5, 21);
+    let m = MackoMatrix::from_dense(&dense).unwrap();
+    let a = QuantMackoMatrix::quantize(&m, Quantization::int4_per_group(16)).unwrap();
+    let b = QuantMackoMatrix::quantize(&m, Quantization::int8_per_row()).unwrap();
+    let c = QuantDenseMatrix::quantize(&dense, Quantization::int4_per_group(8)).unwrap();
+    let bytes = container::to_bytes(&[
+        ("a", MatrixRef::from(&a)),
+        ("b", MatrixRef::from(&b)),
+        ("c", MatrixRef::from(&c)),
+    ])
+    .unwrap();
+    let file = container::MatrixFile::from_bytes("mem", bytes).unwrap();
+    assert_eq!(file.matrix("a").unwrap(), AnyMatrix::MackoQuant(a));
+    assert_eq!(file.matrix("b").unwrap(), AnyMatrix::MackoQuant(b.clone()));
+    assert_eq!(file.matrix("c").unwrap(), AnyMatrix::DenseQuant(c));
+    let infos = file.matrix_infos().unwrap();
+    assert_eq!(infos[1].quant, Some(Quantization::int8_per_row()));
+    assert_eq!(infos[0].quant, Some(Quantization::int4_per_group(16)));
+    // A reference product over any format dispatches to the quantized one.
+    let x = vec![h(0.5); 33];
+    assert_eq!(
+        reference::spmv(MatrixRef::from(&b), &x).unwrap(),
+        reference::spmv_macko_quant(&b, &x).unwrap()
+    );
+}

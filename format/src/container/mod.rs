@@ -10,9 +10,12 @@
 //! | MACKO | `w.row_ptr` (U32, rows + 1), `w.values` (F16, P), `w.codes` (U8, P / 2) |
 //! | CSR | `w.row_ptr` (U32, rows + 1), `w.col_idx` (U32, nnz), `w.values` (F16, nnz) |
 //! | dense | `w` (F16, shape `[rows, cols]`) |
+//! | MACKO, quantized | `w.row_ptr` (U32), `w.codes` (U8), `w.q` (I8, P; int4: U8, P / 2), `w.scales` (F16) |
+//! | dense, quantized | `w.q` (I8, rows·cols; int4: U8, ⌈rows·cols / 2⌉), `w.scales` (F16) |
 //!
 //! and described by the metadata entry `macko.w`, a JSON object such as
-//! `{"format":"MACKO-16-4","version":1,"kind":"macko","rows":4096,"cols":11008}`. The arrays
+//! `{"format":"MACKO-16-4","version":1,"kind":"macko","rows":4096,"cols":11008}`; a quantized
+//! matrix adds `"bits":"int8"` or `"int4"` and `"scales":"row"` or the group size (a number). The arrays
 //! are exactly those of docs/FORMAT.md, little-endian, so a GPU backend can upload them unchanged.
 //! `cols` lives in the metadata because MACKO arrays do not determine it. On loading, row
 //! pointers and column indices stored as I32 (the reference implementation's dtype) are
@@ -46,23 +49,28 @@
 //! # Ok::<(), macko_format::FormatError>(())
 //! ```
 
-use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 
 use half::{bf16, f16};
 use rayon::prelude::*;
 use safetensors::tensor::{Metadata, TensorInfo};
-use safetensors::{Dtype, SafeTensorError, View};
+use safetensors::Dtype;
 
 use crate::csr::CsrMatrix;
 use crate::dense::DenseMatrix;
+use crate::dense_quant::QuantDenseMatrix;
 use crate::error::{FormatError, Result};
 use crate::macko::{MackoMatrix, FORMAT_NAME, FORMAT_VERSION};
+use crate::macko_quant::QuantMackoMatrix;
 pub use crate::matrix::{AnyMatrix, MatrixKind, MatrixRef};
+use layout::q_dtype;
+pub use layout::{tensor_names, METADATA_PREFIX};
+pub use save::{save, to_bytes, OutTensor};
 
-/// Prefix of the metadata key that describes a matrix: matrix `w` is described by `macko.w`.
-pub const METADATA_PREFIX: &str = "macko.";
+mod layout;
+mod save;
+use crate::quant::{QuantBits, Quantization, ScaleLayout};
 
 /// Largest header accepted, as in the safetensors crate: a header is JSON text describing the
 /// tensors, and a bound keeps a corrupt length from asking for an absurd read.
@@ -70,21 +78,6 @@ const MAX_HEADER_BYTES: u64 = 100_000_000;
 
 /// At most this many names are listed when a name is not found.
 const NAMES_IN_ERRORS: usize = 8;
-
-/// The tensor names that hold a matrix of `kind` called `name`.
-fn tensor_names(kind: MatrixKind, name: &str) -> Vec<String> {
-    match kind {
-        MatrixKind::Macko => ["row_ptr", "values", "codes"]
-            .iter()
-            .map(|part| format!("{name}.{part}"))
-            .collect(),
-        MatrixKind::Csr => ["row_ptr", "col_idx", "values"]
-            .iter()
-            .map(|part| format!("{name}.{part}"))
-            .collect(),
-        MatrixKind::Dense => vec![name.to_string()],
-    }
-}
 
 /// What the metadata says about one stored matrix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -97,162 +90,8 @@ pub struct MatrixInfo {
     pub rows: usize,
     /// Columns, as the metadata states them.
     pub cols: usize,
-}
-
-// ---------------------------------------------------------------------------------------------
-// Saving
-// ---------------------------------------------------------------------------------------------
-
-/// One tensor to write, as safetensors stores it: dtype, shape and little-endian bytes
-/// (borrowed where the host is little-endian). Also used by `macko convert` to copy tensors of
-/// any dtype unchanged.
-#[derive(Debug, Clone)]
-pub struct OutTensor<'a> {
-    /// Element type.
-    pub dtype: Dtype,
-    /// Dimensions.
-    pub shape: Vec<usize>,
-    /// The elements' bytes, little-endian.
-    pub data: Cow<'a, [u8]>,
-}
-
-impl View for OutTensor<'_> {
-    fn dtype(&self) -> Dtype {
-        self.dtype
-    }
-    fn shape(&self) -> &[usize] {
-        &self.shape
-    }
-    fn data(&self) -> Cow<'_, [u8]> {
-        Cow::Borrowed(self.data.as_ref())
-    }
-    fn data_len(&self) -> usize {
-        self.data.len()
-    }
-}
-
-fn u32_bytes(v: &[u32]) -> Cow<'_, [u8]> {
-    if cfg!(target_endian = "little") {
-        Cow::Borrowed(bytemuck::cast_slice(v))
-    } else {
-        Cow::Owned(v.iter().flat_map(|x| x.to_le_bytes()).collect())
-    }
-}
-
-fn f16_bytes(v: &[f16]) -> Cow<'_, [u8]> {
-    if cfg!(target_endian = "little") {
-        Cow::Borrowed(bytemuck::cast_slice(v))
-    } else {
-        Cow::Owned(v.iter().flat_map(|x| x.to_bits().to_le_bytes()).collect())
-    }
-}
-
-fn metadata_json(kind: MatrixKind, rows: usize, cols: usize) -> String {
-    serde_json::json!({
-        "format": FORMAT_NAME,
-        "version": FORMAT_VERSION,
-        "kind": kind.as_str(),
-        "rows": rows,
-        "cols": cols,
-    })
-    .to_string()
-}
-
-/// The tensors and metadata of a set of matrices, with every name checked for clashes.
-#[allow(clippy::type_complexity)]
-fn prepare<'a>(
-    matrices: &[(&str, MatrixRef<'a>)],
-) -> Result<(Vec<(String, OutTensor<'a>)>, HashMap<String, String>)> {
-    let mut tensors = Vec::new();
-    let mut metadata = HashMap::new();
-    let mut names = BTreeSet::new();
-    for &(name, matrix) in matrices {
-        let context = format!("matrix `{name}`");
-        if name.is_empty() || name == "__metadata__" {
-            return Err(FormatError::Container {
-                context,
-                message: "a matrix name must be non-empty and not `__metadata__` (reserved by \
-                          safetensors for the metadata)"
-                    .into(),
-            });
-        }
-        let key = format!("{METADATA_PREFIX}{name}");
-        if metadata
-            .insert(
-                key,
-                metadata_json(matrix.kind(), matrix.rows(), matrix.cols()),
-            )
-            .is_some()
-        {
-            return Err(FormatError::Container {
-                context,
-                message: "the name is given twice; each matrix needs its own name".into(),
-            });
-        }
-        let parts: Vec<(Dtype, Vec<usize>, Cow<'a, [u8]>)> = match matrix {
-            MatrixRef::Macko(m) => vec![
-                (Dtype::U32, vec![m.row_ptr().len()], u32_bytes(m.row_ptr())),
-                (Dtype::F16, vec![m.values().len()], f16_bytes(m.values())),
-                (Dtype::U8, vec![m.codes().len()], Cow::Borrowed(m.codes())),
-            ],
-            MatrixRef::Csr(m) => vec![
-                (Dtype::U32, vec![m.row_ptr().len()], u32_bytes(m.row_ptr())),
-                (Dtype::U32, vec![m.col_idx().len()], u32_bytes(m.col_idx())),
-                (Dtype::F16, vec![m.values().len()], f16_bytes(m.values())),
-            ],
-            MatrixRef::Dense(m) => {
-                vec![(Dtype::F16, vec![m.rows(), m.cols()], f16_bytes(m.values()))]
-            }
-        };
-        for (tensor_name, (dtype, shape, data)) in
-            tensor_names(matrix.kind(), name).into_iter().zip(parts)
-        {
-            if !names.insert(tensor_name.clone()) {
-                return Err(FormatError::Container {
-                    context,
-                    message: format!(
-                        "its tensor `{tensor_name}` clashes with a tensor of another matrix; \
-                         rename one of them"
-                    ),
-                });
-            }
-            tensors.push((tensor_name, OutTensor { dtype, shape, data }));
-        }
-    }
-    Ok((tensors, metadata))
-}
-
-fn write_error(path: &str, e: SafeTensorError) -> FormatError {
-    match e {
-        SafeTensorError::IoError(io) => FormatError::Io {
-            path: path.to_string(),
-            kind: io.kind(),
-            message: io.to_string(),
-        },
-        other => FormatError::Container {
-            context: path.to_string(),
-            message: format!("cannot write safetensors: {other}"),
-        },
-    }
-}
-
-/// Writes matrices, each under its name, into one `.safetensors` file (replacing the file).
-///
-/// Names must be distinct, non-empty, and must not make tensor names clash (a dense matrix
-/// `w.values` beside a MACKO matrix `w` would). See the [module documentation](self) for the
-/// layout and an example.
-pub fn save(path: impl AsRef<Path>, matrices: &[(&str, MatrixRef<'_>)]) -> Result<()> {
-    let path = path.as_ref();
-    let label = path.display().to_string();
-    let (tensors, metadata) = prepare(matrices)?;
-    safetensors::serialize_to_file(tensors, Some(metadata), path)
-        .map_err(|e| write_error(&label, e))
-}
-
-/// The bytes of the `.safetensors` file that [`save`] would write.
-pub fn to_bytes(matrices: &[(&str, MatrixRef<'_>)]) -> Result<Vec<u8>> {
-    let (tensors, metadata) = prepare(matrices)?;
-    safetensors::serialize(tensors, Some(metadata)).map_err(|e| write_error("<memory>", e))
+    /// Width and scale layout of a quantized matrix (`None` for the binary16 formats).
+    pub quant: Option<Quantization>,
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -552,9 +391,33 @@ impl MatrixFile {
         let kind = field("kind")?;
         let kind = kind.as_str().and_then(MatrixKind::parse).ok_or_else(|| {
             bad(format!(
-                "kind is {kind}, expected \"macko\", \"csr\" or \"dense\""
+                "kind is {kind}, expected \"macko\", \"csr\", \"dense\", \"macko-quant\" or \
+                 \"dense-quant\""
             ))
         })?;
+        let quant =
+            match kind {
+                MatrixKind::MackoQuant | MatrixKind::DenseQuant => {
+                    let bits = field("bits")?;
+                    let bits = bits.as_str().and_then(QuantBits::parse).ok_or_else(|| {
+                        bad(format!("bits is {bits}, expected \"int8\" or \"int4\""))
+                    })?;
+                    let scales = field("scales")?;
+                    let scales = match (scales.as_str(), scales.as_u64()) {
+                        (Some("row"), _) => ScaleLayout::PerRow,
+                        (_, Some(g)) => ScaleLayout::PerGroup(u32::try_from(g).map_err(|_| {
+                            bad(format!("scales is {g}, a group size must fit u32"))
+                        })?),
+                        _ => {
+                            return Err(bad(format!(
+                                "scales is {scales}, expected \"row\" or a group size"
+                            )))
+                        }
+                    };
+                    Some(Quantization { bits, scales })
+                }
+                _ => None,
+            };
         let size = |key: &str| -> Result<usize> {
             let v = field(key)?;
             v.as_u64()
@@ -570,6 +433,7 @@ impl MatrixFile {
             kind,
             rows: size("rows")?,
             cols: size("cols")?,
+            quant,
         })
     }
 
@@ -613,7 +477,40 @@ impl MatrixFile {
                     .map(AnyMatrix::Dense)
                     .map_err(|e| in_container(context, e))
             }
+            MatrixKind::MackoQuant => {
+                let quant = self.quant_of(info)?;
+                let row_ptr = self.read_u32(&format!("{name}.row_ptr"))?;
+                let codes = self.read_u8(&format!("{name}.codes"))?;
+                let q = self.read_q(&format!("{name}.q"), quant.bits)?;
+                let scales = self.read_f16(&format!("{name}.scales"))?;
+                QuantMackoMatrix::from_parts(quant, rows, cols, row_ptr, codes, q, scales)
+                    .map(AnyMatrix::MackoQuant)
+                    .map_err(|e| in_container(context, e))
+            }
+            MatrixKind::DenseQuant => {
+                let quant = self.quant_of(info)?;
+                let q = self.read_q(&format!("{name}.q"), quant.bits)?;
+                let scales = self.read_f16(&format!("{name}.scales"))?;
+                QuantDenseMatrix::from_parts(quant, rows, cols, q, scales)
+                    .map(AnyMatrix::DenseQuant)
+                    .map_err(|e| in_container(context, e))
+            }
         }
+    }
+
+    /// The quantization a quantized matrix's metadata states (parse_info always sets it for
+    /// those kinds; an error rather than a panic if that ever changes).
+    fn quant_of(&self, info: &MatrixInfo) -> Result<Quantization> {
+        info.quant.ok_or_else(|| FormatError::Container {
+            context: format!("{}, metadata `{METADATA_PREFIX}{}`", self.label, info.name),
+            message: "a quantized matrix needs `bits` and `scales`".into(),
+        })
+    }
+
+    /// Packed quantized codes: I8 for int8, U8 for int4 (two per byte).
+    fn read_q(&self, name: &str, bits: QuantBits) -> Result<Vec<u8>> {
+        let (_, data) = self.array(name, &[q_dtype(bits)])?;
+        Ok(data.to_vec())
     }
 
     /// A 1-D tensor's bytes, after checking its dtype against `allowed`.
