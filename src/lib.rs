@@ -50,7 +50,8 @@ pub use error::{Error, Result};
 pub use half;
 pub use macko_format::{
     self as format, reference, storage, AnyMatrix, CsrMatrix, DenseMatrix, FormatError,
-    MackoMatrix, OutputPrecision,
+    MackoMatrix, OutputPrecision, QuantBits, QuantDenseMatrix, QuantMackoMatrix, Quantization,
+    ScaleLayout,
 };
 #[doc(hidden)]
 pub use options::Tuning;

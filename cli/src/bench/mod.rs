@@ -309,6 +309,19 @@ fn reference_rows(m: MatrixRef<'_>, x: &[f16], rows: &[usize]) -> Vec<RowRef> {
                 .iter()
                 .zip(x)
                 .map(|(v, xv)| v.to_f64() * xv.to_f64())),
+            // Quantized values count each term twice, as `reference::spmv_macko_quant` does
+            // (scale · q · x may round once more in f32).
+            MatrixRef::MackoQuant(a) => {
+                let (y, abs, n) = one(&mut a
+                    .row_entries(r)
+                    .filter(|(_, v)| *v != 0.0)
+                    .map(|(c, v)| v * x[c].to_f64()));
+                (y, abs, 2 * n)
+            }
+            MatrixRef::DenseQuant(a) => {
+                let (y, abs, n) = one(&mut (0..a.cols()).map(|c| a.value(r, c) * x[c].to_f64()));
+                (y, abs, 2 * n)
+            }
         })
         .collect()
 }

@@ -15,11 +15,12 @@ mod avx2;
 mod batch;
 mod batch_avx2;
 mod decode;
+mod quant;
 mod storage;
 
 use decode::{column_steps, widen1, widen8};
 pub(crate) use storage::CpuVector;
-use storage::{CpuData, ROWS_PER_TASK};
+use storage::{CpuData, CpuQuant, CpuStored, ROWS_PER_TASK};
 
 /// How the CPU multiplies one matrix, chosen once at upload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,7 +32,7 @@ pub struct CpuPlan {
 
 /// A matrix "on" the CPU: a copy of the validated host arrays, and its plan.
 pub(crate) struct CpuMatrix {
-    data: CpuData,
+    data: CpuStored,
     plan: CpuPlan,
 }
 
@@ -97,9 +98,11 @@ impl Backend for CpuBackend {
     fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<CpuMatrix> {
         let plan = self.plan(m.shape().1);
         let data = match m {
-            MatrixRef::Macko(m) => CpuData::Macko(m.clone()),
-            MatrixRef::Csr(m) => CpuData::Csr(m.clone()),
-            MatrixRef::Dense(m) => CpuData::Dense(m.clone()),
+            MatrixRef::Macko(m) => CpuStored::Plain(CpuData::Macko(m.clone())),
+            MatrixRef::Csr(m) => CpuStored::Plain(CpuData::Csr(m.clone())),
+            MatrixRef::Dense(m) => CpuStored::Plain(CpuData::Dense(m.clone())),
+            MatrixRef::MackoQuant(m) => CpuStored::Quant(CpuQuant::Macko(m.clone())),
+            MatrixRef::DenseQuant(m) => CpuStored::Quant(CpuQuant::Dense(m.clone())),
         };
         Ok(CpuMatrix { data, plan })
     }
@@ -122,17 +125,15 @@ impl Backend for CpuBackend {
         y: &mut CpuVector,
         batch: usize,
     ) -> Result<()> {
-        if batch == 1 {
-            return spmv(a, x, y);
-        }
-        let CpuVector::F16(x) = x else {
-            return Err(crate::Error::Backend {
-                backend: BackendKind::Cpu,
-                message: "internal: a product's x must be f16".into(),
-            });
-        };
-        for chunk in super::chunks(batch) {
-            batch::multiply_chunk(&a.data, a.plan.avx2, a.data.shape(), x, chunk, y);
+        match &a.data {
+            CpuStored::Plain(data) if batch == 1 => return spmv(data, a.plan, x, y),
+            CpuStored::Plain(data) => {
+                let x = f16_elements(x)?;
+                for chunk in super::chunks(batch) {
+                    batch::multiply_chunk(data, a.plan.avx2, data.shape(), x, chunk, y);
+                }
+            }
+            CpuStored::Quant(q) => quant_product(q, a.data.shape().0, f16_elements(x)?, batch, y),
         }
         Ok(())
     }
@@ -157,16 +158,45 @@ impl Backend for CpuBackend {
     }
 }
 
+/// The elements of a product's x, which `Device` keeps binary16.
+fn f16_elements(x: &CpuVector) -> Result<&[f16]> {
+    match x {
+        CpuVector::F16(x) => Ok(x),
+        CpuVector::F32(_) => Err(crate::Error::Backend {
+            backend: BackendKind::Cpu,
+            message: "internal: a product's x must be f16".into(),
+        }),
+    }
+}
+
+/// Y = A·X for a matrix with quantized values, all `batch` vectors in one pass (`quant.rs`),
+/// the f32 sums then stored in y's precision.
+fn quant_product(q: &CpuQuant, rows: usize, x: &[f16], batch: usize, y: &mut CpuVector) {
+    let mut sums = vec![0.0f32; rows * batch];
+    match q {
+        CpuQuant::Macko(m) => quant::spmm_macko_quant(m, x, batch, &mut sums),
+        CpuQuant::Dense(m) => quant::spmm_dense_quant(m, x, batch, &mut sums),
+    }
+    match y {
+        CpuVector::F16(y) => y
+            .par_iter_mut()
+            .zip(sums.par_iter())
+            .with_min_len(ROWS_PER_TASK)
+            .for_each(|(out, s)| *out = f16::from_f32(*s)),
+        CpuVector::F32(y) => y.copy_from_slice(&sums),
+    }
+}
+
 /// y = A·x for one vector, row by row.
-fn spmv(a: &CpuMatrix, x: &CpuVector, y: &mut CpuVector) -> Result<()> {
+fn spmv(data: &CpuData, plan: CpuPlan, x: &CpuVector, y: &mut CpuVector) -> Result<()> {
     let x = match x {
         CpuVector::F16(x) => widen(x),
         CpuVector::F32(x) => x.clone(),
     };
     // Whether x is finite is known only now: a product with NaN/∞ in x masks padding.
     let finite = x.iter().all(|v| v.is_finite());
-    let avx2 = a.plan.avx2;
-    let row = |r: usize| match (&a.data, finite) {
+    let avx2 = plan.avx2;
+    let row = |r: usize| match (data, finite) {
         (CpuData::Macko(m), true) => macko_row::<false>(m, r, &x, avx2),
         (CpuData::Macko(m), false) => macko_row::<true>(m, r, &x, avx2),
         (CpuData::Csr(m), true) => csr_row::<false>(m, r, &x),

@@ -2,7 +2,7 @@
 //! by the single-vector loops (mod.rs) and the few-token ones (batch.rs).
 
 use half::f16;
-use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix};
+use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix, QuantDenseMatrix, QuantMackoMatrix};
 
 /// Rows per parallel task.
 pub(super) const ROWS_PER_TASK: usize = 32;
@@ -21,6 +21,30 @@ impl CpuData {
             CpuData::Macko(m) => (m.rows(), m.cols()),
             CpuData::Csr(m) => (m.rows(), m.cols()),
             CpuData::Dense(m) => (m.rows(), m.cols()),
+        }
+    }
+}
+
+/// The arrays of a CPU matrix with quantized values (multiplied by quant.rs).
+pub(super) enum CpuQuant {
+    Macko(QuantMackoMatrix),
+    Dense(QuantDenseMatrix),
+}
+
+/// What a CPU matrix holds: binary16 values, multiplied by the loops of mod.rs and batch.rs, or
+/// quantized ones, multiplied by quant.rs (one pass for all the vectors of a product).
+pub(super) enum CpuStored {
+    Plain(CpuData),
+    Quant(CpuQuant),
+}
+
+impl CpuStored {
+    /// Rows and columns.
+    pub(super) fn shape(&self) -> (usize, usize) {
+        match self {
+            CpuStored::Plain(d) => d.shape(),
+            CpuStored::Quant(CpuQuant::Macko(m)) => (m.rows(), m.cols()),
+            CpuStored::Quant(CpuQuant::Dense(m)) => (m.rows(), m.cols()),
         }
     }
 }

@@ -341,6 +341,12 @@ impl Backend for CudaBackend {
                 let (m, plan) = up.dense(m)?;
                 CudaMatrix::Dense(m, plan)
             }
+            MatrixRef::MackoQuant(_) | MatrixRef::DenseQuant(_) => {
+                return Err(Error::Unsupported {
+                    backend: BackendKind::Cuda,
+                    what: m.kind().as_str(),
+                })
+            }
         };
         Ok(matrix)
     }

@@ -332,6 +332,10 @@ impl WgpuBackend {
             MatrixRef::Macko(m) => self.upload_macko(m),
             MatrixRef::Csr(m) => self.upload_csr(m),
             MatrixRef::Dense(m) => self.upload_dense(m),
+            MatrixRef::MackoQuant(_) | MatrixRef::DenseQuant(_) => Err(Error::Unsupported {
+                backend: BackendKind::Wgpu,
+                what: m.kind().as_str(),
+            }),
         }
     }
 

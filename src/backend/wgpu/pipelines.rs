@@ -134,15 +134,25 @@ pub(super) const STREAM_WORKGROUP: u32 = 256;
 pub(super) const STREAM_UNROLL: u32 = 4;
 
 impl Kernel {
-    /// The kernel multiplying `format` on `path`.
+    /// The kernel multiplying `format` on `path`. Quantized matrices are refused at upload
+    /// (`Error::Unsupported`) until their kernels exist, so they never reach a plan; they are
+    /// grouped with the layouts whose structure they share.
     pub fn for_product(format: MatrixKind, path: KernelPath) -> Self {
         match (format, path) {
-            (MatrixKind::Macko, KernelPath::Subgroup) => Kernel::MackoSubgroup,
-            (MatrixKind::Macko, KernelPath::Workgroup) => Kernel::MackoWorkgroup,
+            (MatrixKind::Macko | MatrixKind::MackoQuant, KernelPath::Subgroup) => {
+                Kernel::MackoSubgroup
+            }
+            (MatrixKind::Macko | MatrixKind::MackoQuant, KernelPath::Workgroup) => {
+                Kernel::MackoWorkgroup
+            }
             (MatrixKind::Csr, KernelPath::Subgroup) => Kernel::CsrSubgroup,
             (MatrixKind::Csr, KernelPath::Workgroup) => Kernel::CsrWorkgroup,
-            (MatrixKind::Dense, KernelPath::Subgroup) => Kernel::DenseSubgroup,
-            (MatrixKind::Dense, KernelPath::Workgroup) => Kernel::DenseWorkgroup,
+            (MatrixKind::Dense | MatrixKind::DenseQuant, KernelPath::Subgroup) => {
+                Kernel::DenseSubgroup
+            }
+            (MatrixKind::Dense | MatrixKind::DenseQuant, KernelPath::Workgroup) => {
+                Kernel::DenseWorkgroup
+            }
         }
     }
 
