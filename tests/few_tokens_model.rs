@@ -40,7 +40,7 @@ fn device_pass(
     model: &Model,
     density: f64,
 ) -> (f64, f64, usize, f64) {
-    let mut pruned = DevicePruned::new(dev, ckpt, model, density).expect("prune and upload");
+    let mut pruned = DevicePruned::new(dev, ckpt, model, density, None).expect("prune and upload");
     let on_device = model.forward(&SENTENCE, &mut pruned).expect("device pass");
     let on_host = model.forward(&SENTENCE, &mut HostDense).expect("host pass");
     assert_eq!(on_device.len(), SENTENCE.len() * HIDDEN);
@@ -94,5 +94,63 @@ fn a_sentence_through_minilm_as_few_token_products() {
     assert!(
         pruned < similarity && pruned > 0.5,
         "pruning half of each row gives cosine {pruned}"
+    );
+}
+
+/// Quantized values on the real model, on the CPU (the backend that multiplies them today):
+/// at density 0.5, int8 per row and int4 per 64 values must keep each product within f32
+/// accumulation of its own reference, move each layer's output from the pruned binary16
+/// layer's by a bounded amount (int8 far less than int4), and shrink the weights' memory
+/// below MACKO-16-4's (1.5 and 1 byte per entry against 2.5, plus scales).
+#[test]
+fn quantized_weights_through_minilm_on_the_cpu() {
+    let Some(path) = model() else { return };
+    let ckpt = Checkpoint::open(&path).expect("MACKO_MODEL opens as a safetensors checkpoint");
+    let model = Model::load(&ckpt).expect("all-MiniLM-L6-v2's encoder tensors");
+    let dev = Device::new(macko::BackendKind::Cpu).expect("the CPU device");
+    let f16_pass = DevicePruned::new(&dev, &ckpt, &model, 0.5, None).expect("prune and upload");
+    let f16_bytes = f16_pass.macko_bytes as f64;
+    let mut worst_quant = Vec::new();
+    for quant in [
+        macko::Quantization::int8_per_row(),
+        macko::Quantization::int4_per_group(64),
+    ] {
+        let mut pass =
+            DevicePruned::new(&dev, &ckpt, &model, 0.5, Some(quant)).expect("quantize and upload");
+        let out = model.forward(&SENTENCE, &mut pass).expect("quantized pass");
+        assert!(out.iter().all(|v| v.is_finite()));
+        let worst = pass
+            .checks
+            .iter()
+            .map(|c| c.relative_error)
+            .fold(0.0, f64::max);
+        let quant_err = pass
+            .checks
+            .iter()
+            .map(|c| c.quantization_error)
+            .fold(0.0, f64::max);
+        let memory = pass.macko_bytes as f64 / f16_bytes;
+        println!(
+            "{quant:?}: worst product error {worst:.2e}, worst quantization Δ {quant_err:.2e}, \
+             memory {memory:.3} of MACKO-16-4"
+        );
+        assert!(worst < 1e-5, "{quant:?}: a product is off by {worst:e}");
+        assert!(quant_err > 0.0, "{quant:?}: quantization changed nothing");
+        assert!(memory < 0.7, "{quant:?}: {memory} of MACKO-16-4's bytes");
+        worst_quant.push(quant_err);
+    }
+    assert!(
+        worst_quant[0] < 0.05,
+        "int8 per row moves a layer by {}",
+        worst_quant[0]
+    );
+    assert!(
+        worst_quant[1] < 0.5,
+        "int4 per 64 moves a layer by {}",
+        worst_quant[1]
+    );
+    assert!(
+        worst_quant[0] < worst_quant[1],
+        "int8 should be closer than int4: {worst_quant:?}"
     );
 }

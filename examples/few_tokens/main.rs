@@ -21,7 +21,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use macko::checkpoint::{human_bytes, Checkpoint};
-use macko::Device;
+use macko::{Device, QuantBits, Quantization, ScaleLayout};
 use minilm::{cosine, mean_pool, DevicePruned, HostDense, Model, SENTENCE};
 
 #[derive(Parser)]
@@ -32,6 +32,13 @@ struct Args {
     /// Fraction of each row's weights kept, in (0, 1].
     #[arg(long, default_value_t = 0.5, allow_negative_numbers = true)]
     density: f64,
+    /// Quantize the pruned values to `int8` or `int4` (binary16 scales per row, or per
+    /// `--group` values); the CPU multiplies quantized matrices today.
+    #[arg(long)]
+    quantize: Option<String>,
+    /// Values per scale with `--quantize` (a multiple of 8); per row without it.
+    #[arg(long, requires = "quantize")]
+    group: Option<u32>,
 }
 
 fn main() {
@@ -44,6 +51,18 @@ fn main() {
 fn run() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
     macko::prune::check_density(args.density).map_err(|e| format!("--density: {e}"))?;
+    let quant = match &args.quantize {
+        None => None,
+        Some(name) => {
+            let bits = QuantBits::parse(name)
+                .ok_or_else(|| format!("--quantize {name}: expected int8 or int4"))?;
+            let scales = args
+                .group
+                .map_or(ScaleLayout::PerRow, ScaleLayout::PerGroup);
+            scales.check().map_err(|e| format!("--group: {e}"))?;
+            Some(Quantization { bits, scales })
+        }
+    };
     let ckpt = Checkpoint::open(&args.path)?;
     let model = Model::load(&ckpt)?;
     let device = Device::from_env()?;
@@ -55,16 +74,19 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         args.density
     );
 
-    let mut pruned = DevicePruned::new(&device, &ckpt, &model, args.density)?;
+    let mut pruned = DevicePruned::new(&device, &ckpt, &model, args.density, quant)?;
     let on_device = model.forward(&SENTENCE, &mut pruned)?;
     let on_host = model.forward(&SENTENCE, &mut HostDense)?;
 
     println!(
-        "\n{:<45} {:>6} {:>24}",
-        "product (one spmm over all tokens)", "tokens", "rel. error vs f64 ref"
+        "\n{:<45} {:>6} {:>22} {:>16}",
+        "product (one spmm over all tokens)", "tokens", "rel. error vs f64 ref", "quantization Δ"
     );
     for c in &pruned.checks {
-        println!("{:<45} {:>6} {:>24.2e}", c.name, c.tokens, c.relative_error);
+        println!(
+            "{:<45} {:>6} {:>22.2e} {:>16.2e}",
+            c.name, c.tokens, c.relative_error, c.quantization_error
+        );
     }
     let worst = pruned
         .checks
@@ -80,8 +102,16 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         "\nsentence embedding (mean of the last hidden states): cosine similarity {similarity:.6} \
          between the pruned model on the device and the dense f32 model on the host"
     );
+    let stored = match quant {
+        Some(q) => format!(
+            "MACKO with {} values (scales per {})",
+            q.bits.as_str(),
+            q.scales.describe()
+        ),
+        None => "MACKO-16-4".to_string(),
+    };
     println!(
-        "memory of the {} linear weights: {} as MACKO-16-4 at density {}, {} as dense f16 \
+        "memory of the {} linear weights: {} as {stored} at density {}, {} as dense f16 \
          ({:.1} %)",
         pruned.checks.len(),
         human_bytes(pruned.macko_bytes),

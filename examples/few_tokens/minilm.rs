@@ -4,14 +4,18 @@
 //! ([`macko::Device::spmm`], f16 activations in, f32 out), and once on the host in f32 with the
 //! unpruned weights. Everything between the products (embeddings, attention, LayerNorm, GELU,
 //! biases, residuals) runs on the host in f32 in both passes, so the two differ only by the
-//! products. Shared by the `few_tokens` example and `tests/few_tokens_model.rs`.
+//! products. The pruned weights may also be quantized to int8 or int4 (docs/FORMAT.md,
+//! "Quantized values"); each product then also reports how far quantization moved its output
+//! from the pruned binary16 layer's. Shared by the `few_tokens` example and
+//! `tests/few_tokens_model.rs`.
 
 use std::collections::HashMap;
 
 use macko::checkpoint::{Checkpoint, CheckpointError};
 use macko::half::{bf16, f16};
-use macko::{prune, Device, DeviceMatrix, MackoMatrix, Precision};
+use macko::{prune, AnyMatrix, Device, DeviceMatrix, MackoMatrix, Precision};
 use macko::{reference, MatrixRef};
+use macko::{QuantMackoMatrix, Quantization};
 
 /// Features per token.
 pub const HIDDEN: usize = 384;
@@ -419,13 +423,20 @@ pub struct ProductCheck {
     pub name: String,
     /// Tokens multiplied at once (B of the few-token product).
     pub tokens: usize,
-    /// ‖Y − Y_ref‖ / ‖Y_ref‖ over all tokens.
+    /// ‖Y − Y_ref‖ / ‖Y_ref‖ over all tokens, Y_ref the f64 reference of the stored matrix
+    /// (the device's own error).
     pub relative_error: f64,
+    /// ‖Y_ref − Y_f16‖ / ‖Y_f16‖: how far quantization moved the layer's exact output from that
+    /// of the pruned binary16 layer (0 without quantization).
+    pub quantization_error: f64,
 }
 
-/// A linear layer pruned per row and uploaded once.
+/// A linear layer pruned per row (and quantized, if asked) and uploaded once.
 struct Uploaded {
-    host: MackoMatrix,
+    /// The pruned binary16 layer.
+    pruned: MackoMatrix,
+    /// What was uploaded: `pruned` itself, or its quantized values.
+    stored: AnyMatrix,
     device: DeviceMatrix,
 }
 
@@ -437,7 +448,7 @@ pub struct DevicePruned<'d> {
     matrices: HashMap<String, Uploaded>,
     /// The checks of the products so far, in order.
     pub checks: Vec<ProductCheck>,
-    /// Bytes of the pruned matrices as MACKO-16-4.
+    /// Bytes of the stored matrices (MACKO-16-4, or MACKO with quantized values).
     pub macko_bytes: u64,
     /// Bytes of the same matrices as dense f16.
     pub dense_f16_bytes: u64,
@@ -445,12 +456,14 @@ pub struct DevicePruned<'d> {
 
 impl<'d> DevicePruned<'d> {
     /// Prunes every linear layer of `model` to `density` ([`prune::magnitude_per_row`]: the
-    /// largest |w| of each row kept) and uploads it to `device`.
+    /// largest |w| of each row kept), quantizes its values if `quant` asks, and uploads it to
+    /// `device`.
     pub fn new(
         device: &'d Device,
         ckpt: &Checkpoint,
         model: &Model,
         density: f64,
+        quant: Option<Quantization>,
     ) -> Result<Self, ModelError> {
         prune::check_density(density).map_err(CheckpointError::from)?;
         let mut matrices = HashMap::new();
@@ -459,14 +472,19 @@ impl<'d> DevicePruned<'d> {
             let dense = ckpt.dense(&l.name)?;
             let pruned =
                 prune::magnitude_per_row(&dense, density).map_err(CheckpointError::from)?;
-            let host = MackoMatrix::from_dense(&pruned)?;
-            macko_bytes += host.bytes();
+            let pruned = MackoMatrix::from_dense(&pruned)?;
+            let stored = match quant {
+                Some(q) => AnyMatrix::MackoQuant(QuantMackoMatrix::quantize(&pruned, q)?),
+                None => AnyMatrix::Macko(pruned.clone()),
+            };
+            macko_bytes += stored.as_ref().bytes();
             dense_f16_bytes += dense.bytes();
-            let uploaded = device.upload(&host)?;
+            let uploaded = device.upload(&stored)?;
             matrices.insert(
                 l.name.clone(),
                 Uploaded {
-                    host,
+                    pruned,
+                    stored,
                     device: uploaded,
                 },
             );
@@ -494,19 +512,33 @@ impl Products for DevicePruned<'_> {
         let mut y = self.device.zeros_batch(l.rows, n, Precision::F32)?;
         self.device.spmm(&m.device, &xd, &mut y)?;
         let got = self.device.download(&y)?.to_f32();
-        let want = reference::spmm(MatrixRef::Macko(&m.host), &x16, n)?;
-        let (mut diff, mut norm) = (0.0f64, 0.0f64);
-        for (g, w) in got.iter().zip(&want.y) {
-            diff += (f64::from(*g) - w).powi(2);
-            norm += w * w;
-        }
+        let want = reference::spmm(m.stored.as_ref(), &x16, n)?;
+        let got64: Vec<f64> = got.iter().map(|&g| f64::from(g)).collect();
+        let quantization_error = match m.stored {
+            AnyMatrix::Macko(_) => 0.0,
+            _ => relative(
+                &want.y,
+                &reference::spmm(MatrixRef::Macko(&m.pruned), &x16, n)?.y,
+            ),
+        };
         self.checks.push(ProductCheck {
             name: l.name.clone(),
             tokens: n,
-            relative_error: (diff / norm.max(f64::MIN_POSITIVE)).sqrt(),
+            relative_error: relative(&got64, &want.y),
+            quantization_error,
         });
         Ok(got)
     }
+}
+
+/// ‖a − b‖ / ‖b‖ in f64 (0 over 0 stays 0).
+fn relative(a: &[f64], b: &[f64]) -> f64 {
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (x, y) in a.iter().zip(b) {
+        diff += (x - y).powi(2);
+        norm += y * y;
+    }
+    (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
 }
 
 /// The mean of the tokens' hidden states: the sentence embedding of all-MiniLM-L6-v2
