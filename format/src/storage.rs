@@ -1,5 +1,8 @@
-//! Storage accounting from the formulas of docs/FORMAT.md ("Storage"): what a density costs in
-//! MACKO-16-4 and in CSR, relative to dense binary16.
+//! Storage accounting from the formulas of docs/FORMAT.md ("Storage", "Quantized values"): what a
+//! density costs in MACKO-16-4, in MACKO with quantized values and in CSR, relative to dense
+//! binary16.
+
+use crate::quant::{QuantBits, ScaleLayout};
 
 /// Effective density (bytes over dense binary16 bytes) of MACKO-16-4 at density `d` when no
 /// padding entry is needed: 1.25·d (row pointers neglected).
@@ -26,4 +29,32 @@ pub fn macko_expected(d: f64) -> f64 {
 /// Effective density of CSR with 32-bit indices: 3·d.
 pub fn csr(d: f64) -> f64 {
     3.0 * d
+}
+
+/// Bytes per stored value of a quantized layout: 1 (int8) or 0.5 (int4).
+fn value_bytes(bits: QuantBits) -> f64 {
+    f64::from(bits.bits()) / 8.0
+}
+
+/// Expected effective density of MACKO with quantized values at density `d` for uniformly
+/// random sparsity: the entries of [`macko_expected`], each `value + 0.5` bytes (1.5 for int8,
+/// 1 for int4) instead of 2.5, plus 2 bytes per scale group of G entries. Per-row scales and
+/// row pointers are neglected, as in [`macko_expected`] (they cost 2 and 4 bytes per row).
+pub fn macko_quant_expected(d: f64, bits: QuantBits, scales: ScaleLayout) -> f64 {
+    let per_entry = value_bytes(bits) + 0.5 + scale_bytes_per_value(scales);
+    macko_expected(d) * per_entry / 2.5
+}
+
+/// Effective density of a dense matrix with quantized values: `value / 2` plus the scales
+/// (per-row scales neglected).
+pub fn dense_quant(bits: QuantBits, scales: ScaleLayout) -> f64 {
+    (value_bytes(bits) + scale_bytes_per_value(scales)) / 2.0
+}
+
+/// Bytes of scales per stored value: 2 / G per group of G, 0 per row (neglected).
+fn scale_bytes_per_value(scales: ScaleLayout) -> f64 {
+    match scales {
+        ScaleLayout::PerRow => 0.0,
+        ScaleLayout::PerGroup(g) => 2.0 / f64::from(g.max(1)),
+    }
 }

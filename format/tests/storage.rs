@@ -136,3 +136,39 @@ fn worst_and_best_cases_are_reached() {
         storage::macko_worst(d)
     );
 }
+
+#[test]
+fn quantized_matrices_land_on_their_expected_column() {
+    use macko_format::{QuantBits, QuantDenseMatrix, QuantMackoMatrix, Quantization, ScaleLayout};
+    let (rows, cols) = (512, 4096);
+    for (i, d) in [0.1, 0.3, 0.5, 0.7].into_iter().enumerate() {
+        let dense = uniform(rows, cols, d, 300 + i as u64);
+        let m = MackoMatrix::from_dense(&dense).unwrap();
+        for (bits, scales) in [
+            (QuantBits::Int8, ScaleLayout::PerRow),
+            (QuantBits::Int4, ScaleLayout::PerGroup(64)),
+        ] {
+            let quant = Quantization { bits, scales };
+            let q = QuantMackoMatrix::quantize(&m, quant).unwrap();
+            let expected = storage::macko_quant_expected(d, bits, scales);
+            let measured = q.effective_density();
+            assert!(
+                (measured - expected).abs() <= 0.01,
+                "{quant:?} at d = {d}: measured {measured}, expected {expected}"
+            );
+            let qd = QuantDenseMatrix::quantize(&dense, quant).unwrap();
+            assert!((qd.effective_density() - storage::dense_quant(bits, scales)).abs() <= 0.01);
+        }
+    }
+    // int8 keeps 1.5 of MACKO-16-4's 2.5 bytes per entry, int4 1 of them.
+    assert!(
+        (storage::macko_quant_expected(0.5, QuantBits::Int8, ScaleLayout::PerRow)
+            - 0.6 * storage::macko_expected(0.5))
+        .abs()
+            < 1e-12
+    );
+    assert_eq!(
+        storage::dense_quant(QuantBits::Int4, ScaleLayout::PerGroup(64)),
+        0.265625
+    );
+}
