@@ -1,6 +1,7 @@
 //! `macko convert`: a checkpoint's weight matrices encoded as MACKO-16-4 (optionally pruned
-//! first), every other tensor copied, written atomically, with a progress bar and a report
-//! table of what each tensor costs as dense f16, CSR and MACKO.
+//! first, optionally with int8/int4 values), every other tensor copied, written atomically, with
+//! a progress bar and a report table of what each tensor costs as dense f16, CSR and MACKO (and,
+//! quantized, what quantization changed in its products).
 
 use std::path::PathBuf;
 
@@ -9,8 +10,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::error::CliError;
 use macko::checkpoint::{
-    self, human_bytes, CheckpointError, ConvertOptions, ConvertReport, Pattern, Progress,
+    self, describe_quantization, human_bytes, CheckpointError, ConvertOptions, ConvertReport,
+    Pattern, Progress, ERROR_VECTORS,
 };
+use macko::{QuantBits, Quantization, ScaleLayout};
 
 /// Arguments of `macko convert` (the help text is the fields' documentation).
 #[derive(Args)]
@@ -34,6 +37,42 @@ pub struct ConvertArgs {
     /// --include are converted whatever their size).
     #[arg(long, value_name = "N", default_value_t = 0)]
     min_size: u64,
+    /// Store int8 or int4 values (symmetric round-to-nearest, absmax f16 scales) instead of f16,
+    /// after pruning and encoding; the report and the file record each tensor's relative error
+    /// of W·x against the (pruned) f16 weights, which `verify --against` checks.
+    #[arg(long, value_name = "int8|int4", value_parser = parse_bits)]
+    quantize: Option<QuantBits>,
+    /// With --quantize: one scale per G consecutive stored values (G a multiple of 8, from 8 to
+    /// 2^24) instead of one per row. Smaller groups follow the weights more closely and cost 2
+    /// bytes per group.
+    #[arg(long, value_name = "G")]
+    group: Option<u32>,
+}
+
+/// `--quantize`'s value: a width the format stores, named as files name it.
+fn parse_bits(s: &str) -> Result<QuantBits, String> {
+    QuantBits::parse(s).ok_or_else(|| {
+        format!("`{s}` is not a quantized width; expected int8 or int4 (f16 is the default)")
+    })
+}
+
+/// The quantization `--quantize` and `--group` ask for, checked before any file is touched: a
+/// group without a width means nothing, and a group size must satisfy the format's rule.
+fn quantization(args: &ConvertArgs) -> Result<Option<Quantization>, CliError> {
+    match (args.quantize, args.group) {
+        (None, None) => Ok(None),
+        (None, Some(g)) => Err(CliError::Usage(format!(
+            "--group {g} needs --quantize int8|int4: a scale group only applies to quantized \
+             values"
+        ))),
+        (Some(bits), group) => {
+            let scales = group.map_or(ScaleLayout::PerRow, ScaleLayout::PerGroup);
+            scales.check().map_err(|e| {
+                CliError::Usage(format!("--group {}: {e}", group.unwrap_or_default()))
+            })?;
+            Ok(Some(Quantization { bits, scales }))
+        }
+    }
 }
 
 fn bar_style() -> ProgressStyle {
@@ -49,13 +88,33 @@ fn print_report(report: &ConvertReport) {
         .max()
         .unwrap_or(6)
         .max(6);
+    // The error column only exists with quantization, so that a plain conversion prints what
+    // it always printed.
+    let quantized = report.quantize.is_some();
+    let error_column = |e: Option<f64>| match (quantized, e) {
+        (false, _) => String::new(),
+        (true, Some(e)) => format!(" {e:>9.3e}"),
+        (true, None) => format!(" {:>9}", ""),
+    };
     println!(
-        "{:<name_width$} {:>11} {:>5} {:>8} {:>11} {:>11} {:>11} {:>9}",
-        "tensor", "shape", "src", "density", "dense f16", "CSR", "MACKO", "eff.dens"
+        "{:<name_width$} {:>11} {:>5} {:>8} {:>11} {:>11} {:>11} {:>9}{}",
+        "tensor",
+        "shape",
+        "src",
+        "density",
+        "dense f16",
+        "CSR",
+        "MACKO",
+        "eff.dens",
+        if quantized {
+            format!(" {:>9}", "rel.err")
+        } else {
+            String::new()
+        }
     );
     for t in &report.converted {
         println!(
-            "{:<name_width$} {:>11} {:>5} {:>8.4} {:>11} {:>11} {:>11} {:>9.4}",
+            "{:<name_width$} {:>11} {:>5} {:>8.4} {:>11} {:>11} {:>11} {:>9.4}{}",
             t.name,
             format!("{}×{}", t.rows, t.cols),
             t.source_dtype,
@@ -63,7 +122,8 @@ fn print_report(report: &ConvertReport) {
             human_bytes(t.dense_f16_bytes),
             human_bytes(t.csr_bytes),
             human_bytes(t.macko_bytes),
-            t.effective_density()
+            t.effective_density(),
+            error_column(t.rel_error)
         );
     }
     let density = if report.elements() == 0 {
@@ -97,6 +157,27 @@ fn print_report(report: &ConvertReport) {
         Some(d) => println!("pruned: every row of every converted tensor to density {d}"),
         None => println!("pruned: no (weights kept as they are)"),
     }
+    if let Some(q) = report.quantize {
+        let worst = report
+            .converted
+            .iter()
+            .filter_map(|t| t.rel_error.map(|e| (e, t.name.as_str())))
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        println!(
+            "quantized: {} (rel.err: ‖W_q·x − W·x‖ / ‖W·x‖ against the {}f16 weights, {} seeded \
+             activation vectors{})",
+            describe_quantization(q),
+            if report.prune_to.is_some() {
+                "pruned "
+            } else {
+                ""
+            },
+            ERROR_VECTORS,
+            worst.map_or(String::new(), |(e, name)| format!(
+                "; largest {e:.3e}, {name}"
+            ))
+        );
+    }
     println!(
         "file: {} → {}",
         human_bytes(report.input_bytes),
@@ -111,6 +192,7 @@ pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
         exclude: args.exclude.iter().map(Pattern::new).collect(),
         prune_to: args.prune_to,
         min_size: args.min_size,
+        quantize: quantization(args)?,
     };
     if let Some(d) = args.prune_to {
         macko::prune::check_density(d).map_err(|e| CliError::Usage(format!("--prune-to: {e}")))?;

@@ -1,6 +1,7 @@
 //! The `macko` command: `info` (backends and devices), `demo` (one product on the chosen
-//! device, checked against the f64 reference), `bench`, `convert` (a checkpoint to MACKO-16-4)
-//! and `verify` (a converted file against the format's rules and its source). Exit status 1 on
+//! device, checked against the f64 reference), `bench`, `convert` (a checkpoint to MACKO-16-4,
+//! optionally with int8/int4 values) and `verify` (a converted file against the format's rules
+//! and its source). Exit status 1 on
 //! any error, with the message.
 
 mod bench;
@@ -34,11 +35,13 @@ enum Command {
     /// against the f64 reference, and print time and storage.
     Demo(demo::DemoArgs),
     /// Encode the weight matrices of a .safetensors checkpoint as MACKO-16-4 (optionally
-    /// pruning each row to a density first), copy every other tensor, and report the storage
-    /// of each tensor as dense f16, CSR and MACKO.
+    /// pruning each row to a density first, and quantizing the values to int8 or int4), copy
+    /// every other tensor, and report the storage of each tensor as dense f16, CSR and MACKO,
+    /// with quantization's relative error of W·x.
     Convert(convert::ConvertArgs),
     /// Check every matrix of a converted file against the format's rules and, with --against,
-    /// bit for bit against the (pruned) f16 source.
+    /// bit for bit against the (pruned) f16 source, or for quantized values within the relative
+    /// error convert recorded.
     Verify(verify::VerifyArgs),
 }
 

@@ -1,6 +1,7 @@
 //! `macko verify`: every matrix of a file checked against the rules of docs/FORMAT.md, and with
-//! `--against` compared bit for bit with the (pruned) f16 source. Prints one line per matrix;
-//! exits non-zero naming every matrix and rule that failed.
+//! `--against` compared bit for bit with the (pruned) f16 source, or for quantized values held
+//! to the relative error `convert` recorded. Prints one line per matrix; exits non-zero naming
+//! every matrix and rule that failed.
 
 use std::path::PathBuf;
 
@@ -8,7 +9,7 @@ use clap::Args;
 
 use crate::convert::cli_error;
 use crate::error::CliError;
-use macko::checkpoint;
+use macko::checkpoint::{self, describe_quantization};
 
 /// Arguments of `macko verify` (the help text is the fields' documentation).
 #[derive(Args)]
@@ -17,7 +18,9 @@ pub struct VerifyArgs {
     file: PathBuf,
     /// The checkpoint it was converted from: each decoded matrix must equal the source tensor
     /// of the same name, rounded to f16 and, where the file records a pruning density, pruned
-    /// the same way.
+    /// the same way. A quantized matrix must be quantized as recorded, and the relative error
+    /// of its W·x against that source, recomputed on the same seeded vectors, must not exceed
+    /// the recorded one.
     #[arg(long, value_name = "IN.safetensors")]
     against: Option<PathBuf>,
 }
@@ -34,14 +37,20 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
         if m.canonical == Some(false) {
             notes.push("valid, not canonical".to_string());
         }
-        if m.compared {
-            notes.push(match m.prune_to {
-                Some(d) => format!("equals the source pruned to {d}"),
-                None => "equals the source".to_string(),
-            });
+        if let Some(q) = m.quantization {
+            notes.push(describe_quantization(q));
         }
-        if !m.problems.is_empty() {
-            notes.retain(|n| !n.starts_with("equals"));
+        let source = match m.prune_to {
+            Some(d) => format!("the source pruned to {d}"),
+            None => "the source".to_string(),
+        };
+        if m.compared && m.problems.is_empty() {
+            notes.push(match (m.rel_error, m.recorded_rel_error) {
+                (Some(e), Some(r)) => {
+                    format!("rel. error {e:.3e} against {source}, recorded {r:.3e}")
+                }
+                _ => format!("equals {source}"),
+            });
         }
         println!(
             "{status:<4} {} {} {}×{}{}",
@@ -76,6 +85,9 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
             report.file,
             report.matrices.len(),
             match &report.against {
+                Some(a) if report.matrices.iter().any(|m| m.quantization.is_some()) => {
+                    format!(" and match {a} (quantized ones within their recorded error)")
+                }
                 Some(a) => format!(" and equal {a}"),
                 None => String::new(),
             }

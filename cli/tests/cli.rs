@@ -1,7 +1,8 @@
 //! End-to-end tests of the `macko` binary's `convert` and `verify`: small safetensors files are
 //! written by hand (so that any dtype, rank or corruption can be built), converted, verified,
 //! and every kind of bad input is checked to fail with a message naming the file, tensor and
-//! problem, a non-zero exit status, and nothing written. Then `bench --merge`: two small CPU
+//! problem, a non-zero exit status, and nothing written; `convert --quantize` and the error
+//! bound `verify` holds it to. Then `bench --merge`: two small CPU
 //! runs merged into one set of results and plots, and the merges it refuses; and `bench
 //! --batch`: records, summary and plots per batch size, and the batch sizes it refuses.
 
@@ -671,6 +672,353 @@ fn a_copied_tensor_that_clashes_with_a_matrix_array_is_refused() {
     // Leaving `a` unconverted avoids the clash, but then nothing is selected.
     let o = macko(&[&"convert", &input, &output, &"--exclude", &"a"]);
     assert_fails(&o, &["no tensor selected"]);
+}
+
+/// A checkpoint of random weights (normal, seeded): an F32 48×256 weight, a BF16 24×136 weight
+/// (a row length no group size divides) and an F32 bias. Quantization error bounds are stated
+/// for weights like these, not for the few distinct values of [`checkpoint`].
+fn random_checkpoint(path: &Path) {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut normal = move || {
+        let mut uniform = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            ((state >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        };
+        let (u1, u2) = (uniform(), uniform());
+        ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32 * 0.05
+    };
+    let a: Vec<f32> = (0..48 * 256).map(|_| normal()).collect();
+    let b: Vec<u8> = (0..24 * 136)
+        .flat_map(|_| bf16::from_f32(normal()).to_bits().to_le_bytes())
+        .collect();
+    write_safetensors(
+        path,
+        &[
+            f32_tensor("attn.weight", 48, 256, |r, c| a[r * 256 + c]),
+            T {
+                name: "mlp.weight",
+                dtype: "BF16",
+                shape: vec![24, 136],
+                data: b,
+            },
+            T {
+                name: "attn.bias",
+                dtype: "F32",
+                shape: vec![48],
+                data: (0..48).flat_map(|i| (i as f32).to_le_bytes()).collect(),
+            },
+        ],
+        &[("format", "pt")],
+    );
+}
+
+/// The conversion record of matrix `name`.
+fn record(path: &Path, name: &str) -> serde_json::Value {
+    let file = MatrixFile::open(path).expect("open");
+    let meta = file.metadata().expect("metadata");
+    serde_json::from_str(
+        meta.get(&format!("{CONVERT_METADATA_PREFIX}{name}"))
+            .expect("conversion record"),
+    )
+    .expect("JSON")
+}
+
+/// Copies a safetensors file with its `__metadata__` changed by `edit` (the header rewritten,
+/// padded to 8 bytes as safetensors does; the data section, addressed relative to its start, is
+/// kept as it is).
+fn with_metadata(
+    from: &Path,
+    to: &Path,
+    edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>),
+) {
+    let bytes = std::fs::read(from).expect("read");
+    let n = u64::from_le_bytes(bytes[..8].try_into().expect("8 bytes")) as usize;
+    let mut header: serde_json::Value =
+        serde_json::from_slice(&bytes[8..8 + n]).expect("header JSON");
+    edit(
+        header["__metadata__"]
+            .as_object_mut()
+            .expect("metadata object"),
+    );
+    let mut text = header.to_string();
+    while (8 + text.len()) % 8 != 0 {
+        text.push(' ');
+    }
+    let mut out = (text.len() as u64).to_le_bytes().to_vec();
+    out.extend_from_slice(text.as_bytes());
+    out.extend_from_slice(&bytes[8 + n..]);
+    std::fs::write(to, out).expect("write");
+}
+
+/// Edits the JSON record `macko-convert.NAME` inside the metadata.
+fn edit_record(
+    meta: &mut serde_json::Map<String, serde_json::Value>,
+    name: &str,
+    edit: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>),
+) {
+    let key = format!("{CONVERT_METADATA_PREFIX}{name}");
+    let mut record: serde_json::Value =
+        serde_json::from_str(meta[&key].as_str().expect("record string")).expect("JSON");
+    edit(record.as_object_mut().expect("record object"));
+    meta.insert(key, record.to_string().into());
+}
+
+#[test]
+fn quantize_stores_int8_and_int4_matrices_and_records_their_error() {
+    use macko::checkpoint::relative_error;
+    use macko::{QuantBits, Quantization, ScaleLayout};
+
+    let dir = TempDir::new("quantize");
+    let input = dir.path("in.safetensors");
+    random_checkpoint(&input);
+    let cases: [(&[&str], Quantization, Option<f64>, f64); 2] = [
+        (
+            &["--quantize", "int8"],
+            Quantization::int8_per_row(),
+            None,
+            1e-2,
+        ),
+        (
+            &["--quantize", "int4", "--group", "64", "--prune-to", "0.5"],
+            Quantization::int4_per_group(64),
+            Some(0.5),
+            0.2,
+        ),
+    ];
+    for (flags, quant, prune_to, bound) in cases {
+        let output = dir.path("out.safetensors");
+        let mut args: Vec<Arg<'_>> = vec![&"convert", &input, &output];
+        for f in flags {
+            args.push(f);
+        }
+        let o = macko(&args);
+        assert!(o.status.success(), "{flags:?}: {}", stderr(&o));
+        let out = stdout(&o);
+        let described = match quant.scales {
+            ScaleLayout::PerRow => "int8 per row",
+            ScaleLayout::PerGroup(_) => "int4 per group of 64",
+        };
+        assert!(out.contains("rel.err"), "{out}");
+        assert!(out.contains(&format!("quantized: {described}")), "{out}");
+
+        let run: serde_json::Value = serde_json::from_str(
+            MatrixFile::open(&output)
+                .expect("output")
+                .metadata()
+                .expect("metadata")
+                .get(CONVERT_METADATA_KEY)
+                .expect("run record"),
+        )
+        .expect("JSON");
+        assert_eq!(run["quantize"], quant.bits.as_str());
+        for name in ["attn.weight", "mlp.weight"] {
+            let m = match container::load_matrix(&output, name).expect("load") {
+                AnyMatrix::MackoQuant(m) => m,
+                other => panic!("{name} is {:?}, not quantized MACKO", other.kind()),
+            };
+            assert_eq!(m.quantization(), quant, "{name}");
+            // The structure is the f16 encoding's of the (pruned) source; only values change.
+            let mut w = source_f16(&input, name);
+            if let Some(d) = prune_to {
+                w = macko::prune::magnitude_per_row(&w, d).expect("prune");
+            }
+            let f16_encoding = MackoMatrix::from_dense(&w).expect("encode");
+            assert_eq!(m.row_ptr(), f16_encoding.row_ptr(), "{name}");
+            assert_eq!(m.codes(), f16_encoding.codes(), "{name}");
+
+            let r = record(&output, name);
+            assert_eq!(r["quantize"], quant.bits.as_str(), "{name}");
+            match quant.scales {
+                ScaleLayout::PerRow => assert!(r["group"].is_null(), "{name}"),
+                ScaleLayout::PerGroup(g) => assert_eq!(r["group"], g, "{name}"),
+            }
+            let e = r["rel_error"].as_f64().expect("rel_error");
+            assert!(e > 0.0 && e < bound, "{name} {quant:?}: rel_error {e}");
+            // What the library computes from the stored matrix and the pruned f16 source.
+            let again = relative_error((&m).into(), &w).expect("error");
+            assert!((again - e).abs() <= e * 1e-12, "{name}: {again} vs {e}");
+            assert!(out.contains(&format!("{e:.3e}")), "{name} {e:.3e}:\n{out}");
+        }
+        assert_eq!(quant.bits == QuantBits::Int8, flags[1] == "int8");
+
+        let v = macko(&[&"verify", &output, &"--against", &input]);
+        assert!(
+            v.status.success(),
+            "{flags:?}: {}{}",
+            stdout(&v),
+            stderr(&v)
+        );
+        let vout = stdout(&v);
+        assert!(vout.contains("ok   macko-quant attn.weight"), "{vout}");
+        assert!(vout.contains(described), "{vout}");
+        assert!(vout.contains("rel. error"), "{vout}");
+        assert!(vout.contains("all 2 matrices pass"), "{vout}");
+        assert!(
+            vout.contains("1 compared with the source, 0 differ"),
+            "{vout}"
+        );
+    }
+}
+
+#[test]
+fn verify_holds_quantized_matrices_to_their_recorded_error_and_quantization() {
+    let dir = TempDir::new("quant-verify");
+    let (input, output, tampered) = (
+        dir.path("in.safetensors"),
+        dir.path("out.safetensors"),
+        dir.path("tampered.safetensors"),
+    );
+    random_checkpoint(&input);
+    let o = macko(&[
+        &"convert",
+        &input,
+        &output,
+        &"--quantize",
+        &"int4",
+        &"--group",
+        &"64",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let e = record(&output, "attn.weight")["rel_error"]
+        .as_f64()
+        .expect("rel_error");
+    let verify = |edit: &dyn Fn(&mut serde_json::Map<String, serde_json::Value>)| {
+        with_metadata(&output, &tampered, |meta| {
+            edit_record(meta, "attn.weight", |r| edit(r))
+        });
+        macko(&[&"verify", &tampered, &"--against", &input])
+    };
+
+    // Unchanged metadata, rewritten: passes. Within the slack (JSON round trips): passes.
+    assert!(verify(&|_| {}).status.success());
+    let v = verify(&|r| {
+        r.insert("rel_error".into(), (e * (1.0 - 1e-12)).into());
+    });
+    assert!(v.status.success(), "{}{}", stdout(&v), stderr(&v));
+
+    // A promise the stored values do not keep.
+    let v = verify(&|r| {
+        r.insert("rel_error".into(), (e * (1.0 - 1e-6)).into());
+    });
+    assert_fails(
+        &v,
+        &[
+            "attn.weight",
+            "error check",
+            "recomputed",
+            "1 of 2 matrices fail",
+        ],
+    );
+    assert!(
+        stdout(&v).contains("ok   macko-quant mlp.weight"),
+        "{}",
+        stdout(&v)
+    );
+    let v = verify(&|r| {
+        r.insert("rel_error".into(), (e / 2.0).into());
+    });
+    assert_fails(&v, &["attn.weight", "error check", &format!("{e:.6e}")]);
+
+    // A quantization that is not the stored one.
+    let v = verify(&|r| {
+        r.insert("group".into(), 128.into());
+    });
+    assert_fails(
+        &v,
+        &[
+            "attn.weight",
+            "quantization check",
+            "holds int4 per group of 64",
+            "records int4 per group of 128",
+        ],
+    );
+    let v = verify(&|r| {
+        r.insert("quantize".into(), "int8".into());
+        r.insert("group".into(), serde_json::Value::Null);
+    });
+    assert_fails(&v, &["quantization check", "records int8 per row"]);
+    let v = verify(&|r| {
+        r.remove("quantize");
+        r.remove("group");
+        r.remove("rel_error");
+    });
+    assert_fails(
+        &v,
+        &["records f16 values", "records no rel_error", "no bound"],
+    );
+    // Fields of the wrong type or outside the format's rule are named.
+    let v = verify(&|r| {
+        r.insert("group".into(), 12.into());
+    });
+    assert_fails(&v, &["attn.weight", "group", "multiple of 8"]);
+    let v = verify(&|r| {
+        r.insert("rel_error".into(), "small".into());
+    });
+    assert_fails(&v, &["rel_error is \"small\"", "finite number"]);
+
+    // A different source: the stored values no longer approximate it.
+    let other = dir.path("other.safetensors");
+    write_safetensors(
+        &other,
+        &[
+            f32_tensor("attn.weight", 48, 256, |r, c| ((r + c) % 7) as f32 - 3.0),
+            f32_tensor("mlp.weight", 24, 136, |r, c| ((r * c) % 5) as f32 - 2.0),
+        ],
+        &[],
+    );
+    let v = macko(&[&"verify", &output, &"--against", &other]);
+    assert_fails(&v, &["attn.weight", "mlp.weight", "error check", "2 of 2"]);
+}
+
+#[test]
+fn quantize_options_are_checked_before_anything_is_written() {
+    let dir = TempDir::new("quant-args");
+    let (input, output) = (dir.path("in.safetensors"), dir.path("out.safetensors"));
+    random_checkpoint(&input);
+    let before = dir.files();
+    let cases: [(&[&str], &[&str]); 5] = [
+        (&["--group", "64"], &["--group 64", "needs --quantize"]),
+        (
+            &["--group", "64", "--prune-to", "0.5"],
+            &["--group 64", "needs --quantize"],
+        ),
+        (
+            &["--quantize", "int4", "--group", "12"],
+            &["--group 12", "scale group", "multiple of 8"],
+        ),
+        (
+            &["--quantize", "int8", "--group", "0"],
+            &["--group 0", "multiple of 8"],
+        ),
+        (&["--quantize", "int3"], &["int3", "int8 or int4"]),
+    ];
+    for (flags, needles) in cases {
+        let mut args: Vec<Arg<'_>> = vec![&"convert", &input, &output];
+        for f in flags {
+            args.push(f);
+        }
+        let o = macko(&args);
+        assert_fails(&o, needles);
+        assert_eq!(dir.files(), before, "{flags:?} wrote something");
+    }
+    // The library refuses the same group size, with the format's typed error.
+    let opts = macko::checkpoint::ConvertOptions {
+        quantize: Some(macko::Quantization::int4_per_group(12)),
+        ..Default::default()
+    };
+    let e = macko::checkpoint::convert(&input, &output, &opts, &mut |_| {});
+    assert!(
+        matches!(
+            e,
+            Err(macko::checkpoint::CheckpointError::Format(
+                macko::FormatError::ScaleGroup { group: 12 }
+            ))
+        ),
+        "{e:?}"
+    );
+    assert_eq!(dir.files(), before);
 }
 
 /// `macko bench` on the CPU over two tiny shapes at `densities`, into `out`; returns stdout.

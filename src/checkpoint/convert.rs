@@ -1,5 +1,6 @@
-//! `convert`: every selected 2-D floating tensor of a checkpoint encoded as MACKO-16-4 through
-//! the container, every other tensor copied byte for byte, written atomically.
+//! `convert`: every selected 2-D floating tensor of a checkpoint encoded as MACKO-16-4 (or, with
+//! [`ConvertOptions::quantize`], MACKO with int8/int4 values) through the container, every other
+//! tensor copied byte for byte, written atomically.
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
@@ -7,22 +8,32 @@ use std::fs::{File, OpenOptions};
 use std::path::{Path, PathBuf};
 
 use macko_format::container::{self, OutTensor};
-use macko_format::{MackoMatrix, FORMAT_NAME, FORMAT_VERSION};
+use macko_format::{
+    MackoMatrix, QuantMackoMatrix, Quantization, ScaleLayout, FORMAT_NAME, FORMAT_VERSION,
+};
 use rayon::prelude::*;
 use safetensors::SafeTensors;
 
+use super::accuracy::relative_error;
 use super::file::{Checkpoint, CheckpointError, Result, TensorEntry};
 use super::pattern::Pattern;
 use crate::prune;
 
 /// Metadata key of the file-wide conversion record: a JSON object with the tool, its version,
-/// the format name and version, the pruning density (or null) and the source file's name.
+/// the format name and version, the pruning density (or null) and the source file's name; with
+/// quantization also `quantize` (`"int8"`/`"int4"`) and `group` (G, or null for per-row scales).
 pub const CONVERT_METADATA_KEY: &str = "macko-convert";
 
 /// Prefix of the per-matrix conversion record: matrix `w` is described by `macko-convert.w`, a
 /// JSON object with `source_dtype`, `source_shape`, `density` (kept non-zeros over elements),
 /// `prune_to` (the pruning density, or null) and the format name and version. `macko verify
 /// --against` reads `prune_to` to prune the source the same way before comparing.
+///
+/// A quantized matrix's record adds `quantize` (`"int8"` or `"int4"`), `group` (the scale group
+/// G, or null for one scale per row) and `rel_error`, the relative error of its products against
+/// the (pruned) f16 weights ([`super::relative_error`]): what `verify --against` recomputes and
+/// holds it to. Unquantized records leave these fields out, so a conversion without
+/// quantization writes exactly the bytes it always did.
 ///
 /// (Not `macko.`: that prefix belongs to the container's matrix descriptions.)
 pub const CONVERT_METADATA_PREFIX: &str = "macko-convert.";
@@ -43,6 +54,10 @@ pub struct ConvertOptions {
     /// Leave matrices of fewer elements than this unconverted; tensors named literally by
     /// `include` are converted whatever their size.
     pub min_size: u64,
+    /// Quantize each converted matrix's values after pruning and encoding
+    /// ([`QuantMackoMatrix::quantize`]), and measure what that costs ([`super::relative_error`]);
+    /// `None` stores f16 values, exactly as before quantization existed.
+    pub quantize: Option<Quantization>,
 }
 
 /// Where a conversion is, for a progress bar.
@@ -81,8 +96,16 @@ pub struct TensorReport {
     pub dense_f16_bytes: u64,
     /// Bytes as CSR with u32 indices: 4·(rows + 1) + 6·nonzeros.
     pub csr_bytes: u64,
-    /// Bytes as MACKO-16-4: 2.5·P + 4·(rows + 1).
+    /// Bytes of the stored MACKO matrix: 2.5·P + 4·(rows + 1) for MACKO-16-4; with quantized
+    /// values 1.5·P (int8) or P (int4), plus 2 per scale, + 4·(rows + 1).
     pub macko_bytes: u64,
+    /// The quantization applied, if any.
+    pub quantization: Option<Quantization>,
+    /// With quantization: ‖W_q·x − W·x‖ / ‖W·x‖ over the seeded activation vectors
+    /// ([`super::relative_error`]), W the f16 weights after pruning, so it is quantization's
+    /// cost alone (pruning's is not in it). `None` without quantization (the error is 0: MACKO
+    /// stores the f16 weights exactly).
+    pub rel_error: Option<f64>,
 }
 
 impl TensorReport {
@@ -127,6 +150,8 @@ pub struct ConvertReport {
     pub copied: Vec<CopiedTensor>,
     /// The pruning density applied, if any.
     pub prune_to: Option<f64>,
+    /// The quantization applied, if any.
+    pub quantize: Option<Quantization>,
     /// Size of the input file.
     pub input_bytes: u64,
     /// Size of the file written.
@@ -157,6 +182,16 @@ impl ConvertReport {
     pub fn macko_bytes(&self) -> u64 {
         self.converted.iter().map(|t| t.macko_bytes).sum()
     }
+}
+
+/// The `quantize` and `group` fields of a conversion record: `("int8", null)` for per-row
+/// scales, `("int4", 64)` for groups of 64 (`verify`'s `recorded_quant` reads them back).
+fn quant_fields(q: Quantization) -> (&'static str, Option<u32>) {
+    let group = match q.scales {
+        ScaleLayout::PerRow => None,
+        ScaleLayout::PerGroup(g) => Some(g),
+    };
+    (q.bits.as_str(), group)
 }
 
 /// Chooses the tensors to convert, refusing patterns and names that cannot be honoured.
@@ -325,10 +360,11 @@ impl Drop for TempOutput {
 
 /// Converts a checkpoint: every selected tensor (by default, every 2-D F16/BF16/F32 tensor) is
 /// rounded to binary16 (a finite value beyond binary16's range is an error naming the tensor,
-/// element and value), pruned per row if `opts.prune_to` says so, encoded as MACKO-16-4 and
-/// stored through the container's layout; every other tensor is copied unchanged; the input's
-/// metadata is kept and the conversion is recorded under [`CONVERT_METADATA_KEY`] and
-/// [`CONVERT_METADATA_PREFIX`].
+/// element and value), pruned per row if `opts.prune_to` says so, encoded as MACKO-16-4,
+/// quantized if `opts.quantize` says so (its relative error measured against the pruned f16
+/// weights) and stored through the container's layout; every other tensor is copied unchanged;
+/// the input's metadata is kept and the conversion is recorded under [`CONVERT_METADATA_KEY`]
+/// and [`CONVERT_METADATA_PREFIX`].
 ///
 /// The output is written to a temporary file beside it and renamed into place only when
 /// complete: on any error (bad input, a full disk) nothing is left behind and an existing
@@ -341,6 +377,9 @@ pub fn convert(
 ) -> Result<ConvertReport> {
     if let Some(d) = opts.prune_to {
         prune::check_density(d)?;
+    }
+    if let Some(q) = opts.quantize {
+        q.scales.check()?;
     }
     let ckpt = Checkpoint::open(input)?;
     let selected = select(&ckpt, opts)?;
@@ -373,6 +412,19 @@ pub fn convert(
             .count() as u64;
         let m = MackoMatrix::from_dense(&dense)?;
         let rows = m.rows() as u64;
+        let quantized = match opts.quantize {
+            Some(q) => {
+                let qm = QuantMackoMatrix::quantize(&m, q).map_err(|e| {
+                    macko_format::FormatError::Container {
+                        context: format!("{}, tensor `{name}`", input.display()),
+                        message: format!("quantizing to {}: {e}", describe_quantization(q)),
+                    }
+                })?;
+                let rel_error = relative_error((&qm).into(), &dense)?;
+                Some((qm, rel_error))
+            }
+            None => None,
+        };
         converted.push(TensorReport {
             name: name.clone(),
             rows: m.rows(),
@@ -381,12 +433,15 @@ pub fn convert(
             nonzeros,
             dense_f16_bytes: dense.bytes(),
             csr_bytes: 4 * (rows + 1) + 6 * nonzeros,
-            macko_bytes: m.bytes(),
+            macko_bytes: quantized.as_ref().map_or(m.bytes(), |(qm, _)| qm.bytes()),
+            quantization: opts.quantize,
+            rel_error: quantized.as_ref().map(|(_, e)| *e),
         });
-        encoded.push(container::to_bytes(&[(
-            name.as_str(),
-            container::MatrixRef::Macko(&m),
-        )])?);
+        let stored = match &quantized {
+            Some((qm, _)) => container::MatrixRef::MackoQuant(qm),
+            None => container::MatrixRef::Macko(&m),
+        };
+        encoded.push(container::to_bytes(&[(name.as_str(), stored)])?);
     }
     progress(Progress::Writing);
 
@@ -464,30 +519,38 @@ pub fn convert(
             },
         ));
     }
-    metadata.insert(
-        CONVERT_METADATA_KEY.to_string(),
-        serde_json::json!({
-            "tool": "macko convert",
-            "macko_version": env!("CARGO_PKG_VERSION"),
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "prune_to": opts.prune_to,
-            "source": input.file_name().map(|n| n.to_string_lossy().into_owned()),
-        })
-        .to_string(),
-    );
+    let mut run = serde_json::json!({
+        "tool": "macko convert",
+        "macko_version": env!("CARGO_PKG_VERSION"),
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "prune_to": opts.prune_to,
+        "source": input.file_name().map(|n| n.to_string_lossy().into_owned()),
+    });
+    if let (Some(q), Some(obj)) = (opts.quantize, run.as_object_mut()) {
+        let (bits, group) = quant_fields(q);
+        obj.insert("quantize".into(), bits.into());
+        obj.insert("group".into(), group.into());
+    }
+    metadata.insert(CONVERT_METADATA_KEY.to_string(), run.to_string());
     for t in &converted {
+        let mut record = serde_json::json!({
+            "source_dtype": t.source_dtype,
+            "source_shape": [t.rows, t.cols],
+            "density": t.density(),
+            "prune_to": opts.prune_to,
+            "format": FORMAT_NAME,
+            "version": FORMAT_VERSION,
+        });
+        if let (Some(q), Some(obj)) = (t.quantization, record.as_object_mut()) {
+            let (bits, group) = quant_fields(q);
+            obj.insert("quantize".into(), bits.into());
+            obj.insert("group".into(), group.into());
+            obj.insert("rel_error".into(), t.rel_error.into());
+        }
         metadata.insert(
             format!("{CONVERT_METADATA_PREFIX}{}", t.name),
-            serde_json::json!({
-                "source_dtype": t.source_dtype,
-                "source_shape": [t.rows, t.cols],
-                "density": t.density(),
-                "prune_to": opts.prune_to,
-                "format": FORMAT_NAME,
-                "version": FORMAT_VERSION,
-            })
-            .to_string(),
+            record.to_string(),
         );
     }
 
@@ -519,7 +582,16 @@ pub fn convert(
             })
             .collect(),
         prune_to: opts.prune_to,
+        quantize: opts.quantize,
         input_bytes,
         output_bytes,
     })
+}
+
+/// `int8 per row` or `int4 per group of 64`: a quantization as reports and messages put it.
+pub fn describe_quantization(q: Quantization) -> String {
+    match q.scales {
+        ScaleLayout::PerRow => format!("{} per row", q.bits.as_str()),
+        ScaleLayout::PerGroup(g) => format!("{} per group of {g}", q.bits.as_str()),
+    }
 }

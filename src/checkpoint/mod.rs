@@ -1,5 +1,6 @@
 //! From a checkpoint to products: reading the tensors of any `.safetensors` file, converting its
-//! weight matrices to MACKO-16-4 ([`convert()`]), checking a converted file ([`verify()`]), and
+//! weight matrices to MACKO-16-4, optionally with int8/int4 values ([`convert()`]), measuring
+//! what quantization costs ([`relative_error`]), checking a converted file ([`verify()`]), and
 //! multiplying every linear weight of a model on every backend ([`products`]). The `macko
 //! convert` and `macko verify` commands and the `pruned_checkpoint` example are thin layers over
 //! this module.
@@ -23,17 +24,19 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod accuracy;
 mod convert;
 mod file;
 mod pattern;
 pub mod products;
 mod verify;
 
+pub use accuracy::{error_vectors, relative_error, ERROR_SEED, ERROR_VECTORS};
 pub use convert::{
-    convert, ConvertOptions, ConvertReport, CopiedTensor, Progress, TensorReport,
-    CONVERT_METADATA_KEY, CONVERT_METADATA_PREFIX,
+    convert, describe_quantization, ConvertOptions, ConvertReport, CopiedTensor, Progress,
+    TensorReport, CONVERT_METADATA_KEY, CONVERT_METADATA_PREFIX,
 };
 pub use pattern::Pattern;
-pub use verify::{verify, MatrixCheck, VerifyReport};
+pub use verify::{verify, MatrixCheck, VerifyReport, REL_ERROR_SLACK};
 
 pub use file::{human_bytes, Checkpoint, CheckpointError, Result, TensorEntry};

@@ -1,12 +1,14 @@
 //! `verify`: every matrix of a converted file validated against the rules of docs/FORMAT.md, and
-//! optionally compared with the dense source it was converted from.
+//! optionally compared with the dense source it was converted from: bit for bit for f16 values,
+//! by the relative error `convert` recorded for quantized ones.
 
 use std::collections::BTreeSet;
 
 use macko_format::container::{self, AnyMatrix, MatrixFile, MatrixKind};
-use macko_format::{is_zero, DenseMatrix};
+use macko_format::{is_zero, DenseMatrix, QuantBits, Quantization, ScaleLayout};
 
-use super::convert::CONVERT_METADATA_PREFIX;
+use super::accuracy::relative_error;
+use super::convert::{describe_quantization, CONVERT_METADATA_PREFIX};
 use super::file::{Checkpoint, CheckpointError, Result};
 use crate::prune;
 
@@ -32,6 +34,13 @@ pub struct MatrixCheck {
     pub prune_to: Option<f64>,
     /// Whether the matrix was compared with a source.
     pub compared: bool,
+    /// The stored values' quantization (`None` for f16 values).
+    pub quantization: Option<Quantization>,
+    /// For a quantized matrix compared with a source: the relative error of its products
+    /// recomputed against the (pruned) f16 source ([`super::relative_error`]).
+    pub rel_error: Option<f64>,
+    /// For a quantized matrix: the relative error its conversion record promises.
+    pub recorded_rel_error: Option<f64>,
     /// Every problem found, each naming the rule broken; empty when the matrix passed.
     pub problems: Vec<String>,
 }
@@ -73,14 +82,34 @@ fn array_names(name: &str, kind: &str) -> Vec<String> {
     }
 }
 
-/// The pruning density recorded for matrix `name` by `macko convert`, if any.
-fn recorded_prune(file: &MatrixFile, name: &str) -> std::result::Result<Option<f64>, String> {
+/// How much a recomputed relative error may exceed the recorded one, relative to it: the
+/// computation is deterministic, so only the f64 → JSON → f64 round trip of the record (which
+/// serde_json's fast float parser may miss by an ulp) needs room; anything larger is a real
+/// difference in the stored values, the source or the record.
+pub const REL_ERROR_SLACK: f64 = 1e-9;
+
+/// Matrix `name`'s conversion record (`macko-convert.NAME`): its key and parsed JSON, or `None`
+/// when the file has none (written by the container directly, or by an older `convert`).
+fn conversion_record(
+    file: &MatrixFile,
+    name: &str,
+) -> std::result::Result<Option<(String, serde_json::Value)>, String> {
     let key = format!("{CONVERT_METADATA_PREFIX}{name}");
     let Some(value) = file.metadata().and_then(|m| m.get(&key)) else {
         return Ok(None);
     };
-    let json: serde_json::Value = serde_json::from_str(value)
+    let json = serde_json::from_str(value)
         .map_err(|e| format!("conversion record `{key}` is not JSON: {e}"))?;
+    Ok(Some((key, json)))
+}
+
+/// The pruning density a conversion record names, if any.
+fn recorded_prune(
+    record: Option<&(String, serde_json::Value)>,
+) -> std::result::Result<Option<f64>, String> {
+    let Some((key, json)) = record else {
+        return Ok(None);
+    };
     match json.get("prune_to") {
         None | Some(serde_json::Value::Null) => Ok(None),
         Some(v) => match v.as_f64() {
@@ -92,6 +121,81 @@ fn recorded_prune(file: &MatrixFile, name: &str) -> std::result::Result<Option<f
             )),
         },
     }
+}
+
+/// What a conversion record says about quantization: the quantization (`None`: f16 values; an
+/// absent `quantize` field means the same, as unquantized conversions do not write it) and the
+/// promised relative error, if recorded. A field of the wrong type or out of range is an error
+/// naming the key, the field and the rule.
+fn recorded_quant(
+    key: &str,
+    json: &serde_json::Value,
+) -> std::result::Result<(Option<Quantization>, Option<f64>), String> {
+    let bad = |field: &str, v: &serde_json::Value, rule: &str| {
+        format!("conversion record `{key}`: {field} is {v}, expected {rule}")
+    };
+    let null = serde_json::Value::Null;
+    let bits = match json.get("quantize").unwrap_or(&null) {
+        serde_json::Value::Null => None,
+        v => Some(
+            v.as_str()
+                .and_then(QuantBits::parse)
+                .ok_or_else(|| bad("quantize", v, "\"int8\", \"int4\" or null"))?,
+        ),
+    };
+    let group = match json.get("group").unwrap_or(&null) {
+        serde_json::Value::Null => None,
+        v => {
+            let g = v
+                .as_u64()
+                .and_then(|g| u32::try_from(g).ok())
+                .ok_or_else(|| bad("group", v, "a group size or null"))?;
+            ScaleLayout::PerGroup(g)
+                .check()
+                .map_err(|e| format!("conversion record `{key}`: group: {e}"))?;
+            Some(g)
+        }
+    };
+    let quantization = match (bits, group) {
+        (Some(bits), g) => Some(Quantization {
+            bits,
+            scales: g.map_or(ScaleLayout::PerRow, ScaleLayout::PerGroup),
+        }),
+        (None, None) => None,
+        (None, Some(g)) => {
+            return Err(format!(
+                "conversion record `{key}`: group is {g} but quantize is null; a scale group \
+                 only exists for quantized values"
+            ))
+        }
+    };
+    let rel_error = match json.get("rel_error").unwrap_or(&null) {
+        serde_json::Value::Null => None,
+        v => Some(
+            v.as_f64()
+                .filter(|e| e.is_finite() && *e >= 0.0)
+                .ok_or_else(|| bad("rel_error", v, "a finite number ≥ 0 or null"))?,
+        ),
+    };
+    Ok((quantization, rel_error))
+}
+
+/// A matrix as dense binary16, for the bit-for-bit comparison of f16 values with their source
+/// (decoded only then: a quantized matrix is held to its recorded error instead, and decoding a
+/// large matrix that is not compared would only cost memory).
+fn decode(m: &AnyMatrix) -> macko_format::Result<DenseMatrix> {
+    match m {
+        AnyMatrix::Macko(m) => m.to_dense(),
+        AnyMatrix::Csr(m) => m.to_dense(),
+        AnyMatrix::Dense(m) => Ok(m.clone()),
+        AnyMatrix::MackoQuant(m) => m.dequantize(),
+        AnyMatrix::DenseQuant(m) => m.dequantize(),
+    }
+}
+
+/// `int8 per row`, or `f16 values` for none: a quantization as a problem names it.
+fn describe(q: Option<Quantization>) -> String {
+    q.map_or_else(|| "f16 values".to_string(), describe_quantization)
 }
 
 /// The first element where `stored` and `expected` differ, as the rule-naming message. Equal
@@ -127,10 +231,14 @@ fn first_difference(stored: &DenseMatrix, expected: &DenseMatrix, what: &str) ->
 ///
 /// Each is loaded through `from_parts`, which checks every validity rule of docs/FORMAT.md; a
 /// matrix that breaks one gets a problem naming the rule (`rule 3 (tail padding): …`). With
-/// `against`, each matrix is also decoded to dense and compared with the tensor of the same
-/// name in the source, converted to binary16 as `convert` does and, where the conversion record
-/// (`macko-convert.NAME`) names a pruning density, pruned the same way: the two must be equal
-/// bit for bit (±0.0 count as one value, since the format stores −0.0 as +0.0).
+/// `against`, each matrix is also compared with the tensor of the same name in the source,
+/// converted to binary16 as `convert` does and, where the conversion record
+/// (`macko-convert.NAME`) names a pruning density, pruned the same way. A matrix of f16 values
+/// is decoded to dense and must equal it bit for bit (±0.0 count as one value, since the format
+/// stores −0.0 as +0.0). A quantized matrix must be quantized as its record says (`quantize`,
+/// `group`), and the relative error of its products against the source's, recomputed with the
+/// same seeded vectors ([`super::relative_error`]), must not exceed the recorded `rel_error` by
+/// more than [`REL_ERROR_SLACK`]: that is exactly what `convert` promised.
 ///
 /// With `against`, the file's other tensors (those that are not arrays of a matrix) that the
 /// source also holds must be identical to the source's: same dtype, shape and bytes.
@@ -162,6 +270,9 @@ pub fn verify(file: &std::path::Path, against: Option<&std::path::Path>) -> Resu
             canonical: None,
             prune_to: None,
             compared: false,
+            quantization: info.quant,
+            rel_error: None,
+            recorded_rel_error: None,
             problems: Vec::new(),
         };
         let matrix = match f.matrix(&info.name) {
@@ -172,54 +283,92 @@ pub fn verify(file: &std::path::Path, against: Option<&std::path::Path>) -> Resu
                 continue;
             }
         };
-        let decoded = match &matrix {
+        let stored_quant = match &matrix {
             AnyMatrix::Macko(m) => {
                 check.entries = Some(m.entries());
                 check.canonical = Some(m.is_canonical());
-                m.to_dense()
+                None
             }
             AnyMatrix::Csr(m) => {
                 check.entries = Some(m.nnz());
-                m.to_dense()
+                None
             }
             AnyMatrix::Dense(m) => {
                 check.entries = Some(m.values().len());
-                Ok(m.clone())
+                None
             }
             AnyMatrix::MackoQuant(m) => {
                 check.entries = Some(m.entries());
-                m.dequantize()
+                Some(m.quantization())
             }
             AnyMatrix::DenseQuant(m) => {
                 check.entries = Some(m.rows() * m.cols());
-                m.dequantize()
+                Some(m.quantization())
             }
         };
-        // Quantized values are not the source's: what `convert --quantize` promises (an error
-        // bound) is not recorded yet, so they are not compared rather than reported equal.
-        let quantized = matches!(matrix, AnyMatrix::MackoQuant(_) | AnyMatrix::DenseQuant(_));
-        if quantized && source.is_some() {
-            check.problems.push(
-                "quantized values: comparing them with the source is not supported yet".into(),
-            );
-        }
-        if let Some(src) = source.as_ref().filter(|_| !quantized) {
+        check.quantization = stored_quant;
+        if let Some(src) = &source {
             check.compared = true;
-            let result = (|| -> std::result::Result<Option<String>, String> {
-                let prune_to = recorded_prune(&f, &info.name)?;
+            let result = (|| -> std::result::Result<Vec<String>, String> {
+                let record = conversion_record(&f, &info.name)?;
+                let prune_to = recorded_prune(record.as_ref())?;
                 check.prune_to = prune_to;
-                let decoded = decoded.map_err(|e| format!("decoding: {e}"))?;
                 let mut expected = src.dense(&info.name).map_err(|e| e.to_string())?;
                 let mut what = String::new();
                 if let Some(d) = prune_to {
                     expected = prune::magnitude_per_row(&expected, d).map_err(|e| e.to_string())?;
                     what = format!(" pruned to density {d}");
                 }
-                Ok(first_difference(&decoded, &expected, &what))
+                let (recorded, promised) = match &record {
+                    Some((key, json)) => recorded_quant(key, json)?,
+                    None => (None, None),
+                };
+                let mut problems = Vec::new();
+                if recorded != stored_quant && (record.is_some() || stored_quant.is_none()) {
+                    let key = format!("{CONVERT_METADATA_PREFIX}{}", info.name);
+                    problems.push(format!(
+                        "quantization check (the values are stored as the conversion record \
+                         says): the matrix holds {} but `{key}` records {}",
+                        describe(stored_quant),
+                        describe(recorded)
+                    ));
+                }
+                if stored_quant.is_none() {
+                    let decoded = decode(&matrix).map_err(|e| format!("decoding: {e}"))?;
+                    problems.extend(first_difference(&decoded, &expected, &what));
+                    return Ok(problems);
+                }
+                // Quantized values are not the source's: what `convert` promised is that W·x
+                // stays within the recorded relative error of the (pruned) f16 weights'.
+                check.recorded_rel_error = promised;
+                let Some(promised) = promised else {
+                    let missing = match &record {
+                        Some((key, _)) => format!("`{key}` records no rel_error"),
+                        None => format!(
+                            "there is no conversion record `{CONVERT_METADATA_PREFIX}{}`",
+                            info.name
+                        ),
+                    };
+                    problems.push(format!(
+                        "error check: the values are quantized but {missing}, so there is no \
+                         bound to hold them to against the source"
+                    ));
+                    return Ok(problems);
+                };
+                let e = relative_error(matrix.as_ref(), &expected).map_err(|e| e.to_string())?;
+                check.rel_error = Some(e);
+                if e > promised + promised * REL_ERROR_SLACK {
+                    problems.push(format!(
+                        "error check (relative error of W·x against the f16 source{what} ≤ \
+                         the recorded rel_error, with {REL_ERROR_SLACK:e} relative slack): \
+                         recomputed {e:.6e}, the conversion record promises {promised:.6e}"
+                    ));
+                }
+                Ok(problems)
             })();
             match result {
-                Ok(None) => {}
-                Ok(Some(problem)) | Err(problem) => check.problems.push(problem),
+                Ok(problems) => check.problems.extend(problems),
+                Err(problem) => check.problems.push(problem),
             }
         }
         matrices.push(check);
@@ -260,4 +409,84 @@ pub fn verify(file: &std::path::Path, against: Option<&std::path::Path>) -> Resu
         other_tensors_compared,
         other_tensor_problems,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use half::f16;
+    use macko_format::{MackoMatrix, QuantMackoMatrix};
+
+    fn record(
+        json: serde_json::Value,
+    ) -> std::result::Result<(Option<Quantization>, Option<f64>), String> {
+        recorded_quant("macko-convert.w", &json)
+    }
+
+    #[test]
+    fn records_read_back_what_convert_writes_and_name_bad_fields() {
+        let q = Quantization::int4_per_group(64);
+        assert_eq!(
+            record(serde_json::json!({"quantize": "int4", "group": 64, "rel_error": 0.1})),
+            Ok((Some(q), Some(0.1)))
+        );
+        assert_eq!(
+            record(serde_json::json!({"quantize": "int8", "group": null})),
+            Ok((Some(Quantization::int8_per_row()), None))
+        );
+        // An unquantized conversion writes none of the fields.
+        assert_eq!(
+            record(serde_json::json!({"prune_to": 0.5})),
+            Ok((None, None))
+        );
+        for (json, says) in [
+            (
+                serde_json::json!({"quantize": "int2"}),
+                "quantize is \"int2\"",
+            ),
+            (
+                serde_json::json!({"quantize": "int4", "group": 12}),
+                "multiple of 8",
+            ),
+            (serde_json::json!({"group": 64}), "quantize is null"),
+            (
+                serde_json::json!({"quantize": "int8", "rel_error": -1.0}),
+                "rel_error is -1.0",
+            ),
+        ] {
+            let e = record(json.clone()).expect_err("refused");
+            assert!(
+                e.contains("macko-convert.w") && e.contains(says),
+                "{json}: {e}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_quantized_matrix_without_a_record_has_no_bound_to_check() {
+        let dir = std::env::temp_dir().join(format!("macko-verify-q-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let (src, out) = (dir.join("src.safetensors"), dir.join("q.safetensors"));
+        let values = (0..4 * 16)
+            .map(|i| f16::from_f32(i as f32 / 8.0 - 4.0))
+            .collect();
+        let w = DenseMatrix::new(4, 16, values).expect("dense");
+        let m = MackoMatrix::from_dense(&w).expect("encode");
+        let q = QuantMackoMatrix::quantize(&m, Quantization::int8_per_row()).expect("quantize");
+        container::save(&src, &[("w", (&w).into())]).expect("save source");
+        container::save(&out, &[("w", (&q).into())]).expect("save quantized");
+        let report = verify(&out, Some(&src)).expect("verify");
+        let check = &report.matrices[0];
+        assert_eq!(check.quantization, Some(Quantization::int8_per_row()));
+        assert_eq!(check.rel_error, None);
+        assert_eq!(check.problems.len(), 1, "{:?}", check.problems);
+        assert!(
+            check.problems[0].contains("no conversion record `macko-convert.w`"),
+            "{:?}",
+            check.problems
+        );
+        // Without a source there is nothing to compare: the matrix's rules alone pass.
+        assert!(verify(&out, None).expect("verify").passed());
+        std::fs::remove_dir_all(&dir).ok();
+    }
 }
