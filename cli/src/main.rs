@@ -29,7 +29,8 @@ enum Command {
     /// List every backend and device, with key properties, and why a missing one is missing.
     Info,
     /// Measure MACKO against dense and CSR (and cuBLAS/cuSPARSE on CUDA) on every available
-    /// backend, over LLM weight shapes and densities, with the device's streaming-read ceiling.
+    /// backend, over LLM weight shapes and densities, with the device's streaming-read ceiling;
+    /// with --values int8,int4 also MACKO and dense with quantized values.
     Bench(bench::BenchArgs),
     /// Multiply a synthetic pruned matrix on one device in MACKO, CSR and dense, check each
     /// against the f64 reference, and print time and storage.

@@ -2,9 +2,11 @@
 //! written by hand (so that any dtype, rank or corruption can be built), converted, verified,
 //! and every kind of bad input is checked to fail with a message naming the file, tensor and
 //! problem, a non-zero exit status, and nothing written; `convert --quantize` and the error
-//! bound `verify` holds it to. Then `bench --merge`: two small CPU
-//! runs merged into one set of results and plots, and the merges it refuses; and `bench
-//! --batch`: records, summary and plots per batch size, and the batch sizes it refuses.
+//! bound `verify` holds it to. Then `bench --merge`: two small CPU runs merged into one set of
+//! results and plots, and the merges it refuses; `bench --batch`: records, summary and plots
+//! per batch size, and the batch sizes it refuses; and `bench --values`: the quantized
+//! kernels' records, bytes and table, the scale groups it refuses, and a backend without
+//! quantized kernels skipped with one note.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,7 +15,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use macko::checkpoint::{Checkpoint, CONVERT_METADATA_KEY, CONVERT_METADATA_PREFIX};
 use macko::format::container::{self, AnyMatrix, MatrixFile};
 use macko::half::{bf16, f16};
-use macko::{DenseMatrix, MackoMatrix};
+use macko::{
+    synthetic, DenseMatrix, MackoMatrix, QuantBits, QuantDenseMatrix, QuantMackoMatrix,
+    Quantization, ScaleLayout,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_macko");
 
@@ -1044,7 +1049,12 @@ fn cpu_bench(out: &Path, densities: &str) -> String {
         stdout(&o),
         stderr(&o)
     );
-    stdout(&o)
+    // Without --values: no quantized kernel, table or setting, as before they existed.
+    let text = stdout(&o);
+    assert!(!text.contains("-int") && !text.contains("values"), "{text}");
+    let json = std::fs::read_to_string(out.join("results.json")).expect("results.json");
+    assert!(!json.contains("-int") && !json.contains("scales"));
+    text
 }
 
 /// The data rows of a results.csv, header left out.
@@ -1338,4 +1348,247 @@ fn bench_refuses_a_batch_outside_one_to_64() {
         let o = macko(&[&"bench", &"--backend", &"cpu", &"--batch", &batch]);
         assert_fails(&o, &["--batch", says]);
     }
+}
+
+/// `macko bench --values f16,int8,int4` on the CPU over one tiny case, plus `extra` arguments,
+/// into `out`; returns stdout.
+fn quant_bench(out: &Path, extra: &[&str]) -> String {
+    let mut args: Vec<Arg<'_>> = vec![
+        &"bench",
+        &"--backend",
+        &"cpu",
+        &"--shapes",
+        &"64x96",
+        &"--densities",
+        &"0.5",
+        &"--iters",
+        &"2",
+        &"--warmup",
+        &"1",
+        &"--values",
+        &"f16,int8,int4",
+        &"--out",
+        &out,
+    ];
+    args.extend(extra.iter().map(|a| a as Arg<'_>));
+    let o = macko(&args);
+    let text = stdout(&o);
+    assert!(o.status.success(), "bench failed:\n{text}{}", stderr(&o));
+    text
+}
+
+/// The `kernel` → `bytes` of every record of a results.json.
+fn bytes_by_kernel(json: &serde_json::Value) -> Vec<(String, u64)> {
+    json["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|r| {
+            let kernel = r["kernel"].as_str().expect("kernel").to_owned();
+            (kernel, r["bytes"].as_u64().expect("bytes"))
+        })
+        .collect()
+}
+
+#[test]
+fn bench_values_measure_quantized_macko_and_dense_kernels() {
+    let dir = TempDir::new("values");
+    let out = dir.path("out");
+    let text = quant_bench(&out, &[]);
+    let json = read_json(&out.join("results.json"));
+    let bytes = bytes_by_kernel(&json);
+    let kernels: Vec<&str> = bytes.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(
+        kernels,
+        [
+            "macko",
+            "dense",
+            "csr",
+            "macko-int8",
+            "dense-int8",
+            "macko-int4",
+            "dense-int4",
+            "stream"
+        ]
+    );
+    let of = |k: &str| {
+        bytes
+            .iter()
+            .find(|(name, _)| name == k)
+            .map(|(_, b)| *b)
+            .expect("record")
+    };
+    // Each the quantized matrix's bytes plus x and y: the bench's own matrix (seed 1 for the
+    // first case), quantized as the defaults say (int8 per row, int4 per 64 values).
+    let dense = synthetic::pruned_matrix(64, 96, 0.5, 1).expect("matrix");
+    let pruned = MackoMatrix::from_dense(&dense).expect("macko");
+    let vectors = 2 * (64 + 96);
+    for (bits, scales, name) in [
+        (QuantBits::Int8, ScaleLayout::PerRow, "int8"),
+        (QuantBits::Int4, ScaleLayout::PerGroup(64), "int4"),
+    ] {
+        let q = Quantization { bits, scales };
+        let qm = QuantMackoMatrix::quantize(&pruned, q).expect("quantize");
+        let qd = QuantDenseMatrix::quantize(&dense, q).expect("quantize");
+        assert_eq!(of(&format!("macko-{name}")), qm.bytes() + vectors);
+        assert_eq!(of(&format!("dense-{name}")), qd.bytes() + vectors);
+    }
+    assert!(of("macko-int4") < of("macko-int8") && of("macko-int8") < of("macko"));
+    assert!(of("dense-int4") < of("dense-int8") && of("dense-int8") < of("dense"));
+    // Every quantized record has its speedup over the same dense f16 baseline and its ceiling.
+    for r in json["results"].as_array().expect("results") {
+        if r["kernel"].as_str().is_some_and(|k| k.contains("-int")) {
+            assert!(r["speedup_over_dense"].as_f64().is_some_and(|s| s > 0.0));
+            assert!(r["fraction_of_ceiling"].as_f64().is_some_and(|f| f > 0.0));
+            let eff = r["effective_density"].as_f64().expect("effective density");
+            assert!(eff > 0.0 && eff < 1.0, "{r}");
+        }
+    }
+    assert_eq!(json["settings"]["scales"]["int8"], "row");
+    assert_eq!(json["settings"]["scales"]["int4"], "G64");
+    // The case line and the quantized table.
+    assert!(
+        text.contains(" macko-int8=") && text.contains(" dense-int4="),
+        "{text}"
+    );
+    let table: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("backend   B density values"))
+        .skip(1)
+        .take_while(|l| !l.starts_with('('))
+        .collect();
+    assert_eq!(table.len(), 2, "{text}");
+    assert!(
+        table[0].contains(" int8 ") && table[1].contains(" int4 "),
+        "{text}"
+    );
+    // The f16 table is the one of a run without --values.
+    assert_eq!(summary_rows(&text).len(), 1, "{text}");
+    for plot in ["speedup_cpu.svg", "ceiling_cpu.svg"] {
+        let svg = std::fs::read_to_string(out.join(plot)).expect(plot);
+        assert!(
+            svg.contains("MACKO int8") && svg.contains("dense int4"),
+            "{plot}"
+        );
+    }
+
+    // --group sets the group of both widths.
+    let grouped = dir.path("grouped");
+    quant_bench(&grouped, &["--group", "32"]);
+    let json = read_json(&grouped.join("results.json"));
+    assert_eq!(json["settings"]["scales"]["int8"], "G32");
+    assert_eq!(json["settings"]["scales"]["int4"], "G32");
+    let q = Quantization {
+        bits: QuantBits::Int8,
+        scales: ScaleLayout::PerGroup(32),
+    };
+    let qm = QuantMackoMatrix::quantize(&pruned, q).expect("quantize");
+    let got = bytes_by_kernel(&json)
+        .into_iter()
+        .find(|(k, _)| k == "macko-int8")
+        .map(|(_, b)| b);
+    assert_eq!(got, Some(qm.bytes() + vectors));
+
+    // Runs of other groups do not merge; the same groups do, kernels and all.
+    let merged = dir.path("merged");
+    let o = macko(&[
+        &"bench", &"--merge", &out, &"--merge", &grouped, &"--out", &merged,
+    ]);
+    assert_fails(&o, &["settings.scales.int4", "\"G64\"", "\"G32\""]);
+    let o = macko(&[
+        &"bench", &"--merge", &out, &"--merge", &out, &"--out", &merged,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        csv_rows(&merged.join("results.csv")),
+        csv_rows(&out.join("results.csv"))
+    );
+}
+
+#[test]
+fn bench_refuses_a_scale_group_the_format_refuses() {
+    for group in ["12", "0", "4", "33554432"] {
+        let o = macko(&[
+            &"bench",
+            &"--backend",
+            &"cpu",
+            &"--values",
+            &"int4",
+            &"--group",
+            &group,
+        ]);
+        assert_fails(
+            &o,
+            &[
+                "--group",
+                "a group must hold a multiple of 8 values, from 8 to",
+            ],
+        );
+    }
+    let o = macko(&[
+        &"bench",
+        &"--backend",
+        &"cpu",
+        &"--group",
+        &"x",
+        &"--values",
+        &"int8",
+    ]);
+    assert_fails(&o, &["--group", "\"x\" is not a whole number"]);
+    let o = macko(&[&"bench", &"--backend", &"cpu", &"--group", &"16"]);
+    assert_fails(&o, &["--group 16", "--values names neither"]);
+    let o = macko(&[&"bench", &"--backend", &"cpu", &"--values", &"int9"]);
+    assert_fails(&o, &["--values", "int9"]);
+}
+
+#[test]
+fn a_backend_without_quantized_kernels_is_skipped_for_them_with_one_note() {
+    let dir = TempDir::new("values-wgpu");
+    let out = dir.path("out");
+    let o = macko(&[
+        &"bench",
+        &"--backend",
+        &"wgpu,cpu",
+        &"--shapes",
+        &"64x96",
+        &"--densities",
+        &"1.0,0.5",
+        &"--iters",
+        &"2",
+        &"--warmup",
+        &"1",
+        &"--values",
+        &"int8",
+        &"--out",
+        &out,
+    ]);
+    let text = stdout(&o);
+    assert!(o.status.success(), "bench failed:\n{text}{}", stderr(&o));
+    let json = read_json(&out.join("results.json"));
+    let records = json["results"].as_array().expect("results");
+    let count = |backend: &str, kernel: &str| {
+        records
+            .iter()
+            .filter(|r| r["backend"] == backend && r["kernel"] == kernel)
+            .count()
+    };
+    assert_eq!(count("cpu", "macko-int8"), 2);
+    assert_eq!(count("cpu", "dense-int8"), 2);
+    let devices = json["devices"].as_array().expect("devices");
+    if !devices.iter().any(|d| d["backend"] == "wgpu") {
+        return; // no wgpu here (no adapter, or not compiled in): only the CPU part is checked
+    }
+    // wgpu has no quantized kernels yet: its f16 kernels are measured, its int8 ones are not,
+    // and that is said once for the run, not once per case.
+    assert_eq!(count("wgpu", "macko"), 2, "{text}");
+    assert_eq!(count("wgpu", "macko-int8") + count("wgpu", "dense-int8"), 0);
+    let notes: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("note: wgpu"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{text}");
+    assert!(
+        notes[0].contains("int8 values: macko-int8, dense-int8 not measured in this run"),
+        "{text}"
+    );
 }

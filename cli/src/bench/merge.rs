@@ -10,8 +10,11 @@
 //! agree on the version of macko, on every measurement setting (iters, warmup, check_rows,
 //! seed, output, rotation_bytes) and on the device of each backend they share: medians over
 //! different repetitions or matrices, or of another GPU, do not belong in one plot. A backend
-//! measured by only some of the runs is fine. Where the runs' hosts or a device's properties
-//! (driver, kernel description) differ, the merge goes on, says so, and keeps the later one's.
+//! measured by only some of the runs is fine. So is a quantized value type (`--values int8`)
+//! measured by only some of them, but runs that both measured a type must have used the same
+//! scale layout (`settings.scales`), and the merged settings list every type's layout. Where
+//! the runs' hosts or a device's properties (driver, kernel description) differ, the merge
+//! goes on, says so, and keeps the later one's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -166,6 +169,8 @@ pub fn merge(inputs: Vec<(PathBuf, Results)>) -> Result<Merged, MergeError> {
     let mut host = (first.host.clone(), first_path.clone());
     let mut date = first.date.clone();
     let (version, mut settings_out) = (first.version.clone(), first.settings.clone());
+    // The scale layout of each quantized value type, and the results.json that first had it.
+    let mut scales_of: BTreeMap<String, (String, PathBuf)> = BTreeMap::new();
     for (path, dir, doc) in std::iter::once((first_path.clone(), first_dir, first)).chain(inputs) {
         let incompatible = |what: &str, a: String, b: String| MergeError::Incompatible {
             what: what.into(),
@@ -183,7 +188,8 @@ pub fn merge(inputs: Vec<(PathBuf, Results)>) -> Result<Merged, MergeError> {
         }
         let these = serde_json::to_value(&doc.settings).expect("settings serialize");
         if let (Some(a), Some(b)) = (settings.as_object(), these.as_object()) {
-            for (field, va) in a {
+            // `scales` is compared per value type below: a run without int4 is no conflict.
+            for (field, va) in a.iter().filter(|(f, _)| f.as_str() != "scales") {
                 let vb = b.get(field).unwrap_or(&serde_json::Value::Null);
                 if va != vb {
                     return Err(incompatible(
@@ -194,7 +200,28 @@ pub fn merge(inputs: Vec<(PathBuf, Results)>) -> Result<Merged, MergeError> {
                 }
             }
         }
+        for (value, layout) in &doc.settings.scales {
+            match scales_of.get(value) {
+                Some((known, at)) if known != layout => {
+                    return Err(MergeError::Incompatible {
+                        what: format!("settings.scales.{value}"),
+                        first: at.clone(),
+                        first_value: format!("{known:?}"),
+                        other: path.clone(),
+                        other_value: format!("{layout:?}"),
+                    })
+                }
+                Some(_) => {}
+                None => {
+                    scales_of.insert(value.clone(), (layout.clone(), path.clone()));
+                }
+            }
+        }
         settings_out = doc.settings.clone();
+        settings_out.scales = scales_of
+            .iter()
+            .map(|(v, (layout, _))| (v.clone(), layout.clone()))
+            .collect();
         let named = doc
             .devices
             .iter()
@@ -472,6 +499,7 @@ mod tests {
                 seed: 1,
                 output: "f16".into(),
                 rotation_bytes: 1 << 28,
+                scales: BTreeMap::new(),
             },
             devices,
             merged_from: Vec::new(),
@@ -555,6 +583,62 @@ mod tests {
         let w = results("d", case("wgpu", (8, 8), 0.5, 1.0));
         let m = merge(vec![("a".into(), a), ("w".into(), w)]).unwrap();
         assert_eq!(m.results.devices.len(), 2);
+    }
+
+    #[test]
+    fn quantized_runs_merge_where_their_scale_layouts_agree() {
+        let quantized = |layouts: &[(&str, &str)], d: f64| {
+            let mut recs = case("cpu", (8, 8), d, 1.0);
+            for (v, _) in layouts {
+                recs.push(record("cpu", (8, 8), d, &format!("macko-{v}"), 1.0));
+                recs.push(record("cpu", (8, 8), d, &format!("dense-{v}"), 1.0));
+            }
+            let mut r = results("d", recs);
+            r.settings.scales = layouts
+                .iter()
+                .map(|(v, l)| (v.to_string(), l.to_string()))
+                .collect();
+            r
+        };
+        // f16 only, then int8 per row, then int4 in groups of 64 (with int8 again): the union.
+        let m = merge(vec![
+            ("a".into(), quantized(&[], 1.0)),
+            ("b".into(), quantized(&[("int8", "row")], 0.5)),
+            (
+                "c".into(),
+                quantized(&[("int4", "G64"), ("int8", "row")], 0.3),
+            ),
+        ])
+        .unwrap();
+        let scales: Vec<(&str, &str)> = m
+            .results
+            .settings
+            .scales
+            .iter()
+            .map(|(v, l)| (v.as_str(), l.as_str()))
+            .collect();
+        assert_eq!(scales, [("int4", "G64"), ("int8", "row")]);
+        assert_eq!(m.results.results.len(), 4 + 6 + 8);
+        // The quantized run first and the f16 run after it: no conflict either.
+        let m = merge(vec![
+            ("b".into(), quantized(&[("int8", "row")], 0.5)),
+            ("a".into(), quantized(&[], 1.0)),
+        ])
+        .unwrap();
+        assert_eq!(m.results.settings.scales.len(), 1);
+        // int4 in groups of 64 and of 32 do not belong in one plot.
+        let e = merge(vec![
+            ("c".into(), quantized(&[("int4", "G64")], 0.3)),
+            ("a".into(), quantized(&[], 1.0)),
+            ("d".into(), quantized(&[("int4", "G32")], 0.5)),
+        ])
+        .err()
+        .unwrap();
+        assert!(
+            matches!(&e, MergeError::Incompatible { what, first_value, other_value, .. }
+                if what == "settings.scales.int4" && first_value == "\"G64\"" && other_value == "\"G32\""),
+            "{e}"
+        );
     }
 
     #[test]

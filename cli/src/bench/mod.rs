@@ -4,6 +4,9 @@
 //! device's streaming-read ceiling over the same bytes measured in the same run. With
 //! `--batch 1,4,16` every case is measured as a few-token product Y = A·X of each batch size
 //! B (`Device::spmm`; the same B for every kernel, the vendor baselines included). With
+//! `--values f16,int8,int4` every case also measures, per quantized value type V, `macko-V`
+//! (the case's MACKO matrix quantized) and `dense-V` (its dense matrix quantized), against the
+//! same f16 dense baseline, so that "MACKO-int8 over cuBLAS f16" is read off one run. With
 //! `--merge DIR…` it measures nothing and combines earlier runs' results instead (merge.rs).
 
 mod merge;
@@ -18,7 +21,8 @@ use half::f16;
 use indicatif::{ProgressBar, ProgressStyle};
 use macko::{
     synthetic, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, DeviceOptions, Error,
-    MackoMatrix, MatrixRef, Precision, VendorBaseline,
+    FormatError, MackoMatrix, MatrixRef, Precision, QuantBits, QuantDenseMatrix, QuantMackoMatrix,
+    Quantization, ScaleLayout, VendorBaseline,
 };
 pub use record::Record;
 use record::{Host, Results, Settings, TOOL};
@@ -74,6 +78,42 @@ pub const MAX_BATCH: usize = 64;
 const ROTATION_BYTES: u64 = 256 << 20;
 const MAX_COPIES: usize = 8;
 
+/// The scale group of int4 values without `--group`: 64 values share a scale, the usual
+/// group-wise int4 scheme (int8 keeps one scale per row: its error is small enough without
+/// groups, and per-row scales cost the fewest bytes).
+pub const DEFAULT_INT4_GROUP: u32 = 64;
+
+/// A value type of `--values`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ValueType {
+    /// binary16 values: MACKO, dense and CSR (and cuBLAS/cuSPARSE on CUDA), as always.
+    F16,
+    /// int8 codes with binary16 scales: `macko-int8` and `dense-int8`.
+    Int8,
+    /// int4 codes with binary16 scales: `macko-int4` and `dense-int4`.
+    Int4,
+}
+
+impl ValueType {
+    /// The quantized width, or `None` for f16.
+    fn bits(self) -> Option<QuantBits> {
+        match self {
+            ValueType::F16 => None,
+            ValueType::Int8 => Some(QuantBits::Int8),
+            ValueType::Int4 => Some(QuantBits::Int4),
+        }
+    }
+}
+
+/// The kernel names of one quantized width: the MACKO matrix quantized, then the dense one.
+/// They are record names (`kernel` of results.csv/json), so they never change.
+pub fn quant_kernels(bits: QuantBits) -> [&'static str; 2] {
+    match bits {
+        QuantBits::Int8 => ["macko-int8", "dense-int8"],
+        QuantBits::Int4 => ["macko-int4", "dense-int4"],
+    }
+}
+
 #[derive(Args, Debug)]
 pub struct BenchArgs {
     /// Backends to measure (repeatable or comma-separated); default: every available one.
@@ -104,6 +144,19 @@ pub struct BenchArgs {
     /// case is measured once per B. Default 1 (y = A·x).
     #[arg(long, value_delimiter = ',', value_parser = parse_batch)]
     batch: Vec<usize>,
+    /// Value types to measure (repeatable or comma-separated). f16: MACKO, dense and CSR with
+    /// binary16 values (always measured: the dense f16 product is the baseline of every
+    /// speedup). int8, int4: the case's MACKO and dense matrices quantized (symmetric absmax,
+    /// round to nearest), measured as the kernels macko-int8/dense-int8 and
+    /// macko-int4/dense-int4, each checked against the f64 reference of its dequantized matrix.
+    /// A backend without quantized kernels is skipped for them, with a note. Default f16.
+    #[arg(long, value_delimiter = ',', value_name = "TYPES")]
+    values: Vec<ValueType>,
+    /// Scale group of the int8 and int4 values: one binary16 scale per G consecutive stored
+    /// values (a multiple of 8 from 8 to 16777216). Default: int8 one scale per row, int4 one
+    /// per 64 values.
+    #[arg(long, value_name = "G", value_parser = parse_group)]
+    group: Option<u32>,
     /// Write results.csv, results.json and SVG plots here.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
@@ -115,7 +168,7 @@ pub struct BenchArgs {
         long,
         value_name = "DIR",
         requires = "out",
-        conflicts_with_all = ["backend", "quick", "shapes", "densities", "iters", "warmup", "check_rows", "seed", "batch"]
+        conflicts_with_all = ["backend", "quick", "shapes", "densities", "iters", "warmup", "check_rows", "seed", "batch", "values", "group"]
     )]
     merge: Vec<PathBuf>,
 }
@@ -166,6 +219,47 @@ fn parse_batch(s: &str) -> Result<usize, BatchError> {
     }
 }
 
+/// A `--group` value that is not a scale group.
+#[derive(Debug, thiserror::Error)]
+pub enum GroupError {
+    /// Not a whole number.
+    #[error("group {text:?} is not a whole number of values ({reason})")]
+    NotANumber {
+        /// The value given.
+        text: String,
+        /// What the number parser said.
+        reason: std::num::ParseIntError,
+    },
+    /// A number the format refuses as a scale group (the rule is in the message).
+    #[error(transparent)]
+    Rule(#[from] FormatError),
+}
+
+/// Parses `--group`, refusing what `ScaleLayout::check` refuses, so that a bad group fails
+/// before any device is opened or any matrix built, with the format's own rule.
+fn parse_group(s: &str) -> Result<u32, GroupError> {
+    let group = s
+        .trim()
+        .parse::<u32>()
+        .map_err(|reason| GroupError::NotANumber {
+            text: s.into(),
+            reason,
+        })?;
+    ScaleLayout::PerGroup(group).check()?;
+    Ok(group)
+}
+
+/// How a width is quantized in this run: `--group G` for both widths if given, else int8 per
+/// row and int4 in groups of [`DEFAULT_INT4_GROUP`].
+fn quantization(bits: QuantBits, group: Option<u32>) -> Quantization {
+    let scales = match (group, bits) {
+        (Some(g), _) => ScaleLayout::PerGroup(g),
+        (None, QuantBits::Int8) => ScaleLayout::PerRow,
+        (None, QuantBits::Int4) => ScaleLayout::PerGroup(DEFAULT_INT4_GROUP),
+    };
+    Quantization { bits, scales }
+}
+
 /// A device under measurement and its baseline kernel name.
 struct Bench {
     dev: Device,
@@ -178,6 +272,8 @@ struct Plan {
     densities: Vec<f64>,
     /// Batch sizes, ascending, each once.
     batches: Vec<usize>,
+    /// The quantized value types, in the order given, each once.
+    quants: Vec<Quantization>,
 }
 
 fn plan(args: &BenchArgs) -> Result<Plan, CliError> {
@@ -205,10 +301,22 @@ fn plan(args: &BenchArgs) -> Result<Plan, CliError> {
     };
     batches.sort_unstable();
     batches.dedup();
+    let mut quants: Vec<Quantization> = Vec::new();
+    for bits in args.values.iter().filter_map(|v| v.bits()) {
+        if !quants.iter().any(|q| q.bits == bits) {
+            quants.push(quantization(bits, args.group));
+        }
+    }
+    if let (Some(g), true) = (args.group, quants.is_empty()) {
+        return Err(CliError::Usage(format!(
+            "--group {g} sets the scale group of int8 and int4 values, but --values names neither"
+        )));
+    }
     Ok(Plan {
         shapes,
         densities,
         batches,
+        quants,
     })
 }
 
@@ -329,10 +437,23 @@ fn reference_rows(m: MatrixRef<'_>, x: &[f16], rows: &[usize]) -> Vec<RowRef> {
 /// One kernel to measure on one device.
 struct Kernel<'a> {
     name: &'static str,
+    /// The quantized width of its values (`None`: f16), so that a backend refusing one width
+    /// is skipped for that width's kernels only.
+    quant: Option<QuantBits>,
     matrix: MatrixRef<'a>,
     vendor: Option<VendorBaseline>,
     /// The f64 reference of `matrix` at the sampled rows, per vector of the largest batch.
     reference: &'a [Vec<RowRef>],
+}
+
+/// One case's MACKO and dense matrices quantized to one width, with their references.
+struct QuantMatrices {
+    bits: QuantBits,
+    macko: QuantMackoMatrix,
+    dense: QuantDenseMatrix,
+    /// References of the quantized MACKO and dense matrices (their dequantized values), in
+    /// that order.
+    reference: [Vec<Vec<RowRef>>; 2],
 }
 
 /// One case's matrices in every format, with the f64 reference of each at the sampled rows.
@@ -342,6 +463,8 @@ struct Matrices<'a> {
     csr: &'a CsrMatrix,
     /// References of MACKO, dense and CSR, in that order.
     reference: [Vec<Vec<RowRef>>; 3],
+    /// The quantized matrices of each `--values` width that some backend still measures.
+    quant: Vec<QuantMatrices>,
 }
 
 impl Matrices<'_> {
@@ -352,18 +475,21 @@ impl Matrices<'_> {
         let mut kernels = vec![
             Kernel {
                 name: "macko",
+                quant: None,
                 matrix: self.macko.into(),
                 vendor: None,
                 reference: macko_ref,
             },
             Kernel {
                 name: "dense",
+                quant: None,
                 matrix: self.dense.into(),
                 vendor: None,
                 reference: dense_ref,
             },
             Kernel {
                 name: "csr",
+                quant: None,
                 matrix: self.csr.into(),
                 vendor: None,
                 reference: csr_ref,
@@ -372,15 +498,37 @@ impl Matrices<'_> {
         if kind == BackendKind::Cuda {
             kernels.push(Kernel {
                 name: "cublas",
+                quant: None,
                 matrix: self.dense.into(),
                 vendor: Some(VendorBaseline::CublasDense),
                 reference: dense_ref,
             });
             kernels.push(Kernel {
                 name: "cusparse",
+                quant: None,
                 matrix: self.csr.into(),
                 vendor: Some(VendorBaseline::CusparseCsr),
                 reference: csr_ref,
+            });
+        }
+        // The quantized kernels come after every f16 one, so a case line reads as before with
+        // the quantized figures appended.
+        for q in &self.quant {
+            let [macko_name, dense_name] = quant_kernels(q.bits);
+            let [macko_ref, dense_ref] = &q.reference;
+            kernels.push(Kernel {
+                name: macko_name,
+                quant: Some(q.bits),
+                matrix: (&q.macko).into(),
+                vendor: None,
+                reference: macko_ref,
+            });
+            kernels.push(Kernel {
+                name: dense_name,
+                quant: Some(q.bits),
+                matrix: (&q.dense).into(),
+                vendor: None,
+                reference: dense_ref,
             });
         }
         kernels
@@ -405,6 +553,9 @@ fn percentile(sorted: &[f64], p: f64) -> f64 {
 enum Outcome {
     Timed(Record),
     Skipped(String),
+    /// The backend has no kernel for these quantized values (`Error::Unsupported`): not a
+    /// failure, and the width is skipped on this backend for the rest of the run.
+    Unsupported(QuantBits, String),
     Wrong(String),
 }
 
@@ -503,6 +654,10 @@ fn measure(b: &Bench, k: &Kernel<'_>, case: &Case<'_>, batch: usize, args: &Benc
         Err(
             e @ (Error::OutOfMemory { .. } | Error::TooLarge { .. } | Error::Unavailable { .. }),
         ) => Outcome::Skipped(e.to_string()),
+        Err(e @ Error::Unsupported { .. }) => match k.quant {
+            Some(bits) => Outcome::Unsupported(bits, e.to_string()),
+            None => Outcome::Wrong(format!("error: {e}")),
+        },
         Err(e) => Outcome::Wrong(format!("error: {e}")),
     }
 }
@@ -549,12 +704,21 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             seed: args.seed,
             output: "f16".into(),
             rotation_bytes: ROTATION_BYTES,
+            scales: plan
+                .quants
+                .iter()
+                .map(|q| (q.bits.as_str().to_string(), q.scales.describe()))
+                .collect(),
         },
         devices: benches.iter().map(|b| b.dev.info().into()).collect(),
         merged_from: Vec::new(),
         results: Vec::new(),
     };
     let mut failures: Vec<String> = Vec::new();
+    // Quantized kernels each backend refused (`Error::Unsupported`): not tried again on that
+    // backend, and noted once per width (both kernels of a width are tried in the first case),
+    // not once per case.
+    let mut refused: Vec<(BackendKind, &str)> = Vec::new();
     for (si, &(rows, cols)) in plan.shapes.iter().enumerate() {
         for (di, &density) in plan.densities.iter().enumerate() {
             let seed = args.seed.wrapping_add((si * 1000 + di) as u64);
@@ -564,6 +728,29 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
             let most = plan.batches.last().copied().unwrap_or(1);
             let x = batch_activations(cols, most, seed);
             let sample = sample_rows(rows, args.check_rows);
+            // Quantizing (and its reference) is skipped for a width every backend refused.
+            let mut quant = Vec::new();
+            for q in &plan.quants {
+                if benches.iter().all(|b| {
+                    quant_kernels(q.bits)
+                        .iter()
+                        .all(|k| refused.contains(&(b.dev.kind(), *k)))
+                }) {
+                    continue;
+                }
+                let qm = QuantMackoMatrix::quantize(&macko, *q)?;
+                let qd = QuantDenseMatrix::quantize(&dense, *q)?;
+                let reference = [
+                    reference_batch((&qm).into(), &x, most, &sample),
+                    reference_batch((&qd).into(), &x, most, &sample),
+                ];
+                quant.push(QuantMatrices {
+                    bits: q.bits,
+                    macko: qm,
+                    dense: qd,
+                    reference,
+                });
+            }
             let matrices = Matrices {
                 reference: [
                     reference_batch((&macko).into(), &x, most, &sample),
@@ -573,6 +760,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
                 macko: &macko,
                 dense: &dense,
                 csr: &csr,
+                quant,
             };
             let case = Case {
                 rows,
@@ -587,7 +775,14 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
                 for b in &benches {
                     let kernels = matrices.kernels(b.dev.kind());
                     let mut these: Vec<Record> = Vec::new();
+                    // Kernels this backend refused in this case, by width, with the first
+                    // reason: (width, kernels, reason).
+                    let mut refusals: Vec<(QuantBits, Vec<&str>, String)> = Vec::new();
+                    let kind = b.dev.kind();
                     for k in &kernels {
+                        if refused.contains(&(kind, k.name)) {
+                            continue;
+                        }
                         let what = || {
                             format!(
                                 "{} {rows}×{cols} d={density} B={batch} {}",
@@ -600,12 +795,29 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
                             Outcome::Skipped(why) => {
                                 say(&bar, format!("{}: skipped: {why}", what()))
                             }
+                            Outcome::Unsupported(bits, why) => {
+                                refused.push((kind, k.name));
+                                match refusals.iter_mut().find(|r| r.0 == bits) {
+                                    Some(r) => r.1.push(k.name),
+                                    None => refusals.push((bits, vec![k.name], why)),
+                                }
+                            }
                             Outcome::Wrong(why) => {
                                 let line = format!("{}: WRONG RESULT, not timed: {why}", what());
                                 say(&bar, &line);
                                 failures.push(line);
                             }
                         }
+                    }
+                    for (bits, names, why) in &refusals {
+                        say(
+                            &bar,
+                            format!(
+                                "note: {kind}: {} values: {} not measured in this run ({why})",
+                                bits.as_str(),
+                                names.join(", "),
+                            ),
+                        );
                     }
                     report::finish_case(&mut these, b.baseline, |bytes| {
                         ceiling_gbps(b, bytes, args)

@@ -27,8 +27,10 @@ pub struct Record {
     /// products existed have no such field and read as 1.
     #[serde(default = "one_vector")]
     pub batch: usize,
-    /// Kernel: "macko", "csr", "dense" (ours), "cublas", "cusparse", or "stream" (the
-    /// streaming-read ceiling over the bytes of the MACKO matrix).
+    /// Kernel: "macko", "csr", "dense" (ours), "cublas", "cusparse", "stream" (the
+    /// streaming-read ceiling over the bytes of the MACKO matrix), or with `--values`
+    /// "macko-int8", "dense-int8", "macko-int4", "dense-int4" (the MACKO or dense matrix with
+    /// quantized values; the scale layout is in the run's settings).
     pub kernel: String,
     /// Bytes that must move: the stored matrix once, X (B vectors of f16) read once and Y
     /// (B vectors of f16) written once.
@@ -132,6 +134,12 @@ pub struct Settings {
     pub output: String,
     /// Bytes of rotated matrix copies (so that products read from memory, not cache).
     pub rotation_bytes: u64,
+    /// The scale layout of each quantized value type measured (`--values`, `--group`): value
+    /// type ("int8", "int4") to layout ("row", "G64"). The kernel names (`macko-int4`) do not
+    /// say it, so it is a setting: merged runs must agree on it where both measured a type.
+    /// Empty, and absent from results.json, in an f16-only run, whose file stays as it was.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub scales: BTreeMap<String, String>,
 }
 
 /// One device measured.

@@ -4,9 +4,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use macko::QuantBits;
+
 use crate::error::CliError;
 
 use super::plots;
+use super::quant_kernels;
 use super::record::{Record, Results};
 
 /// Fills in the derived figures of one case (one shape, density and batch) on one device:
@@ -86,7 +89,8 @@ fn falling_density(d: f64) -> i64 {
 
 /// The summary on stdout: per backend, batch and density, median over shapes of MACKO's
 /// speedup over the dense baseline (with the same batch) and of each kernel's fraction of the
-/// ceiling; with several batches, the few-token tables after it ([`batch_summary`]).
+/// ceiling; then, where quantized kernels were measured, their table ([`quant_summary`]); with
+/// several batches, the few-token tables after it ([`batch_summary`]).
 pub fn summary(records: &[Record]) {
     let mut groups: BTreeMap<(String, usize, i64), Vec<&Record>> = BTreeMap::new();
     for r in records {
@@ -135,7 +139,73 @@ pub fn summary(records: &[Record]) {
         );
     }
     println!("(medians over shapes; speedups are over cuBLAS on cuda, our dense GEMV elsewhere, with the same B)");
+    quant_summary(&groups);
     batch_summary(records);
+}
+
+/// The quantized widths, in the order their rows are printed.
+const QUANT_WIDTHS: [QuantBits; 2] = [QuantBits::Int8, QuantBits::Int4];
+
+/// Where `--values` measured quantized kernels: per backend, batch, density and value type V,
+/// the median over shapes of `macko-V` and `dense-V` over the same f16 dense baseline as the
+/// table above (so "macko-int8 over cuBLAS f16" is read here) and of each one's fraction of
+/// the ceiling over its own bytes. One row per value type keeps the table as narrow as the
+/// f16 one; without quantized records nothing is printed, so f16-only output is unchanged.
+fn quant_summary(groups: &BTreeMap<(String, usize, i64), Vec<&Record>>) {
+    let has = |rs: &[&Record], bits: QuantBits| {
+        let names = quant_kernels(bits);
+        rs.iter().any(|r| names.contains(&r.kernel.as_str()))
+    };
+    if !groups
+        .values()
+        .any(|rs| QUANT_WIDTHS.iter().any(|&bits| has(rs, bits)))
+    {
+        return;
+    }
+    println!(
+        "\n{:<7} {:>3} {:>7} {:>6} {:>8} {:>14} {:>14} {:>14} {:>14}",
+        "backend",
+        "B",
+        "density",
+        "values",
+        "shapes",
+        "macko-V×dense",
+        "dense-V×dense",
+        "macko-V %ceil",
+        "dense-V %ceil"
+    );
+    for ((backend, batch, d), rs) in groups {
+        for bits in QUANT_WIDTHS.into_iter().filter(|&bits| has(rs, bits)) {
+            let [macko, dense] = quant_kernels(bits);
+            let pick = |k: &str, f: fn(&Record) -> Option<f64>| {
+                median(
+                    rs.iter()
+                        .filter(|r| r.kernel == k)
+                        .filter_map(|r| f(r))
+                        .collect(),
+                )
+            };
+            let shapes: BTreeSet<(usize, usize)> = rs
+                .iter()
+                .filter(|r| r.kernel == macko || r.kernel == dense)
+                .map(|r| (r.rows, r.cols))
+                .collect();
+            let ceil = |r: &Record| r.fraction_of_ceiling.map(|f| f * 100.0);
+            println!(
+                "{:<7} {:>3} {:>7.2} {:>6} {:>8} {:>14} {:>14} {:>14} {:>14}",
+                backend,
+                batch,
+                -*d as f64 / 1000.0,
+                bits.as_str(),
+                shapes.len(),
+                fmt_opt(pick(macko, |r| r.speedup_over_dense), 2),
+                fmt_opt(pick(dense, |r| r.speedup_over_dense), 2),
+                fmt_opt(pick(macko, ceil), 1),
+                fmt_opt(pick(dense, ceil), 1),
+            );
+        }
+    }
+    println!("(V: the values' type; medians over shapes; speedups are over the f16 dense baseline above: cuBLAS f16 on cuda, our dense f16 GEMV elsewhere)");
 }
 
 /// With more than one batch size: per backend and density, the median over shapes of MACKO

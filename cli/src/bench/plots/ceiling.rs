@@ -1,5 +1,6 @@
 //! `ceiling_<backend>.svg`: the fraction of the streaming-read ceiling that MACKO and the dense
-//! kernels reach.
+//! kernels reach, and, where `--values` measured them, the quantized kernels (each over its own
+//! bytes).
 
 use std::collections::BTreeSet;
 
@@ -17,17 +18,33 @@ use crate::bench::record::Record;
 /// The fraction of the streaming-read ceiling that the kernels aim for.
 const CEILING_GOAL: f64 = 0.85;
 
-/// The kernels of the ceiling plot: (kernel, legend name).
-const CEILING_KERNELS: [(&str, &str); 3] = [
-    ("macko", "MACKO"),
-    ("dense", "dense (ours)"),
-    ("cublas", "cuBLAS"),
+/// The kernels of the ceiling plot: (kernel, legend name, colour, marker). Each kernel keeps
+/// its style whichever others are present; the quantized ones take colours of their own
+/// (MACKO-V circles, dense-V squares, as MACKO and dense).
+const CEILING_KERNELS: [(&str, &str, RGBColor, Marker); 7] = [
+    ("macko", "MACKO", PALETTE[0], Marker::Circle),
+    ("dense", "dense (ours)", GREY, Marker::Square),
+    ("cublas", "cuBLAS", LIGHT_GREY, Marker::Cross),
+    ("macko-int8", "MACKO int8", PALETTE[3], Marker::Circle),
+    (
+        "dense-int8",
+        "dense int8 (ours)",
+        PALETTE[3],
+        Marker::Square,
+    ),
+    ("macko-int4", "MACKO int4", PALETTE[4], Marker::Circle),
+    (
+        "dense-int4",
+        "dense int4 (ours)",
+        PALETTE[4],
+        Marker::Square,
+    ),
 ];
 
 /// Whether one of the ceiling plot's kernels has a finite fraction of the ceiling.
 pub(super) fn has_ceiling(recs: &[&Record]) -> bool {
     recs.iter().any(|r| {
-        CEILING_KERNELS.iter().any(|(k, _)| r.kernel == *k)
+        CEILING_KERNELS.iter().any(|(k, ..)| r.kernel == *k)
             && valid_density(r.density)
             && r.fraction_of_ceiling.is_some_and(f64::is_finite)
     })
@@ -35,17 +52,18 @@ pub(super) fn has_ceiling(recs: &[&Record]) -> bool {
 
 /// Draws `ceiling_<backend>.svg`.
 pub(super) fn draw_ceiling(root: &Area<'_>, backend: &str, recs: &[&Record]) -> DrawResult {
-    let series: Vec<(&str, usize, Vec<Summary>)> = CEILING_KERNELS
+    let series: Vec<(&str, SeriesStyle, usize, Vec<Summary>)> = CEILING_KERNELS
         .iter()
-        .map(|&(k, name)| {
+        .map(|&(k, name, color, marker)| {
             let mine: Vec<&Record> = recs.iter().copied().filter(|r| r.kernel == k).collect();
             let s = by_density(mine.iter().copied(), |r| r.fraction_of_ceiling);
             let shapes: BTreeSet<(usize, usize)> = mine.iter().map(|r| (r.rows, r.cols)).collect();
-            (name, shapes.len(), s)
+            let style = SeriesStyle::main(0, &[color], &[marker]);
+            (name, style, shapes.len(), s)
         })
-        .filter(|(_, _, s)| !s.is_empty())
+        .filter(|(.., s)| !s.is_empty())
         .collect();
-    let Some(x) = x_range(series.iter().flat_map(|(_, _, s)| s.iter().map(|s| s.d))) else {
+    let Some(x) = x_range(series.iter().flat_map(|(.., s)| s.iter().map(|s| s.d))) else {
         return Ok(());
     };
     let title = format!(
@@ -53,7 +71,7 @@ pub(super) fn draw_ceiling(root: &Area<'_>, backend: &str, recs: &[&Record]) -> 
         title_suffix(backend, recs)
     );
     let (chart_area, legend_area) = layout(root, &title)?;
-    let y_max = ratio_top(series.iter().flat_map(|(_, _, s)| s.iter()));
+    let y_max = ratio_top(series.iter().flat_map(|(.., s)| s.iter()));
     let chart = chart_on(
         &chart_area,
         x.clone(),
@@ -74,10 +92,8 @@ pub(super) fn draw_ceiling(root: &Area<'_>, backend: &str, recs: &[&Record]) -> 
             format!("goal: {:.0} % of the ceiling", CEILING_GOAL * 100.0),
         ),
     ];
-    let colors = [PALETTE[0], GREY, LIGHT_GREY];
-    let markers = [Marker::Circle, Marker::Square, Marker::Cross];
-    for (i, (name, count, s)) in series.iter().enumerate() {
-        let style = SeriesStyle::main(i, &colors, &markers);
+    for (i, (name, style, count, s)) in series.iter().enumerate() {
+        let style = *style;
         draw_summary(plot, s, spread(i, series.len(), &x), style)?;
         legend.push(Entry::median(style, name, *count));
     }

@@ -10,6 +10,10 @@
 //! - with several batch sizes (`--batch`), `speedup_by_batch_<backend>.svg`: MACKO's speedup
 //!   over the dense baseline with the same B, one line per B.
 //!
+//! Quantized kernels (`--values int8,int4`: `macko-int8`, `dense-int4`, …) are extra median
+//! lines on the speedup and ceiling plots, over the same f16 baseline and each over its own
+//! bytes; the effective-density plot compares MACKO-16-4 with its formulas and leaves them out.
+//!
 //! The speedup and ceiling plots are drawn per batch size B: `speedup_<backend>.svg` for one
 //! vector (the names from before `--batch`), `speedup_<backend>_b<B>.svg` for B vectors. The
 //! effective-density plot (storage only, the same for every B) uses the smallest B measured.
@@ -296,6 +300,49 @@ mod tests {
         assert!(!read("speedup_cpu.svg").contains("B = "));
         let by_batch = read("speedup_by_batch_cpu.svg");
         assert!(by_batch.contains("MACKO, B = 1") && by_batch.contains("MACKO, B = 4"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn quantized_kernels_are_extra_lines_of_the_speedup_and_ceiling_plots() {
+        let dir = temp_dir("quant");
+        let mut recs: Vec<Record> = fake_records()
+            .into_iter()
+            .filter(|r| r.backend == "cuda")
+            .collect();
+        let quant: Vec<Record> = recs
+            .iter()
+            .filter(|r| r.kernel == "macko" || r.kernel == "dense")
+            .flat_map(|r| {
+                [("int8", 0.6), ("int4", 0.35)].map(|(v, eff)| Record {
+                    kernel: format!("{}-{v}", r.kernel),
+                    effective_density: r.effective_density * eff,
+                    speedup_over_dense: r.speedup_over_dense.map(|s| s / eff),
+                    ..r.clone()
+                })
+            })
+            .collect();
+        recs.extend(quant);
+        let written = write_plots(&recs, &dir).expect("plots are written");
+        assert_eq!(written.len(), 3);
+        let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect("readable");
+        for plot in ["speedup_cuda.svg", "ceiling_cuda.svg"] {
+            let svg = read(plot);
+            for name in [
+                "MACKO int8",
+                "MACKO int4",
+                "dense int8 (ours)",
+                "dense int4 (ours)",
+            ] {
+                assert!(svg.contains(name), "{plot} has no {name}");
+            }
+        }
+        assert!(!read("effective_density.svg").contains("int8"));
+        // Without quantized records, no quantized line.
+        let f16 = dir.join("f16");
+        write_plots(&fake_records(), &f16).expect("plots are written");
+        let svg = std::fs::read_to_string(f16.join("speedup_cuda.svg")).expect("readable");
+        assert!(!svg.contains("int8") && !svg.contains("int4"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 

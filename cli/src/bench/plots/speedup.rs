@@ -1,4 +1,6 @@
 //! `speedup_<backend>.svg`: speedup of MACKO over the backend's dense baseline by density.
+//! Where `--values` measured quantized kernels, their medians are extra lines over the same
+//! f16 baseline (MACKO-V solid, dense-V dotted, one colour per value type).
 
 use std::collections::BTreeSet;
 
@@ -19,7 +21,8 @@ struct SpeedupPlot {
     grouping: Grouping,
     /// Per group in use: (group index, number of shapes, summary by density).
     groups: Vec<(usize, usize, Vec<Summary>)>,
-    /// Medians (and ranges) of the other sparse kernels: (kernel, summary by density).
+    /// Medians (and ranges) of the other kernels, in [`OTHER_KERNELS`] order: (kernel,
+    /// summary by density).
     others: Vec<(&'static str, Vec<Summary>)>,
     /// Name of the dense baseline.
     baseline: &'static str,
@@ -62,7 +65,7 @@ impl SpeedupPlot {
                 groups.push((g, n, series));
             }
         }
-        let others = ["csr", "cusparse"]
+        let others = OTHER_KERNELS
             .into_iter()
             .map(|k| {
                 let s = by_density(recs.iter().copied().filter(|r| r.kernel == k), |r| {
@@ -84,6 +87,56 @@ impl SpeedupPlot {
             baseline,
         })
     }
+}
+
+/// The kernels drawn beside MACKO's shape groups: the other sparse kernels, then the quantized
+/// ones (`--values`), each in its own style ([`other_style`]).
+const OTHER_KERNELS: [&str; 6] = [
+    "csr",
+    "cusparse",
+    "dense-int8",
+    "dense-int4",
+    "macko-int8",
+    "macko-int4",
+];
+
+/// How one of [`OTHER_KERNELS`] is drawn, and its legend name. The sparse baselines are grey
+/// and dotted, behind MACKO; a quantized type takes a colour the shape groups do not use
+/// (they take the first three), MACKO-V a solid line and dense-V a dotted one.
+fn other_style(kernel: &str) -> (SeriesStyle, &'static str) {
+    let (color, width, stroke, marker, name) = match kernel {
+        "cusparse" => (
+            LIGHT_GREY,
+            2,
+            Stroke::Dotted,
+            Marker::Cross,
+            "cuSPARSE (CSR)",
+        ),
+        "dense-int8" => (
+            PALETTE[3],
+            2,
+            Stroke::Dotted,
+            Marker::Ring,
+            "dense int8 (ours)",
+        ),
+        "dense-int4" => (
+            PALETTE[4],
+            2,
+            Stroke::Dotted,
+            Marker::Ring,
+            "dense int4 (ours)",
+        ),
+        "macko-int8" => (PALETTE[3], 3, Stroke::Solid, Marker::Diamond, "MACKO int8"),
+        "macko-int4" => (PALETTE[4], 3, Stroke::Solid, Marker::Diamond, "MACKO int4"),
+        _ => (GREY, 2, Stroke::Dotted, Marker::Square, "CSR (ours)"),
+    };
+    let style = SeriesStyle {
+        color,
+        width,
+        stroke,
+        marker,
+    };
+    (style, name)
 }
 
 /// Whether MACKO has a finite speedup among one backend's records (else the plot is skipped).
@@ -139,18 +192,9 @@ pub(super) fn draw_speedup(root: &Area<'_>, backend: &str, recs: &[&Record]) -> 
         format!("dense baseline ({}) = 1×", data.baseline),
     )];
 
-    // The other sparse kernels, behind MACKO.
+    // The other kernels, behind MACKO.
     for (k, series) in &data.others {
-        let (color, marker, name) = match *k {
-            "cusparse" => (LIGHT_GREY, Marker::Cross, "cuSPARSE (CSR)"),
-            _ => (GREY, Marker::Square, "CSR (ours)"),
-        };
-        let style = SeriesStyle {
-            color,
-            width: 2,
-            stroke: Stroke::Dotted,
-            marker,
-        };
+        let (style, name) = other_style(k);
         draw_summary(plot, series, 0.0, style)?;
         legend.push(Entry::median(style, name, shape_count(recs, k)));
     }
