@@ -9,23 +9,28 @@
 //! same f16 dense baseline, so that "MACKO-int8 over cuBLAS f16" is read off one run. With
 //! `--merge DIR…` it measures nothing and combines earlier runs' results instead (merge.rs).
 
+mod check;
 mod merge;
 mod plots;
 mod record;
 mod report;
+mod values;
 
 use std::path::PathBuf;
 
+use check::{first_wrong, reference_batch, sample_rows, RowRef};
 use clap::Args;
 use half::f16;
 use indicatif::{ProgressBar, ProgressStyle};
 use macko::{
     synthetic, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, DeviceOptions, Error,
-    FormatError, MackoMatrix, MatrixRef, Precision, QuantBits, QuantDenseMatrix, QuantMackoMatrix,
-    Quantization, ScaleLayout, VendorBaseline,
+    MackoMatrix, MatrixRef, Precision, QuantBits, QuantDenseMatrix, QuantMackoMatrix, Quantization,
+    VendorBaseline,
 };
 pub use record::Record;
 use record::{Host, Results, Settings, TOOL};
+use values::{parse_group, quantization};
+use values::{quant_kernels, ValueType};
 
 use crate::error::CliError;
 
@@ -77,42 +82,6 @@ pub const MAX_BATCH: usize = 64;
 /// products read from memory, not from the L2 cache (50–60 MB on an H100/H200).
 const ROTATION_BYTES: u64 = 256 << 20;
 const MAX_COPIES: usize = 8;
-
-/// The scale group of int4 values without `--group`: 64 values share a scale, the usual
-/// group-wise int4 scheme (int8 keeps one scale per row: its error is small enough without
-/// groups, and per-row scales cost the fewest bytes).
-pub const DEFAULT_INT4_GROUP: u32 = 64;
-
-/// A value type of `--values`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ValueType {
-    /// binary16 values: MACKO, dense and CSR (and cuBLAS/cuSPARSE on CUDA), as always.
-    F16,
-    /// int8 codes with binary16 scales: `macko-int8` and `dense-int8`.
-    Int8,
-    /// int4 codes with binary16 scales: `macko-int4` and `dense-int4`.
-    Int4,
-}
-
-impl ValueType {
-    /// The quantized width, or `None` for f16.
-    fn bits(self) -> Option<QuantBits> {
-        match self {
-            ValueType::F16 => None,
-            ValueType::Int8 => Some(QuantBits::Int8),
-            ValueType::Int4 => Some(QuantBits::Int4),
-        }
-    }
-}
-
-/// The kernel names of one quantized width: the MACKO matrix quantized, then the dense one.
-/// They are record names (`kernel` of results.csv/json), so they never change.
-pub fn quant_kernels(bits: QuantBits) -> [&'static str; 2] {
-    match bits {
-        QuantBits::Int8 => ["macko-int8", "dense-int8"],
-        QuantBits::Int4 => ["macko-int4", "dense-int4"],
-    }
-}
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -219,47 +188,6 @@ fn parse_batch(s: &str) -> Result<usize, BatchError> {
     }
 }
 
-/// A `--group` value that is not a scale group.
-#[derive(Debug, thiserror::Error)]
-pub enum GroupError {
-    /// Not a whole number.
-    #[error("group {text:?} is not a whole number of values ({reason})")]
-    NotANumber {
-        /// The value given.
-        text: String,
-        /// What the number parser said.
-        reason: std::num::ParseIntError,
-    },
-    /// A number the format refuses as a scale group (the rule is in the message).
-    #[error(transparent)]
-    Rule(#[from] FormatError),
-}
-
-/// Parses `--group`, refusing what `ScaleLayout::check` refuses, so that a bad group fails
-/// before any device is opened or any matrix built, with the format's own rule.
-fn parse_group(s: &str) -> Result<u32, GroupError> {
-    let group = s
-        .trim()
-        .parse::<u32>()
-        .map_err(|reason| GroupError::NotANumber {
-            text: s.into(),
-            reason,
-        })?;
-    ScaleLayout::PerGroup(group).check()?;
-    Ok(group)
-}
-
-/// How a width is quantized in this run: `--group G` for both widths if given, else int8 per
-/// row and int4 in groups of [`DEFAULT_INT4_GROUP`].
-fn quantization(bits: QuantBits, group: Option<u32>) -> Quantization {
-    let scales = match (group, bits) {
-        (Some(g), _) => ScaleLayout::PerGroup(g),
-        (None, QuantBits::Int8) => ScaleLayout::PerRow,
-        (None, QuantBits::Int4) => ScaleLayout::PerGroup(DEFAULT_INT4_GROUP),
-    };
-    Quantization { bits, scales }
-}
-
 /// A device under measurement and its baseline kernel name.
 struct Bench {
     dev: Device,
@@ -359,82 +287,6 @@ fn say(bar: &ProgressBar, line: impl AsRef<str>) {
     bar.suspend(|| println!("{}", line.as_ref()));
 }
 
-/// Evenly spaced rows to check, first and last included.
-fn sample_rows(rows: usize, n: usize) -> Vec<usize> {
-    if n == 0 || rows <= n {
-        return (0..rows).collect();
-    }
-    let mut v: Vec<usize> = (0..n).map(|i| i * (rows - 1) / (n - 1)).collect();
-    v.dedup();
-    v
-}
-
-/// The f64 reference of one sampled row: `(value, Σ|terms|, terms)`.
-type RowRef = (f64, f64, usize);
-
-/// The f64 reference of the sampled rows of each of `batch` vectors (`x` holds them row-major,
-/// `[batch][cols]`): entry `b` is [`reference_rows`] of vector `b`, which is what
-/// `macko::reference::spmm` gives at those rows (a unit test checks it). The vectors are worked
-/// on in parallel: at B = 16 on the largest shapes this is the bench's own hot spot.
-fn reference_batch(m: MatrixRef<'_>, x: &[f16], batch: usize, rows: &[usize]) -> Vec<Vec<RowRef>> {
-    let cols = m.cols().max(1);
-    std::thread::scope(|s| {
-        let handles: Vec<_> = x
-            .chunks(cols)
-            .take(batch)
-            .map(|xb| s.spawn(move || reference_rows(m, xb, rows)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-            .collect()
-    })
-}
-
-/// The f64 reference of the sampled rows, as `(value, Σ|terms|, terms)` per sampled row.
-fn reference_rows(m: MatrixRef<'_>, x: &[f16], rows: &[usize]) -> Vec<RowRef> {
-    let one = |terms: &mut dyn Iterator<Item = f64>| {
-        let (mut y, mut abs, mut n) = (0.0, 0.0, 0usize);
-        for t in terms {
-            y += t;
-            abs += t.abs();
-            n += 1;
-        }
-        (y, abs, n)
-    };
-    rows.iter()
-        .map(|&r| match m {
-            MatrixRef::Macko(a) => one(&mut a
-                .row_entries(r)
-                .filter(|(_, v)| !macko::format::is_zero(*v))
-                .map(|(c, v)| v.to_f64() * x[c].to_f64())),
-            MatrixRef::Csr(a) => one(&mut a
-                .row_range(r)
-                .filter(|&i| !macko::format::is_zero(a.values()[i]))
-                .map(|i| a.values()[i].to_f64() * x[a.col_idx()[i] as usize].to_f64())),
-            MatrixRef::Dense(a) => one(&mut a
-                .row(r)
-                .iter()
-                .zip(x)
-                .map(|(v, xv)| v.to_f64() * xv.to_f64())),
-            // Quantized values count each term twice, as `reference::spmv_macko_quant` does
-            // (scale · q · x may round once more in f32).
-            MatrixRef::MackoQuant(a) => {
-                let (y, abs, n) = one(&mut a
-                    .row_entries(r)
-                    .filter(|(_, v)| *v != 0.0)
-                    .map(|(c, v)| v * x[c].to_f64()));
-                (y, abs, 2 * n)
-            }
-            MatrixRef::DenseQuant(a) => {
-                let (y, abs, n) = one(&mut (0..a.cols()).map(|c| a.value(r, c) * x[c].to_f64()));
-                (y, abs, 2 * n)
-            }
-        })
-        .collect()
-}
-
-/// One kernel to measure on one device.
 struct Kernel<'a> {
     name: &'static str,
     /// The quantized width of its values (`None`: f16), so that a backend refusing one width
@@ -582,28 +434,6 @@ fn batch_activations(cols: usize, batch: usize, seed: u64) -> Vec<f16> {
 /// and of Y (f16) written once each. The ceiling and GB/s of every kernel are over these bytes.
 fn product_bytes(matrix: u64, rows: usize, cols: usize, batch: usize) -> u64 {
     matrix + 2 * (cols as u64 + rows as u64) * batch as u64
-}
-
-/// The first sampled row of `got` (Y of `batch` vectors, `[batch][rows]`) that disagrees with
-/// its reference, as a message.
-fn first_wrong(
-    got: &[f64],
-    rows: usize,
-    sample: &[usize],
-    reference: &[Vec<RowRef>],
-) -> Option<String> {
-    for (b, refs) in reference.iter().enumerate() {
-        for (&r, &(want, abs, n)) in sample.iter().zip(refs) {
-            let v = got.get(b * rows + r).copied().unwrap_or(f64::NAN);
-            if !macko::reference::agrees(v, want, abs, n, Precision::F16) {
-                return Some(format!(
-                    "vector {b}, row {r}: got {v}, reference {want} (tolerance {:e})",
-                    macko::reference::tolerance(want, abs, n, Precision::F16)
-                ));
-            }
-        }
-    }
-    None
 }
 
 fn measure(b: &Bench, k: &Kernel<'_>, case: &Case<'_>, batch: usize, args: &BenchArgs) -> Outcome {

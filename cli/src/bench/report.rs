@@ -9,8 +9,8 @@ use macko::QuantBits;
 use crate::error::CliError;
 
 use super::plots;
-use super::quant_kernels;
 use super::record::{Record, Results};
+use super::values::quant_kernels;
 
 /// Fills in the derived figures of one case (one shape, density and batch) on one device:
 /// fraction of the streaming-read ceiling over each kernel's own bytes (matrix, X and Y), and
