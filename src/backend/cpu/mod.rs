@@ -16,6 +16,7 @@ mod batch;
 mod batch_avx2;
 mod decode;
 mod quant;
+mod quant_avx2;
 mod storage;
 
 use decode::{column_steps, widen1, widen8};
@@ -133,7 +134,10 @@ impl Backend for CpuBackend {
                     batch::multiply_chunk(data, a.plan.avx2, data.shape(), x, chunk, y);
                 }
             }
-            CpuStored::Quant(q) => quant_product(q, a.data.shape().0, f16_elements(x)?, batch, y),
+            CpuStored::Quant(q) => {
+                let x = f16_elements(x)?;
+                quant_product(q, a.data.shape().0, x, (batch, a.plan.avx2), y)
+            }
         }
         Ok(())
     }
@@ -171,11 +175,17 @@ fn f16_elements(x: &CpuVector) -> Result<&[f16]> {
 
 /// Y = A·X for a matrix with quantized values, all `batch` vectors in one pass (`quant.rs`),
 /// the f32 sums then stored in y's precision.
-fn quant_product(q: &CpuQuant, rows: usize, x: &[f16], batch: usize, y: &mut CpuVector) {
+fn quant_product(
+    q: &CpuQuant,
+    rows: usize,
+    x: &[f16],
+    (batch, avx2): (usize, bool),
+    y: &mut CpuVector,
+) {
     let mut sums = vec![0.0f32; rows * batch];
     match q {
-        CpuQuant::Macko(m) => quant::spmm_macko_quant(m, x, batch, &mut sums),
-        CpuQuant::Dense(m) => quant::spmm_dense_quant(m, x, batch, &mut sums),
+        CpuQuant::Macko(m) => quant::spmm_macko_quant(m, x, batch, avx2, &mut sums),
+        CpuQuant::Dense(m) => quant::spmm_dense_quant(m, x, batch, avx2, &mut sums),
     }
     match y {
         CpuVector::F16(y) => y

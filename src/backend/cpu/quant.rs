@@ -19,8 +19,8 @@
 //! best of three, against this backend's portable binary16 loops in the same run; the shared VM
 //! varies by up to 2× between runs): MACKO 6.9 / 10.5 / 10.6 / 10.8 / 15.7 at B = 1 / 2 / 4 /
 //! 8 / 16 (binary16: 3.8 / 8.9 / 9.1 / 22.9 / 28.3); dense 11.7 / 13.0 / 19.2 / 16.8 / 24.7
-//! (binary16: 3.7 / 12.9 / 26.1 / 44.2 / 49.8). From 8 vectors the smaller matrix wins; at one
-//! vector the binary16 loops vectorise across a group's entries and these do not yet.
+//! (binary16: 3.7 / 12.9 / 26.1 / 44.2 / 49.8). From 8 vectors the smaller matrix wins. At one
+//! vector, where the plan's `avx2` is true, whole groups take quant_avx2.rs (figures there).
 
 use half::f16;
 use macko_format::quant::{q_at, QuantValues, ScaleLayout};
@@ -28,6 +28,8 @@ use macko_format::{code_at, QuantBits, QuantDenseMatrix, QuantMackoMatrix, GROUP
 use rayon::prelude::*;
 
 use super::decode::{column_steps, widen1};
+#[cfg(target_arch = "x86_64")]
+use super::quant_avx2;
 use super::storage::ROWS_PER_TASK;
 
 /// Independent sets of sums a row's entries rotate through (entry i adds into set i mod SETS):
@@ -58,10 +60,18 @@ macro_rules! width {
 }
 
 /// Y = A·X for `batch` vectors: x is row-major [batch][cols] (f16), out is [batch][rows] f32 sums.
+/// `avx2` is the plan's (`CpuPlan::avx2`: AVX2 and FMA detected, `cols < i32::MAX`): at one
+/// vector, whole groups then take [`quant_avx2::macko_groups`].
 ///
 /// MACKO semantics: an entry whose value is zero (padding, a code of 0, a scale of 0) adds
 /// nothing, even where X holds NaN or ±∞.
-pub(crate) fn spmm_macko_quant(a: &QuantMackoMatrix, x: &[f16], batch: usize, out: &mut [f32]) {
+pub(crate) fn spmm_macko_quant(
+    a: &QuantMackoMatrix,
+    x: &[f16],
+    batch: usize,
+    avx2: bool,
+    out: &mut [f32],
+) {
     debug_assert_eq!(x.len(), batch * a.cols(), "x must be [batch][cols]");
     debug_assert_eq!(out.len(), batch * a.rows(), "out must be [batch][rows]");
     let xt = transpose(x, a.cols(), batch);
@@ -71,22 +81,29 @@ pub(crate) fn spmm_macko_quant(a: &QuantMackoMatrix, x: &[f16], batch: usize, ou
     let finite = xt.iter().all(|v| v.is_finite());
     by_rows(a.rows(), batch, out, |r, scratch, y| {
         if finite {
-            width!(batch, macko_row::<false, W>(a, r, &xt, scratch, y))
+            width!(batch, macko_row::<false, W>(a, r, (&xt, avx2), scratch, y))
         } else {
-            width!(batch, macko_row::<true, W>(a, r, &xt, scratch, y))
+            width!(batch, macko_row::<true, W>(a, r, (&xt, avx2), scratch, y))
         }
     });
 }
 
 /// Y = A·X for `batch` vectors: x is row-major [batch][cols] (f16), out is [batch][rows] f32 sums.
+/// `avx2` is the plan's: at one vector, whole groups then take [`quant_avx2::dense_groups`].
 ///
 /// IEEE semantics, like any dense product: a stored zero times ±∞ is NaN.
-pub(crate) fn spmm_dense_quant(a: &QuantDenseMatrix, x: &[f16], batch: usize, out: &mut [f32]) {
+pub(crate) fn spmm_dense_quant(
+    a: &QuantDenseMatrix,
+    x: &[f16],
+    batch: usize,
+    avx2: bool,
+    out: &mut [f32],
+) {
     debug_assert_eq!(x.len(), batch * a.cols(), "x must be [batch][cols]");
     debug_assert_eq!(out.len(), batch * a.rows(), "out must be [batch][rows]");
     let xt = transpose(x, a.cols(), batch);
     by_rows(a.rows(), batch, out, |r, scratch, y| {
-        width!(batch, dense_row::<W>(a, r, &xt, scratch, y))
+        width!(batch, dense_row::<W>(a, r, (&xt, avx2), scratch, y))
     });
 }
 
@@ -248,7 +265,7 @@ fn total(sets: &[f32], y: &mut [f32]) {
 fn macko_row<const MASK: bool, const W: usize>(
     a: &QuantMackoMatrix,
     r: usize,
-    xt: &[f32],
+    (xt, avx2): (&[f32], bool),
     scratch: &mut [f32],
     y: &mut [f32],
 ) {
@@ -271,6 +288,19 @@ fn macko_row<const MASK: bool, const W: usize>(
     while i < end && i % GROUP != 0 {
         single(i, &mut next, &mut scales, sets);
         i += 1;
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = avx2;
+    #[cfg(target_arch = "x86_64")]
+    if avx2 && batch == 1 {
+        let (i, next, scales) = (&mut i, &mut next, &mut scales);
+        // SAFETY: `avx2` is the plan's: AVX2 and FMA detected, and at one vector
+        // xt.len() == cols < i32::MAX.
+        sets[0] += unsafe {
+            quant_avx2::macko_groups::<MASK>(codes, (bits, packed), (i, end), next, xt, |i| {
+                scales.at(i)
+            })
+        };
     }
     while i + GROUP <= end {
         let k = i / 2;
@@ -302,7 +332,7 @@ fn macko_row<const MASK: bool, const W: usize>(
 fn dense_row<const W: usize>(
     a: &QuantDenseMatrix,
     r: usize,
-    xt: &[f32],
+    (xt, avx2): (&[f32], bool),
     scratch: &mut [f32],
     y: &mut [f32],
 ) {
@@ -325,6 +355,16 @@ fn dense_row<const W: usize>(
         single(c, &mut scales, sets);
         c += 1;
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = avx2;
+    #[cfg(target_arch = "x86_64")]
+    if avx2 && batch == 1 {
+        let scales = &mut scales;
+        // SAFETY: `avx2` is the plan's: AVX2 and FMA detected; `start + c` is a multiple of 8.
+        sets[0] += unsafe {
+            quant_avx2::dense_groups((bits, packed), start, (&mut c, cols), xt, |i| scales.at(i))
+        };
+    }
     while c + GROUP <= cols {
         let i = start + c;
         let (q, scale) = (codes8(bits, packed, i), scales.at(i));
@@ -345,6 +385,7 @@ fn dense_row<const W: usize>(
 
 #[cfg(test)]
 mod tests {
+    use super::super::avx2;
     use super::*;
     use macko_format::reference::{spmv_dense_quant, spmv_macko_quant, Reference};
     use macko_format::{DenseMatrix, MackoMatrix, OutputPrecision, Quantization};
@@ -415,16 +456,135 @@ mod tests {
         }
     }
 
+    /// The plan's `avx2` for a matrix of `cols` columns on this CPU, as `CpuBackend::plan`
+    /// makes it: the tests take the backend's path (AVX2 at one vector where the CPU has it).
+    fn plan_avx2(cols: usize) -> bool {
+        avx2::supported() && cols < i32::MAX as usize
+    }
+
     fn run_macko(a: &QuantMackoMatrix, x: &[f16], batch: usize) -> Vec<f32> {
-        let mut out = vec![f32::NAN; batch * a.rows()];
-        spmm_macko_quant(a, x, batch, &mut out);
-        out
+        run_macko_with(a, x, batch, plan_avx2(a.cols()))
     }
 
     fn run_dense(a: &QuantDenseMatrix, x: &[f16], batch: usize) -> Vec<f32> {
+        run_dense_with(a, x, batch, plan_avx2(a.cols()))
+    }
+
+    fn run_macko_with(a: &QuantMackoMatrix, x: &[f16], batch: usize, simd: bool) -> Vec<f32> {
         let mut out = vec![f32::NAN; batch * a.rows()];
-        spmm_dense_quant(a, x, batch, &mut out);
+        spmm_macko_quant(a, x, batch, simd, &mut out);
         out
+    }
+
+    fn run_dense_with(a: &QuantDenseMatrix, x: &[f16], batch: usize, simd: bool) -> Vec<f32> {
+        let mut out = vec![f32::NAN; batch * a.rows()];
+        spmm_dense_quant(a, x, batch, simd, &mut out);
+        out
+    }
+
+    /// Every non-zero code of `values` replaced by a random non-zero code of the full range
+    /// (−8..7 for int4, −128..127 for int8), zeros (padding, tail) kept: packed codes a
+    /// quantizer (symmetric, −7..7) never writes.
+    fn full_range_codes(values: &QuantValues, rng: &mut StdRng) -> Vec<u8> {
+        let mut packed = values.packed().to_vec();
+        for i in 0..values.len() {
+            if values.q(i) == 0 {
+                continue;
+            }
+            match values.bits() {
+                QuantBits::Int8 => {
+                    let q = loop {
+                        let q: i8 = rng.random();
+                        if q != 0 {
+                            break q;
+                        }
+                    };
+                    packed[i] = q as u8;
+                }
+                QuantBits::Int4 => {
+                    let q = loop {
+                        let q: i8 = rng.random_range(-8..8);
+                        if q != 0 {
+                            break q;
+                        }
+                    };
+                    let shift = (i & 1) * 4;
+                    let byte = &mut packed[i / 2];
+                    *byte = (*byte & !(0x0f << shift)) | (((q as u8) & 0x0f) << shift);
+                }
+            }
+        }
+        packed
+    }
+
+    /// The AVX2 group loops (one vector) against the portable ones and the reference: odd row
+    /// lengths (odd and prime column counts; MACKO rows of every length), rows starting
+    /// mid-group (MACKO rows start anywhere in storage order, dense ones wherever r · cols
+    /// falls), empty rows (every fifth), full-range codes (int4 −8..7), scales per row and
+    /// per 8, 16 and 64 values, and X with NaN and ±∞ (the masked MACKO path; dense NaN).
+    #[test]
+    fn avx2_rows_agree_with_the_portable_rows() {
+        if !avx2::supported() {
+            eprintln!("no AVX2 + FMA + F16C on this CPU: nothing to compare");
+            return;
+        }
+        let mut rng = StdRng::seed_from_u64(23);
+        for (rows, cols) in [(37, 203), (50, 77), (9, 8), (21, 1031)] {
+            for density in [0.05, 0.4, 0.9, 1.0] {
+                let dense = random_dense(rows, cols, density, &mut rng);
+                let macko = MackoMatrix::from_dense(&dense).unwrap();
+                for bits in [QuantBits::Int8, QuantBits::Int4] {
+                    for scales in [
+                        ScaleLayout::PerRow,
+                        ScaleLayout::PerGroup(8),
+                        ScaleLayout::PerGroup(16),
+                        ScaleLayout::PerGroup(64),
+                    ] {
+                        let quant = Quantization { bits, scales };
+                        let qm = QuantMackoMatrix::quantize(&macko, quant).unwrap();
+                        let (row_ptr, codes, values) = qm.into_parts();
+                        let packed = full_range_codes(&values, &mut rng);
+                        let (_, s) = values.into_parts();
+                        let qm = QuantMackoMatrix::from_parts(
+                            quant, rows, cols, row_ptr, codes, packed, s,
+                        )
+                        .unwrap();
+                        let qd = QuantDenseMatrix::quantize(&dense, quant).unwrap();
+                        let packed = full_range_codes(qd.values(), &mut rng);
+                        let (_, s) = qd.into_values().into_parts();
+                        let qd =
+                            QuantDenseMatrix::from_parts(quant, rows, cols, packed, s).unwrap();
+                        for non_finite in [false, true] {
+                            let mut x = random_x(cols, 1, &mut rng);
+                            if non_finite {
+                                for v in x.iter_mut() {
+                                    match rng.random_range(0..30) {
+                                        0 => *v = f16::NAN,
+                                        1 => *v = f16::INFINITY,
+                                        2 => *v = f16::NEG_INFINITY,
+                                        _ => {}
+                                    }
+                                }
+                            }
+                            let name = format!("{rows}×{cols}, d = {density}, {quant:?}");
+                            let name = format!("{name}, non-finite x: {non_finite}");
+                            for simd in [true, false] {
+                                let out = run_macko_with(&qm, &x, 1, simd);
+                                let what = format!("MACKO {name}, AVX2: {simd}");
+                                check(&what, rows, cols, &x, 1, &out, |x| {
+                                    spmv_macko_quant(&qm, x).unwrap()
+                                });
+                                let out = run_dense_with(&qd, &x, 1, simd);
+                                let what = format!("dense {name}, AVX2: {simd}");
+                                check(&what, rows, cols, &x, 1, &out, |x| {
+                                    spmv_dense_quant(&qd, x).unwrap()
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// Both layouts, every width and scale layout, sparse (many padding entries) to nearly
