@@ -15,9 +15,10 @@
 //! --densities 0.5 --values int8,int4 --iters 30`, release, one vector; median of 30 products,
 //! best of 5 runs before (main, c6a0015) and of 4 after, the binaries mostly alternating;
 //! scales per row for int8, per 64 values for int4; the VM was slower than for quant.rs's
-//! figures, portable MACKO-int8 13.4 ms here against 6.9 there): portable → AVX2, MACKO-int8 13.4 → 6.0 ms, MACKO-int4 16.4 → 6.0 ms (one run
-//! 3.1), dense-int8 22.8 → 2.7 ms, dense-int4 28.2 → 3.3 ms (one run 2.7). Binary16 in the
-//! same runs: AVX2 MACKO 5.3 ms, AVX2 dense 1.7–2.6 ms.
+//! figures, portable MACKO-int8 13.4 ms here against 6.9 there): portable → AVX2, MACKO-int8
+//! 13.4 → 6.0 ms, MACKO-int4 16.4 → 6.0 ms (one run 3.1), dense-int8 22.8 → 2.7 ms, dense-int4
+//! 28.2 → 3.3 ms (one run 2.7). Binary16 in the same runs: AVX2 MACKO 5.3 ms, AVX2 dense
+//! 1.7–2.6 ms.
 
 #[cfg(target_arch = "x86_64")]
 use std::arch::x86_64::*;
