@@ -22,8 +22,16 @@ def read_rows(path: str) -> list:
     return [r for r in csv.DictReader(open(path)) if int(r.get("batch") or 1) == want]
 
 
+def usage_or_path() -> str:
+    """The results.csv argument, or the usage text (and exit) when it is missing or asked for."""
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        sys.exit(0 if len(sys.argv) >= 2 else 2)
+    return sys.argv[1]
+
+
 def main() -> None:
-    path = sys.argv[1]
+    path = usage_or_path()
     only = sys.argv[2] if len(sys.argv) > 2 else None
     rows = read_rows(path)
     by = defaultdict(dict)
@@ -65,9 +73,18 @@ if __name__ == "__main__" and not (len(sys.argv) > 2 and sys.argv[2] == "--summa
 
 
 def summary(path: str) -> None:
-    """Issue-5 summary: medians per density, break-even, WGSL/CUDA ratio, losses to the baseline."""
+    """Issue-5 summary: medians per density, break-even, WGSL/CUDA ratio, losses to the baseline.
+    A backend or kernel the file does not hold (no CUDA on a laptop) prints "–" where its
+    figures would be."""
     import statistics as st
     rows = read_rows(path)
+
+    def fmt(xs: list, spread: bool = False, digits: int = 2) -> str:
+        if not xs:
+            return "–"
+        text = f"{st.median(xs):.{digits}f}"
+        return text + (f" ({min(xs):.{digits}f}–{max(xs):.{digits}f})" if spread else "")
+
     get = defaultdict(dict)
     for r in rows:
         get[(r["backend"], r["kernel"], float(r["density"]))][(int(r["rows"]), int(r["cols"]))] = r
@@ -83,20 +100,27 @@ def summary(path: str) -> None:
         wf = [float(r["fraction_of_ceiling"]) * 100 for r in wm.values()]
         ratio = [float(cm[s]["median_us"]) / float(wm[s]["median_us"]) for s in cm if s in wm]
         slower = sum(1 for x in sp if x < 1)
-        print(f"| {d:g} | {st.median(sp):.2f} ({min(sp):.2f}–{max(sp):.2f}) | {st.median(fc):.1f} | "
-              f"{st.median(ws):.2f} | {st.median(wf):.1f} | {st.median(ratio):.2f} ({min(ratio):.2f}–{max(ratio):.2f}) | {slower} of {len(sp)} |")
+        print(f"| {d:g} | {fmt(sp, True)} | {fmt(fc, digits=1)} | {fmt(ws)} | {fmt(wf, digits=1)} | "
+              f"{fmt(ratio, True)} | {slower} of {len(sp)} |")
     # dense (ours) vs cuBLAS
     ours = get[("cuda", "dense", dens[0])]
     cub = get[("cuda", "cublas", dens[0])]
     r = [float(cub[s]["median_us"]) / float(ours[s]["median_us"]) for s in ours if s in cub]
-    print(f"\ncuda dense (ours) speed over cuBLAS at d={dens[0]:g}: median {st.median(r):.3f}, min {min(r):.3f}, max {max(r):.3f}, {sum(1 for x in r if x < 1)} of {len(r)} shapes slower")
+    def spread(xs: list) -> str:
+        return f"median {st.median(xs):.3f}, min {min(xs):.3f}, max {max(xs):.3f}" if xs else "–"
+
+    print(f"\ncuda dense (ours) speed over cuBLAS at d={dens[0]:g}: {spread(r)}, "
+          f"{sum(1 for x in r if x < 1)} of {len(r)} shapes slower")
     wd = get[("wgpu", "dense", dens[0])]
     r2 = [float(cub[s]["median_us"]) / float(wd[s]["median_us"]) for s in wd if s in cub]
-    print(f"wgpu dense speed over cuBLAS at d={dens[0]:g}: median {st.median(r2):.3f}, min {min(r2):.3f}, max {max(r2):.3f}")
+    print(f"wgpu dense speed over cuBLAS at d={dens[0]:g}: {spread(r2)}")
     # break-even: highest density at which the median speedup is >= 1
     for b in ("cuda", "wgpu"):
-        med = {d: st.median(float(r["speedup_over_dense"]) for r in get[(b, "macko", d)].values()) for d in dens}
-        even = [d for d in dens if med[d] >= 1.0]
+        speeds = {d: [float(r["speedup_over_dense"]) for r in get[(b, "macko", d)].values()] for d in dens}
+        if not any(speeds.values()):
+            print(f"{b}: no MACKO records")
+            continue
+        even = [d for d in dens if speeds[d] and st.median(speeds[d]) >= 1.0]
         print(f"{b}: median MACKO speedup ≥ 1 from d = {max(even):g} down" if even else f"{b}: never ≥ 1")
     mb = [(s, float(r["fraction_of_ceiling"])) for s, r in get[("cuda", "macko", 0.5)].items()]
     mb.sort(key=lambda t: t[1])
@@ -104,4 +128,4 @@ def summary(path: str) -> None:
 
 
 if __name__ == "__main__" and len(sys.argv) > 2 and sys.argv[2] == "--summary":
-    summary(sys.argv[1])
+    summary(usage_or_path())
