@@ -205,17 +205,8 @@ __device__ __forceinline__ void batch_macko_batch(const uint4* __restrict__ valu
     unsigned pl_a, ph_a, pl_b, ph_b;
     macko_prefix(c[0], pl_a, ph_a);
     macko_prefix(c[1], pl_b, ph_b);
-    const unsigned t_a = (pl_a >> 24) + (ph_a >> 24) - 8u + (hi_a - lo_a);
-    const unsigned t_b = (pl_b >> 24) + (ph_b >> 24) - 8u + (hi_b - lo_b);
-    const unsigned packed = t_a | (t_b << 16);
-    unsigned incl = packed;
-#pragma unroll
-    for (unsigned off = 1u; off < 32u; off <<= 1) {
-        const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off);
-        if (lane >= off) incl += up;
-    }
-    const unsigned total = __shfl_sync(MACKO_FULL_MASK, incl, 31u);
-    const unsigned excl = incl - packed;
+    unsigned excl, total;
+    macko_scan_pair<32u>(pl_a, ph_a, lo_a, hi_a, pl_b, ph_b, lo_b, hi_b, lane, excl, total);
     const unsigned base_a = next + (excl & 0xffffu);
     const unsigned next_a = next + (total & 0xffffu);
     const unsigned base_b = next_a + (excl >> 16);

@@ -246,6 +246,29 @@ __device__ __forceinline__ void macko_prefix(unsigned c, unsigned& pl, unsigned&
     ph = (__byte_perm(even, odd, 0x7362) + 0x01010101u) * 0x01010101u;  // gaps 4..7
 }
 
+// The column steps of a team's two chunks scanned at once (kernels/README.md, "Decoding a
+// group"): each lane's advance over its group a (b) is its masked gaps plus its entries in the
+// item, at most 128, packed in the low (high) 16 bits, which never carry (32 × 128 < 2^16);
+// an inclusive scan of L lanes by shuffles up. `excl` is the lane's exclusive prefix, `total`
+// the team's sum (both packed).
+template <unsigned L>
+__device__ __forceinline__ void macko_scan_pair(unsigned pl_a, unsigned ph_a, unsigned lo_a,
+                                                unsigned hi_a, unsigned pl_b, unsigned ph_b,
+                                                unsigned lo_b, unsigned hi_b, unsigned sub,
+                                                unsigned& excl, unsigned& total) {
+    const unsigned t_a = (pl_a >> 24) + (ph_a >> 24) - 8u + (hi_a - lo_a);
+    const unsigned t_b = (pl_b >> 24) + (ph_b >> 24) - 8u + (hi_b - lo_b);
+    const unsigned packed = t_a | (t_b << 16);
+    unsigned incl = packed;
+#pragma unroll
+    for (unsigned off = 1u; off < L; off <<= 1) {
+        const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off, L);
+        if (sub >= off) incl += up;
+    }
+    total = __shfl_sync(MACKO_FULL_MASK, incl, L - 1u, L);
+    excl = incl - packed;
+}
+
 // Loads the batch of groups {w0 + L·u + sub : u < CH} below w_end (values and codes); groups at or
 // past w_end read as zero (no entries, no column advance).
 template <unsigned L, int CH>

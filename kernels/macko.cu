@@ -250,20 +250,8 @@ __device__ __forceinline__ float macko_row(const uint4* __restrict__ values,
             unsigned pl_a, ph_a, pl_b, ph_b;
             macko_prefix(c[p], pl_a, ph_a);
             macko_prefix(c[p + 1], pl_b, ph_b);
-            // Column advance of each lane's group: masked gaps + entries in the item (<= 128).
-            const unsigned t_a = (pl_a >> 24) + (ph_a >> 24) - 8u + (hi_a - lo_a);
-            const unsigned t_b = (pl_b >> 24) + (ph_b >> 24) - 8u + (hi_b - lo_b);
-            // Inclusive scan of both chunks at once over the team: 16-bit halves never carry
-            // (32 * 128 < 2^16).
-            const unsigned packed = t_a | (t_b << 16);
-            unsigned incl = packed;
-#pragma unroll
-            for (unsigned off = 1u; off < L; off <<= 1) {
-                const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off, L);
-                if (sub >= off) incl += up;
-            }
-            const unsigned total = __shfl_sync(MACKO_FULL_MASK, incl, L - 1u, L);
-            const unsigned excl = incl - packed;
+            unsigned excl, total;
+            macko_scan_pair<L>(pl_a, ph_a, lo_a, hi_a, pl_b, ph_b, lo_b, hi_b, sub, excl, total);
             const unsigned base_a = next + (excl & 0xffffu);
             const unsigned next_a = next + (total & 0xffffu);
             const unsigned base_b = next_a + (excl >> 16);
@@ -716,17 +704,8 @@ __device__ __forceinline__ void macko_flat_range(
         unsigned pl_a, ph_a, pl_b, ph_b;
         macko_prefix(c[0], pl_a, ph_a);
         macko_prefix(c[1], pl_b, ph_b);
-        const unsigned t_a = (pl_a >> 24) + (ph_a >> 24) - 8u + (hi_a - lo_a);
-        const unsigned t_b = (pl_b >> 24) + (ph_b >> 24) - 8u + (hi_b - lo_b);
-        const unsigned packed = t_a | (t_b << 16);
-        unsigned incl = packed;
-#pragma unroll
-        for (unsigned off = 1u; off < 32u; off <<= 1) {
-            const unsigned up = __shfl_up_sync(MACKO_FULL_MASK, incl, off);
-            if (lane >= off) incl += up;
-        }
-        const unsigned total = __shfl_sync(MACKO_FULL_MASK, incl, 31u);
-        const unsigned excl = incl - packed;
+        unsigned excl, total;
+        macko_scan_pair<32u>(pl_a, ph_a, lo_a, hi_a, pl_b, ph_b, lo_b, hi_b, lane, excl, total);
         const unsigned e0 = gb * 8u;
         macko_flat_chunk<Out, XM, SAFE>(row_ptr, y, partials, xs, rows, w, head_cut, head_row,
                                         lane, e0, min(e0 + 256u, a_end), v[0], pl_a, ph_a, lo_a,
