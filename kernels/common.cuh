@@ -59,6 +59,7 @@ __device__ __forceinline__ float macko_warp_sum(float v) {
 // L2 (ld.global.cs), so the matrix does not push x or row pointers out of the caches.
 __device__ __forceinline__ uint4 macko_load_stream(const uint4* p) { return __ldcs(p); }
 __device__ __forceinline__ unsigned macko_load_stream(const unsigned* p) { return __ldcs(p); }
+__device__ __forceinline__ uint2 macko_load_stream(const uint2* p) { return __ldcs(p); }
 __device__ __forceinline__ unsigned short macko_load_stream(const unsigned short* p) {
     return __ldcs(p);
 }

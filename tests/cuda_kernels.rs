@@ -5,7 +5,7 @@
 #![cfg(feature = "cuda")]
 
 use macko::backend::cuda::caps::Kernel;
-use macko::backend::cuda::nvrtc::{self, KernelSource, KERNELS};
+use macko::backend::cuda::nvrtc::{self, KernelSource, KERNELS, QUANT_KERNELS};
 use macko::Error;
 
 /// Architectures every kernel must compile for: Ampere (the oldest the kernels target) and
@@ -38,7 +38,8 @@ fn contains(bytes: &[u8], needle: &str) -> bool {
 /// `cuobjdump -res-usage` / `-sass` without a GPU.
 fn save_cubin(kernel: &KernelSource, arch: &str, cubin: &[u8]) {
     if let Some(dir) = std::env::var_os("MACKO_CUBIN_DIR") {
-        let path = std::path::Path::new(&dir).join(format!("{}.{arch}.cubin", kernel.file));
+        let path = std::path::Path::new(&dir)
+            .join(format!("{}{}.{arch}.cubin", kernel.file, kernel.variant));
         if let Err(e) = std::fs::write(&path, cubin) {
             panic!("writing {}: {e}", path.display());
         }
@@ -51,26 +52,27 @@ fn every_kernel_compiles_without_warnings_for_ampere_and_hopper() {
         return;
     }
     let mut failures = Vec::new();
-    for kernel in KERNELS {
+    for kernel in KERNELS.iter().chain(&QUANT_KERNELS) {
         for arch in ARCHS {
-            match nvrtc::compile(&kernel, arch, &[]) {
+            match nvrtc::compile(kernel, arch, &[]) {
                 Ok(c) if !c.log.is_empty() => failures.push(format!(
                     "kernels/{} for {arch}: warnings:\n{}",
-                    kernel.file, c.log
+                    kernel.label(),
+                    c.log
                 )),
                 Ok(c) => {
-                    save_cubin(&kernel, arch, &c.cubin);
+                    save_cubin(kernel, arch, &c.cubin);
                     for entry in kernel.entries {
                         if !contains(&c.cubin, entry) {
                             failures.push(format!(
                                 "kernels/{} for {arch}: no entry point {entry} in the CUBIN",
-                                kernel.file
+                                kernel.label()
                             ));
                         }
                     }
                     println!(
                         "kernels/{} for {arch}: {} bytes of CUBIN",
-                        kernel.file,
+                        kernel.label(),
                         c.cubin.len()
                     );
                 }
@@ -105,6 +107,9 @@ fn a_compile_error_returns_nvrtcs_log() {
         file: "broken.cu",
         source: "extern \"C\" __global__ void broken(float* y) { y[0] = undeclared_name; }\n",
         entries: &["broken"],
+        variant: "",
+        defines: &[],
+        headers: &[],
     };
     match nvrtc::compile(&broken, "sm_90", &[]) {
         Err(Error::Backend { message, .. }) => {
@@ -131,6 +136,9 @@ fn a_warning_reaches_the_log() {
         file: "warns.cu",
         source: "extern \"C\" __global__ void warns(float* y) { int unused = 3; y[0] = 1.0f; }\n",
         entries: &["warns"],
+        variant: "",
+        defines: &[],
+        headers: &[],
     };
     let compiled = nvrtc::compile(&warns, "sm_90", &[]).expect("compiles");
     assert!(

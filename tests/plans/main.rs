@@ -20,8 +20,10 @@ mod common;
 mod wgpu;
 
 use common::*;
+use half::f16;
 use macko::{
-    reference, BackendKind, Device, DeviceOptions, ForcedPlan, MackoMatrix, Plan, Precision,
+    reference, BackendKind, Device, DeviceOptions, DeviceVector, Error, ForcedPlan, MackoMatrix,
+    Plan, Precision, QuantMackoMatrix, Quantization,
 };
 
 /// Besides the knob shapes (one entry, short and long rows, nearly dense rows, a very sparse
@@ -62,8 +64,36 @@ fn products_agree_and_plan_taken<P>(
             let what = format!("{rows}×{cols} d={d}, {batch} vectors ({plan:?})");
             assert_agrees(label, &what, &rb, &dev.download(&y).unwrap());
         }
+        quantized_products_agree(label, dev, &m, &x_dev, &x);
     }
     seen
+}
+
+/// The same rows with int8 (per row) and int4 (per group of 64) values, under the same tuning:
+/// the quantized kernels share the plan's row kernel (a backend without them refuses).
+fn quantized_products_agree(
+    label: &str,
+    dev: &Device,
+    m: &MackoMatrix,
+    x_dev: &DeviceVector,
+    x: &[f16],
+) {
+    for quant in [
+        Quantization::int8_per_row(),
+        Quantization::int4_per_group(64),
+    ] {
+        let q = QuantMackoMatrix::quantize(m, quant).unwrap();
+        let a = match dev.upload(&q) {
+            Ok(a) => a,
+            Err(Error::Unsupported { .. }) => return,
+            Err(e) => panic!("{label}: uploading {quant:?}: {e}"),
+        };
+        let r = reference::spmv_macko_quant(&q, x).unwrap();
+        let mut y = dev.zeros(m.rows(), Precision::F32).unwrap();
+        dev.spmv(&a, x_dev, &mut y).unwrap();
+        let what = format!("{}×{} {quant:?}", m.rows(), m.cols());
+        assert_agrees(label, &what, &r, &dev.download(&y).unwrap());
+    }
 }
 
 /// Runs every forced plan of one backend; `options` turns a tuning into device options.

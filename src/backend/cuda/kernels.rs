@@ -14,6 +14,7 @@ use super::errors::{cuda_error, internal};
 use super::nvrtc::{self, KernelSource};
 use crate::backend::Precision;
 use crate::error::Result;
+use macko_format::QuantBits;
 
 /// A kernel compiled for both output precisions.
 pub(crate) struct ByOutput {
@@ -59,7 +60,7 @@ fn load_module(
 ) -> Result<Arc<CudaModule>> {
     let cubin = nvrtc::cubin_cached(kernel, arch)?;
     ctx.load_module(Ptx::from_binary(cubin.as_ref().clone()))
-        .map_err(|e| cuda_error(&format!("loading kernels/{} ({arch})", kernel.file), e))
+        .map_err(|e| cuda_error(&format!("loading kernels/{} ({arch})", kernel.label()), e))
 }
 
 /// Shared memory a block may use without asking (every CUDA GPU since Kepler).
@@ -163,5 +164,94 @@ impl Kernels {
     /// The spin that holds the stream (kernels/stream.cu, `spin_wait`).
     pub fn spin_wait(&self) -> &CudaFunction {
         &self.spin_wait
+    }
+}
+
+/// The MACKO kernels that have int8 / int4 entries in kernels/macko_quant.cu (every one the
+/// MACKO plan can name except the flat kernel and its combine, which quantized plans never use).
+const QUANT_ROW_KERNELS: [Kernel; 9] = [
+    Kernel::RowPadded,
+    Kernel::RowGlobal,
+    Kernel::RowPlain,
+    Kernel::RowHalf,
+    Kernel::BigPadded,
+    Kernel::BigPlain,
+    Kernel::Lean,
+    Kernel::LeanHalf,
+    Kernel::Combine,
+];
+
+/// The entry of macko_quant.cu that does for quantized values what `entry` (of macko.cu) does.
+fn quant_entry(entry: &str) -> String {
+    entry.replacen("macko_", "macko_q_", 1)
+}
+
+/// The kernels of quantized products of one width (kernels/macko_quant.cu and dense_quant.cu),
+/// compiled and loaded on the first upload of a quantized matrix of that width, so that opening
+/// the backend pays nothing for them.
+pub(crate) struct QuantKernels {
+    /// Indexed by [`Kernel::index`]; `None` for kernels without a quantized entry.
+    row: Vec<Option<ByOutput>>,
+    dense_aligned: ByOutput,
+    dense_any: ByOutput,
+}
+
+impl QuantKernels {
+    /// Compiles (once per process) and loads the kernels of `bits` into `ctx`, letting those that
+    /// stage x use up to `smem_optin` bytes of dynamic shared memory (as [`Kernels::load`]).
+    pub fn load(
+        ctx: &Arc<CudaContext>,
+        arch: &str,
+        smem_optin: u32,
+        bits: QuantBits,
+    ) -> Result<Self> {
+        let (macko, dense) = match bits {
+            QuantBits::Int8 => (&nvrtc::MACKO_Q8, &nvrtc::DENSE_Q8),
+            QuantBits::Int4 => (&nvrtc::MACKO_Q4, &nvrtc::DENSE_Q4),
+        };
+        let macko_module = load_module(ctx, macko, arch)?;
+        let dense_module = load_module(ctx, dense, arch)?;
+        let pair = |module: &Arc<CudaModule>, f16: &str, f32: &str| -> Result<ByOutput> {
+            let function = |name: &str| {
+                module
+                    .load_function(name)
+                    .map_err(|e| cuda_error(&format!("finding kernel {name}"), e))
+            };
+            Ok(ByOutput {
+                f16: function(f16)?,
+                f32: function(f32)?,
+            })
+        };
+        let mut row: Vec<Option<ByOutput>> = (0..Kernel::COUNT).map(|_| None).collect();
+        for kernel in QUANT_ROW_KERNELS {
+            let (f16, f32) = kernel.entries();
+            let p = pair(&macko_module, &quant_entry(f16), &quant_entry(f32))?;
+            if kernel.stages_x() {
+                allow_large_smem(&p, smem_optin)?;
+            }
+            row[kernel.index()] = Some(p);
+        }
+        Ok(Self {
+            row,
+            dense_aligned: pair(&dense_module, "dense_q_a16_f16", "dense_q_a16_f32")?,
+            dense_any: pair(&dense_module, "dense_q_any_f16", "dense_q_any_f32")?,
+        })
+    }
+
+    /// The quantized entry of the MACKO kernel a plan names.
+    pub fn row(&self, kernel: Kernel) -> Result<&ByOutput> {
+        self.row
+            .get(kernel.index())
+            .and_then(Option::as_ref)
+            .ok_or_else(|| internal(&format!("{kernel:?} has no quantized entry")))
+    }
+
+    /// The dense GEMV: rows on 16-byte boundaries with scales inside rows, or any shape.
+    pub fn dense(&self, aligned: bool) -> &ByOutput {
+        if aligned {
+            &self.dense_aligned
+        } else {
+            &self.dense_any
+        }
     }
 }

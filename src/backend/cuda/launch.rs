@@ -11,7 +11,9 @@ use super::batch_plan::BatchPlan;
 use super::caps::{Kernel, BLOCK};
 use super::errors::{cuda_error, internal};
 use super::kernels::Kernels;
-use super::memory::{CsrDev, DenseDev, DeviceArray, FlatDev, MackoDev, VectorData};
+use super::memory::{
+    CsrDev, DenseDev, DenseQuantDev, DeviceArray, FlatDev, MackoDev, QuantScales, VectorData,
+};
 use super::plan::CudaPlan;
 use crate::backend::Precision;
 use crate::error::Result;
@@ -33,9 +35,11 @@ impl Output for f32 {
 /// A matrix format that macko's own kernels multiply.
 #[derive(Clone, Copy)]
 pub(crate) enum Product<'a> {
+    /// binary16 values, or int8 / int4 (`MackoDev::quant`).
     Macko(&'a MackoDev),
     Csr(&'a CsrDev),
     Dense(&'a DenseDev, &'a CudaPlan),
+    DenseQuant(&'a DenseQuantDev, &'a CudaPlan),
 }
 
 /// Vectors `first .. first + count` of a few-token product (`backend::chunks`).
@@ -77,7 +81,11 @@ impl Launcher<'_> {
             Product::Dense(m, plan) if m.rows > 0 => {
                 dense_into(self.stream, self.pick::<T>(plan.kernel), m, plan, x, y)
             }
-            Product::Csr(_) | Product::Dense(..) => Ok(()),
+            Product::DenseQuant(m, plan) if m.rows > 0 => {
+                let f = m.scales.kernels.dense(m.aligned).pick(T::PRECISION);
+                dense_quant_into(self.stream, f, m, plan, x, y)
+            }
+            Product::Csr(_) | Product::Dense(..) | Product::DenseQuant(..) => Ok(()),
         }
     }
 
@@ -96,6 +104,17 @@ impl Launcher<'_> {
     ) -> Result<()> {
         if m.rows == 0 {
             return Ok(());
+        }
+        if let Some(q) = &m.quant {
+            if m.flat.is_some() {
+                return Err(internal(
+                    "a quantized MACKO matrix planned for the flat kernel",
+                ));
+            }
+            let f = q.kernels.row(m.plan.kernel)?.pick(T::PRECISION);
+            macko_into(self.stream, f, m, x, y)?;
+            let combine = q.kernels.row(Kernel::Combine)?.pick(T::PRECISION);
+            return combine_into(self.stream, combine, self.sms, m, y);
         }
         let f = self.pick::<T>(m.plan.kernel);
         if let Some(fl) = &m.flat {
@@ -140,9 +159,13 @@ impl Launcher<'_> {
         y: &mut CudaSlice<T>,
     ) -> Result<()> {
         let (rows, cols) = match a {
+            Product::Macko(m) if m.quant.is_some() => {
+                return Err(internal("a few-token plan for quantized MACKO"))
+            }
             Product::Macko(m) => (m.rows, m.cols),
             Product::Csr(m) => (m.rows, m.cols),
             Product::Dense(m, _) => (m.rows, m.cols),
+            Product::DenseQuant(..) => return Err(internal("a few-token plan for dense int8/4")),
         };
         if rows == 0 {
             return Ok(());
@@ -176,6 +199,7 @@ impl Launcher<'_> {
                 .arg(y)
                 .arg(&m.rows)
                 .arg(&plan.slots),
+            Product::DenseQuant(..) => return Err(internal("a few-token plan for dense int8/4")),
             Product::Dense(m, _) => args
                 .arg(m.values.buf())
                 .arg(xt.buf())
@@ -237,7 +261,9 @@ impl Launcher<'_> {
                     .arg(&plan.windows)
                     .arg(&plan.stage_groups)
             }
-            Product::Csr(_) => return Err(internal("a tensor-core plan for a CSR matrix")),
+            Product::Csr(_) | Product::DenseQuant(..) => {
+                return Err(internal("a tensor-core plan for a CSR or quantized matrix"))
+            }
         };
         args.arg(&chunk.first).arg(&chunk.count);
         let cfg = LaunchConfig {
@@ -363,7 +389,8 @@ fn macko_into<T: DeviceRepr>(
         | (u32::from(m.plan.short_chunks) << 1)
         | (u32::from(m.split.is_some()) << 2)
         | (u32::from(m.plan.pipelined) << 3)
-        | (u32::from(m.plan.aligned_rows) << 4);
+        | (u32::from(m.plan.aligned_rows) << 4)
+        | m.quant.as_ref().map_or(0, QuantScales::flags);
     let mut args = stream.launch_builder(f);
     args.arg(m.row_ptr.buf())
         .arg(m.values.buf())
@@ -381,8 +408,19 @@ fn macko_into<T: DeviceRepr>(
             .arg(&sp.items),
         None => args.arg(m.row_ptr.buf()).arg(m.row_ptr.buf()).arg(&m.rows),
     };
+    let quant_last = m.quant.as_ref().map_or(0, |q| q.last());
+    if let Some(q) = &m.quant {
+        args.arg(q.scales.buf())
+            .arg(&q.mul)
+            .arg(&q.shift)
+            .arg(&quant_last);
+    }
     // SAFETY: the arguments match `macko_spmv_*` (and `macko_lean_*`, which take the same
-    // parameters and never read the split table) in kernels/macko.cu in order and type (u32
+    // parameters and never read the split table) in kernels/macko.cu in order and type — or,
+    // for a quantized matrix, `macko_q_spmv_*` / `macko_q_lean_*` of kernels/macko_quant.cu,
+    // the same followed by the scales (one per row, or ⌈P / G⌉ of them, all read at an index
+    // capped at `last`) with mul, shift and last as u32, values then being P/8 words of 8 or 4
+    // bytes of packed codes (padded to 16 bytes) — (u32
     // row_ptr of rows + 1, P/8 16-byte value words, P/8 32-bit code words, f16 x of cols, y of
     // rows in the kernel's output type, rows, cols and flags as u32, then the split table: items
     // + 1 8-byte descriptors, items f32 partials, items as u32 — read and written only when
@@ -483,8 +521,13 @@ fn combine_into<T: DeviceRepr>(
         .arg(sp.partials.buf())
         .arg(y)
         .arg(&m.rows);
+    let quant_flags = m.quant.as_ref().map_or(0, QuantScales::flags);
+    if let Some(q) = &m.quant {
+        args.arg(q.scales.buf()).arg(&quant_flags);
+    }
     // SAFETY: matches `macko_combine_*(const unsigned* row_item, const float* partials, OUT* y,
-    // unsigned rows)`: row_item holds rows + 1 non-decreasing item indices up to `items`,
+    // unsigned rows)` (for a quantized matrix `macko_q_combine_*`, the same then the scales,
+    // read at rows' indices only without flags bit 5, and the flags): row_item holds rows + 1 non-decreasing item indices up to `items`,
     // partials `items` floats, y rows elements of the kernel's output type; all on this stream,
     // queued after the product that wrote the partials.
     unsafe { args.launch(cfg) }
@@ -534,4 +577,36 @@ fn dense_into<T: DeviceRepr>(
     unsafe { args.launch(config(plan)) }
         .map(|_| ())
         .map_err(|e| cuda_error("launching the dense kernel", e))
+}
+
+fn dense_quant_into<T: DeviceRepr>(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    m: &DenseQuantDev,
+    plan: &CudaPlan,
+    x: &DeviceArray<u16>,
+    y: &mut CudaSlice<T>,
+) -> Result<()> {
+    let sc = &m.scales;
+    let flags = sc.flags();
+    let group = sc.group.unwrap_or(0);
+    let mut args = stream.launch_builder(f);
+    args.arg(m.q.buf())
+        .arg(x.buf())
+        .arg(y)
+        .arg(&m.rows)
+        .arg(&m.cols)
+        .arg(sc.scales.buf())
+        .arg(&flags)
+        .arg(&group)
+        .arg(&sc.mul)
+        .arg(&sc.shift);
+    // SAFETY: the arguments match `dense_q_*` in kernels/dense_quant.cu in order and type; q
+    // holds rows·cols codes packed (padded to a 16-byte word), x cols halves, y rows elements,
+    // scales one per row or one per `group` codes (group ≥ 8 whenever flags bit 5 is set); the
+    // `_a16` entries run only when rows start on 16-byte boundaries and group divides cols
+    // (`DenseQuantDev::aligned`), so every index they compute stays inside the arrays.
+    unsafe { args.launch(config(plan)) }
+        .map(|_| ())
+        .map_err(|e| cuda_error("launching the dense int8/int4 kernel", e))
 }

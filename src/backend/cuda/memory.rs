@@ -9,6 +9,7 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaSlice, CudaStream, DeviceRepr, DriverError, ValidAsZeroBits};
 
 use super::errors::{cuda_error, internal};
+use super::kernels::QuantKernels;
 use super::plan::CudaPlan;
 use super::split::SplitTable;
 use crate::backend::BackendKind;
@@ -114,6 +115,46 @@ pub(crate) struct MackoDev {
     /// The tensor-core kernel's column cursors (`cursors.rs`: rows × 16 pairs of u32), when a
     /// few-token plan runs it.
     pub cursors: Option<DeviceArray<u32>>,
+    /// For int8 / int4 values (then `values` holds their packed codes, 8 or 4 bytes per group
+    /// of 8 entries): the scales and the kernels that read them.
+    pub quant: Option<QuantScales>,
+}
+
+/// The scales of a quantized matrix on the device, with the kernels of its width (see
+/// kernels/macko.cuh, `MackoScales`).
+pub(crate) struct QuantScales {
+    pub kernels: Arc<QuantKernels>,
+    /// binary16 bits: one per row, or one per `group` values in storage order.
+    pub scales: DeviceArray<u16>,
+    /// Values per scale (per-group scales), or None (per row).
+    pub group: Option<u32>,
+    /// The quotient by `group / 8` of an aligned group index w < 2^29: (w · mul) >> shift.
+    pub mul: u32,
+    pub shift: u32,
+}
+
+impl QuantScales {
+    /// The kernels' flags bit for per-group scales (bit 5).
+    pub fn flags(&self) -> u32 {
+        u32::from(self.group.is_some()) << 5
+    }
+
+    /// The last scale's index (the kernels cap computed indices there).
+    pub fn last(&self) -> u32 {
+        u32::try_from(self.scales.len().saturating_sub(1)).unwrap_or(u32::MAX)
+    }
+}
+
+/// A dense int8 / int4 matrix on the device (kernels/dense_quant.cu).
+pub(crate) struct DenseQuantDev {
+    pub rows: u32,
+    pub cols: u32,
+    /// Packed codes, row-major, padded with zeros to a whole 16-byte word.
+    pub q: DeviceArray<u8>,
+    pub scales: QuantScales,
+    /// Rows start on 16-byte boundaries and every scale group lies in one row: the `_a16`
+    /// entries run, else the `_any` ones.
+    pub aligned: bool,
 }
 
 /// The ranges of a MACKO matrix run by the flat kernel (src/backend/cuda/flat.rs), as the kernels

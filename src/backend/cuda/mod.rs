@@ -17,6 +17,7 @@
 //! - `kernels`: the compiled kernels loaded into a context;
 //! - `memory`: device arrays, matrices, vectors;
 //! - `upload`: planning and laying out a matrix at upload;
+//! - `quant`: int8 / int4 matrices: their uploads, kernels and few-token products;
 //! - `launch`: binding and dispatch of a stored plan;
 //! - `vendor`: the cuBLAS and cuSPARSE baselines;
 //! - `timing`: CUDA events around queued products, the streaming-read ceiling;
@@ -39,6 +40,7 @@ pub mod nvrtc;
 #[doc(hidden)]
 pub mod plan;
 mod probe;
+mod quant;
 mod rules;
 mod split;
 mod timing;
@@ -56,9 +58,11 @@ use self::errors::{cuda_error, internal};
 use self::kernels::Kernels;
 use self::launch::{BatchChunk, Launcher, Product};
 pub(crate) use self::memory::CudaVector;
+use self::memory::DenseQuantDev;
 use self::memory::{CsrDev, DenseDev, DeviceArray, MackoDev, VectorData};
 use self::plan::CudaPlan;
 use self::probe::{human_bytes, Gpu};
+use self::quant::QuantCache;
 use self::tuning::CudaTuning;
 use self::upload::Uploader;
 use self::vendor::{CusparseCsr, Vendor};
@@ -91,6 +95,8 @@ pub(crate) enum CudaMatrix {
     Csr(CsrDev),
     /// macko's dense GEMV.
     Dense(DenseDev, CudaPlan),
+    /// macko's dense int8 / int4 GEMV.
+    DenseQuant(DenseQuantDev, CudaPlan),
     /// cuBLAS `cublasGemmEx` (baseline).
     Cublas(DenseDev),
     /// cuSPARSE `cusparseSpMV` (baseline).
@@ -104,6 +110,7 @@ impl CudaMatrix {
             CudaMatrix::Macko(m) => (m.rows, m.cols),
             CudaMatrix::Csr(m) => (m.rows, m.cols),
             CudaMatrix::Dense(m, _) | CudaMatrix::Cublas(m) => (m.rows, m.cols),
+            CudaMatrix::DenseQuant(m, _) => (m.rows, m.cols),
             CudaMatrix::Cusparse(m) => (m.rows, m.cols),
         }
     }
@@ -114,7 +121,7 @@ impl CudaMatrix {
         match self {
             CudaMatrix::Macko(m) => Some(&m.plan),
             CudaMatrix::Csr(m) => Some(&m.plan),
-            CudaMatrix::Dense(_, plan) => Some(plan),
+            CudaMatrix::Dense(_, plan) | CudaMatrix::DenseQuant(_, plan) => Some(plan),
             CudaMatrix::Cublas(_) | CudaMatrix::Cusparse(_) => None,
         }
     }
@@ -132,6 +139,8 @@ pub(crate) struct CudaBackend {
     /// demand and reused by every chunk: everything runs on one stream, so a chunk's transpose
     /// is queued only after the previous chunk's product has read XT.
     xt: Mutex<Option<DeviceArray<u32>>>,
+    /// The int8 / int4 kernels, compiled on the first upload of a matrix of their width.
+    quant: QuantCache,
 }
 
 impl CudaBackend {
@@ -163,6 +172,7 @@ impl CudaBackend {
             vendor,
             info,
             xt: Mutex::new(None),
+            quant: QuantCache::default(),
         })
     }
 
@@ -198,6 +208,9 @@ impl CudaBackend {
             CudaMatrix::Macko(m) => launcher.product(Product::Macko(m), x, &mut y.data),
             CudaMatrix::Csr(m) => launcher.product(Product::Csr(m), x, &mut y.data),
             CudaMatrix::Dense(m, plan) => launcher.product(Product::Dense(m, plan), x, &mut y.data),
+            CudaMatrix::DenseQuant(m, plan) => {
+                launcher.product(Product::DenseQuant(m, plan), x, &mut y.data)
+            }
             CudaMatrix::Cublas(m) => self.vendor.cublas_gemm(m, x, &mut y.data, 1),
             CudaMatrix::Cusparse(m) => self.vendor.cusparse_spmv(m, x, &mut y.data),
         }
@@ -219,8 +232,19 @@ impl CudaBackend {
         if x.len() != batch * cols as usize || y.len() != batch * rows as usize {
             return Err(internal("batch lengths reached the backend unchecked"));
         }
+        let quantized = match a {
+            CudaMatrix::Macko(m) => m.quant.is_some(),
+            CudaMatrix::DenseQuant(..) => true,
+            _ => false,
+        };
+        if quantized {
+            return self.product_batch_looped(a, x, y, batch);
+        }
         let x = x.as_input()?;
         let product = match a {
+            CudaMatrix::DenseQuant(..) => {
+                return Err(internal("dense int8/4 reached a batch plan"))
+            }
             CudaMatrix::Cublas(m) => return self.vendor.cublas_gemm(m, x, &mut y.data, batch),
             CudaMatrix::Cusparse(m) => return self.vendor.cusparse_spmm(m, x, &mut y.data, batch),
             CudaMatrix::Macko(m) => Product::Macko(m),
@@ -246,6 +270,59 @@ impl CudaBackend {
                 count: u32::try_from(chunk.count).map_err(|_| too_many(batch))?,
             };
             launcher.batch(product, plan, chunk, x, xt, &mut y.data)?;
+        }
+        Ok(())
+    }
+}
+
+impl CudaBackend {
+    /// The int8 / int4 kernels of `bits`, compiled and loaded the first time.
+    fn quant_kernels(&self, bits: macko_format::QuantBits) -> Result<Arc<kernels::QuantKernels>> {
+        let p = &self.gpu.props;
+        self.quant.get(bits, || {
+            kernels::QuantKernels::load(&self.gpu.ctx, &p.arch(), p.smem_per_block_optin, bits)
+        })
+    }
+
+    /// Y = A·X one vector at a time (`quant.rs`: the interim few-token product of quantized
+    /// matrices): each vector of X copied into a scratch vector, multiplied, and its product
+    /// copied into Y, all queued on the stream.
+    fn product_batch_looped(
+        &self,
+        a: &CudaMatrix,
+        x: &CudaVector,
+        y: &mut CudaVector,
+        batch: usize,
+    ) -> Result<()> {
+        let (rows, cols) = (a.shape().0 as usize, a.shape().1 as usize);
+        let x = x.as_input()?;
+        let mut xs = CudaVector {
+            data: VectorData::F16(DeviceArray::zeros(self.stream(), cols, "a vector")?),
+        };
+        let mut ys = match &y.data {
+            VectorData::F16(_) => {
+                VectorData::F16(DeviceArray::zeros(self.stream(), rows, "a vector")?)
+            }
+            VectorData::F32(_) => {
+                VectorData::F32(DeviceArray::zeros(self.stream(), rows, "a vector")?)
+            }
+        };
+        for b in 0..batch {
+            if let VectorData::F16(xs) = &mut xs.data {
+                quant::copy_within(self.stream(), x, b * cols, xs, 0, cols)?;
+            }
+            let mut out = CudaVector { data: ys };
+            self.product(a, &xs, &mut out)?;
+            ys = out.data;
+            match (&ys, &mut y.data) {
+                (VectorData::F16(s), VectorData::F16(d)) => {
+                    quant::copy_within(self.stream(), s, 0, d, b * rows, rows)?
+                }
+                (VectorData::F32(s), VectorData::F32(d)) => {
+                    quant::copy_within(self.stream(), s, 0, d, b * rows, rows)?
+                }
+                _ => return Err(internal("scratch and output precisions differ")),
+            }
         }
         Ok(())
     }
@@ -341,11 +418,14 @@ impl Backend for CudaBackend {
                 let (m, plan) = up.dense(m)?;
                 CudaMatrix::Dense(m, plan)
             }
-            MatrixRef::MackoQuant(_) | MatrixRef::DenseQuant(_) => {
-                return Err(Error::Unsupported {
-                    backend: BackendKind::Cuda,
-                    what: m.kind().as_str(),
-                })
+            MatrixRef::MackoQuant(q) => {
+                let kernels = self.quant_kernels(q.quantization().bits)?;
+                CudaMatrix::Macko(Box::new(up.macko_quant(q, kernels)?))
+            }
+            MatrixRef::DenseQuant(q) => {
+                let kernels = self.quant_kernels(q.quantization().bits)?;
+                let (m, plan) = up.dense_quant(q, kernels)?;
+                CudaMatrix::DenseQuant(m, plan)
             }
         };
         Ok(matrix)

@@ -27,6 +27,14 @@ pub struct KernelSource {
     pub file: &'static str,
     /// The file's text.
     pub source: &'static str,
+    /// What distinguishes this program from others of the same file: its `defines`, named
+    /// (empty for a file compiled one way).
+    pub variant: &'static str,
+    /// `-DNAME=VALUE` options it is always compiled with.
+    pub defines: &'static [&'static str],
+    /// The kernel headers it includes besides common.cuh (`kernels/macko.cuh`), prepended in
+    /// this order after common.cuh.
+    pub headers: &'static [Header],
     /// The `extern "C"` entry points it defines.
     pub entries: &'static [&'static str],
 }
@@ -35,10 +43,39 @@ pub struct KernelSource {
 /// compiles it (the files include it themselves only when compiled by nvcc).
 pub const COMMON: &str = include_str!("../../../kernels/common.cuh");
 
+/// A kernel header (`kernels/*.cuh` other than common.cuh): file name and text.
+#[derive(Debug, Clone, Copy)]
+pub struct Header {
+    /// File name inside `kernels/` (the `#include` that nvcc follows and NVRTC's logs name).
+    pub file: &'static str,
+    /// The header's text.
+    pub text: &'static str,
+}
+
+/// The MACKO row kernel, generic over the values' layout (binary16, int8, int4).
+pub const MACKO_ROW: Header = Header {
+    file: "macko.cuh",
+    text: include_str!("../../../kernels/macko.cuh"),
+};
+
+impl KernelSource {
+    /// `file`, with the variant when there is one: how logs and errors name the program.
+    pub fn label(&self) -> String {
+        if self.variant.is_empty() {
+            self.file.to_string()
+        } else {
+            format!("{} ({})", self.file, self.variant)
+        }
+    }
+}
+
 /// MACKO-16-4 SpMV.
 pub const MACKO: KernelSource = KernelSource {
     file: "macko.cu",
     source: include_str!("../../../kernels/macko.cu"),
+    variant: "",
+    defines: &[],
+    headers: &[MACKO_ROW],
     entries: &[
         "macko_spmv_xs_f16",
         "macko_spmv_xs_f32",
@@ -73,6 +110,9 @@ pub const MACKO: KernelSource = KernelSource {
 pub const CSR: KernelSource = KernelSource {
     file: "csr.cu",
     source: include_str!("../../../kernels/csr.cu"),
+    variant: "",
+    defines: &[],
+    headers: &[],
     entries: &[
         "csr_spmv_xs_f16",
         "csr_spmv_xs_f32",
@@ -85,6 +125,9 @@ pub const CSR: KernelSource = KernelSource {
 pub const DENSE: KernelSource = KernelSource {
     file: "dense.cu",
     source: include_str!("../../../kernels/dense.cu"),
+    variant: "",
+    defines: &[],
+    headers: &[],
     entries: &[
         "dense_gemv_a16_f16",
         "dense_gemv_a16_f32",
@@ -97,6 +140,9 @@ pub const DENSE: KernelSource = KernelSource {
 pub const STREAM: KernelSource = KernelSource {
     file: "stream.cu",
     source: include_str!("../../../kernels/stream.cu"),
+    variant: "",
+    defines: &[],
+    headers: &[],
     entries: &["stream_read", "spin_wait"],
 };
 
@@ -105,6 +151,9 @@ pub const STREAM: KernelSource = KernelSource {
 pub const BATCH: KernelSource = KernelSource {
     file: "batch.cu",
     source: include_str!("../../../kernels/batch.cu"),
+    variant: "",
+    defines: &[],
+    headers: &[],
     entries: &[
         "macko_batch_xs_w2_f16",
         "macko_batch_xs_w2_f32",
@@ -162,6 +211,9 @@ pub const BATCH: KernelSource = KernelSource {
 pub const BATCH_MMA: KernelSource = KernelSource {
     file: "batch_mma.cu",
     source: include_str!("../../../kernels/batch_mma.cu"),
+    variant: "",
+    defines: &[],
+    headers: &[],
     entries: &[
         "dense_batch_mma_w2_f16",
         "dense_batch_mma_w2_f32",
@@ -182,8 +234,75 @@ pub const BATCH_MMA: KernelSource = KernelSource {
     ],
 };
 
-/// Every kernel file.
+/// Every kernel file loaded when the backend opens.
 pub const KERNELS: [KernelSource; 6] = [MACKO, CSR, DENSE, STREAM, BATCH, BATCH_MMA];
+
+/// The entries of macko_quant.cu, compiled once per width.
+const MACKO_QUANT_ENTRIES: &[&str] = &[
+    "macko_q_spmv_xs_f16",
+    "macko_q_spmv_xs_f32",
+    "macko_q_spmv_xg_f16",
+    "macko_q_spmv_xg_f32",
+    "macko_q_spmv_xu_f16",
+    "macko_q_spmv_xu_f32",
+    "macko_q_spmv_xs_f16_big",
+    "macko_q_spmv_xs_f32_big",
+    "macko_q_spmv_xu_f16_big",
+    "macko_q_spmv_xu_f32_big",
+    "macko_q_spmv_xh_f16",
+    "macko_q_spmv_xh_f32",
+    "macko_q_lean_f16",
+    "macko_q_lean_f32",
+    "macko_q_lean_xh_f16",
+    "macko_q_lean_xh_f32",
+    "macko_q_combine_f16",
+    "macko_q_combine_f32",
+];
+
+/// The entries of dense_quant.cu, compiled once per width.
+const DENSE_QUANT_ENTRIES: &[&str] = &[
+    "dense_q_a16_f16",
+    "dense_q_a16_f32",
+    "dense_q_any_f16",
+    "dense_q_any_f32",
+];
+
+/// MACKO with int8 values (the row kernel's entries; no flat kernel).
+pub const MACKO_Q8: KernelSource = KernelSource {
+    file: "macko_quant.cu",
+    source: include_str!("../../../kernels/macko_quant.cu"),
+    variant: "int8",
+    defines: &["-DMACKO_QBITS=8"],
+    headers: &[MACKO_ROW],
+    entries: MACKO_QUANT_ENTRIES,
+};
+
+/// MACKO with int4 values.
+pub const MACKO_Q4: KernelSource = KernelSource {
+    variant: "int4",
+    defines: &["-DMACKO_QBITS=4"],
+    ..MACKO_Q8
+};
+
+/// Dense int8 GEMV.
+pub const DENSE_Q8: KernelSource = KernelSource {
+    file: "dense_quant.cu",
+    source: include_str!("../../../kernels/dense_quant.cu"),
+    variant: "int8",
+    defines: &["-DMACKO_QBITS=8"],
+    headers: &[MACKO_ROW],
+    entries: DENSE_QUANT_ENTRIES,
+};
+
+/// Dense int4 GEMV.
+pub const DENSE_Q4: KernelSource = KernelSource {
+    variant: "int4",
+    defines: &["-DMACKO_QBITS=4"],
+    ..DENSE_Q8
+};
+
+/// The programs compiled on first use, when a quantized matrix of their width is uploaded.
+pub const QUANT_KERNELS: [KernelSource; 4] = [MACKO_Q8, MACKO_Q4, DENSE_Q8, DENSE_Q4];
 
 /// The result of one compilation.
 #[derive(Debug, Clone)]
@@ -250,10 +369,12 @@ pub fn supported_archs() -> Result<Vec<u32>> {
 /// The full text NVRTC compiles: the common helpers, then the kernel file, with `#line`
 /// directives so that the log names the right file and line.
 fn program_text(kernel: &KernelSource) -> String {
-    format!(
-        "#line 1 \"common.cuh\"\n{COMMON}\n#line 1 \"{}\"\n{}",
-        kernel.file, kernel.source
-    )
+    let mut text = format!("#line 1 \"common.cuh\"\n{COMMON}\n");
+    for h in kernel.headers {
+        text.push_str(&format!("#line 1 \"{}\"\n{}\n", h.file, h.text));
+    }
+    text.push_str(&format!("#line 1 \"{}\"\n{}", kernel.file, kernel.source));
+    text
 }
 
 /// Compiles one kernel file for `arch` (`"sm_90"`) with `defines` (`-DNAME=VALUE` options).
@@ -269,10 +390,11 @@ pub fn compile(kernel: &KernelSource, arch: &str, defines: &[String]) -> Result<
         // Source lines in the image, so compute-sanitizer and profilers can name them.
         "--generate-line-info".to_string(),
     ];
+    options.extend(kernel.defines.iter().map(|d| d.to_string()));
     options.extend(defines.iter().cloned());
     let text = CString::new(program_text(kernel)).map_err(|e| Error::Backend {
         backend: BackendKind::Cuda,
-        message: format!("kernels/{}: source holds a NUL byte: {e}", kernel.file),
+        message: format!("kernels/{}: source holds a NUL byte: {e}", kernel.label()),
     })?;
     let name = CString::new(kernel.file).map_err(|e| Error::Backend {
         backend: BackendKind::Cuda,
@@ -286,7 +408,7 @@ pub fn compile(kernel: &KernelSource, arch: &str, defines: &[String]) -> Result<
             backend: BackendKind::Cuda,
             message: format!(
                 "NVRTC could not compile kernels/{} for {arch} ({e:?}, options {}):\n{log}",
-                kernel.file,
+                kernel.label(),
                 options.join(" ")
             ),
         });
@@ -365,8 +487,8 @@ impl Drop for Program {
     }
 }
 
-/// Key of the process-wide cache: file, architecture.
-type CacheKey = (&'static str, String);
+/// Key of the process-wide cache: file, variant, architecture.
+type CacheKey = (&'static str, &'static str, String);
 
 static CACHE: LazyLock<Mutex<HashMap<CacheKey, Arc<Vec<u8>>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
@@ -374,7 +496,7 @@ static CACHE: LazyLock<Mutex<HashMap<CacheKey, Arc<Vec<u8>>>>> =
 /// The CUBIN of `kernel` for `arch`, compiled at most once per process. Two threads asking at
 /// once may both compile; one result is kept.
 pub(crate) fn cubin_cached(kernel: &KernelSource, arch: &str) -> Result<Arc<Vec<u8>>> {
-    let key: CacheKey = (kernel.file, arch.to_string());
+    let key: CacheKey = (kernel.file, kernel.variant, arch.to_string());
     let poisoned = |_| internal("the NVRTC cache lock is poisoned");
     if let Some(cubin) = CACHE.lock().map_err(poisoned)?.get(&key) {
         return Ok(cubin.clone());
@@ -394,7 +516,7 @@ mod tests {
 
     #[test]
     fn every_kernel_file_declares_its_entries() {
-        for k in KERNELS {
+        for k in KERNELS.iter().chain(&QUANT_KERNELS) {
             for e in k.entries {
                 assert!(
                     k.source.contains(&format!("({e},")) || k.source.contains(&format!(" {e}(")),
@@ -402,11 +524,24 @@ mod tests {
                     k.file
                 );
             }
+            let guarded = |name: &str, guard: &str| {
+                k.source
+                    .contains(&format!("#ifndef {guard}\n#include \"{name}\""))
+            };
+            // nvcc compiles each file alone, so it includes what NVRTC prepends, guarded.
             assert!(
-                k.source.contains("#ifndef MACKO_COMMON_CUH"),
-                "{} must guard its include of common.cuh",
+                guarded("common.cuh", "MACKO_COMMON_CUH") || guarded("macko.cuh", "MACKO_ROW_CUH"),
+                "{} must guard its include of common.cuh or macko.cuh",
                 k.file
             );
+            for h in k.headers {
+                assert!(
+                    k.source.contains(&format!("#include \"{}\"", h.file)),
+                    "{} is compiled with {} but does not include it",
+                    k.file,
+                    h.file
+                );
+            }
         }
     }
 
@@ -414,6 +549,7 @@ mod tests {
     fn program_text_restarts_line_numbers_at_the_kernel_file() {
         let text = program_text(&MACKO);
         assert!(text.starts_with("#line 1 \"common.cuh\"\n"));
+        assert!(text.contains("\n#line 1 \"macko.cuh\"\n"));
         assert!(text.contains("\n#line 1 \"macko.cu\"\n"));
     }
 }

@@ -21,6 +21,20 @@ use super::tuning::CudaTuning;
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
 
+/// The arrays of a MACKO matrix as an upload reads them.
+pub(crate) struct MackoLayout<'a> {
+    pub rows: usize,
+    pub cols: usize,
+    pub row_ptr: &'a [u32],
+    /// 4-bit gap codes, two per byte.
+    pub codes: &'a [u8],
+    /// The value words as 16-bit units: binary16 values, or packed int8 / int4 codes.
+    pub values: &'a [u16],
+    /// The binary16 matrix itself (it may be laid out row-aligned and run the flat and
+    /// few-token kernels), or None for quantized values.
+    pub binary16: Option<&'a MackoMatrix>,
+}
+
 /// What an upload needs: the stream the copies are queued on, and what the plans depend on.
 pub(crate) struct Uploader<'a> {
     pub stream: &'a Arc<CudaStream>,
@@ -34,44 +48,63 @@ impl Uploader<'_> {
     /// on whole rows (split items and flat ranges start inside rows, so they keep the format's
     /// layout, as does a matrix whose aligned offsets would pass 32 bits).
     pub fn macko(&self, m: &MackoMatrix) -> Result<MackoDev> {
-        let (rows, cols) = (dim(m.rows(), "rows")?, dim(m.cols(), "columns")?);
-        let stats = MackoStats::new(rows, cols, m.row_ptr());
+        let values: &[u16] = bytemuck::cast_slice(m.values());
+        let layout = MackoLayout {
+            rows: m.rows(),
+            cols: m.cols(),
+            row_ptr: m.row_ptr(),
+            codes: m.codes(),
+            values,
+            binary16: Some(m),
+        };
+        self.macko_layout(&layout)
+    }
+
+    /// [`Uploader::macko`] for the arrays of `m`: the f16 matrix itself, or (`binary16` None)
+    /// the row pointers and codes of a quantized one with its value words as `values`, planned
+    /// without the flat kernel (which has no quantized entries) and kept in the format's
+    /// layout (per-group scales index values in storage order; few-token plans are not made).
+    pub fn macko_layout(&self, m: &MackoLayout<'_>) -> Result<MackoDev> {
+        let (rows, cols) = (dim(m.rows, "rows")?, dim(m.cols, "columns")?);
+        let mut stats = MackoStats::new(rows, cols, m.row_ptr);
+        stats.rows_fit_flat &= m.binary16.is_some();
         let mut plan = plan::macko_plan(self.caps, self.tuning, &stats)?;
         let flat = if plan.flat {
-            Some(self.flat(m, &plan)?)
+            Some(self.flat(m.row_ptr, m.codes, &plan)?)
         } else {
             None
         };
         let split = match plan.split_entries {
             Some(seg) if !plan.flat => {
-                let (split, items) = self.split(m, seg)?;
+                let (split, items) = self.split(m.row_ptr, m.codes, seg)?;
                 plan = plan::with_split_items(self.caps, self.tuning, &plan, items)?;
                 Some(split)
             }
             _ => None,
         };
-        let aligned = if flat.is_none() && split.is_none() {
-            match align_rows(m, 0..m.rows()) {
+        let aligned = match m.binary16 {
+            Some(f16) if flat.is_none() && split.is_none() => match align_rows(f16, 0..m.rows) {
                 Ok(a) => Some(a),
                 Err(macko_format::FormatError::AlignedTooLarge { .. }) => None,
                 Err(e) => return Err(e.into()),
-            }
-        } else {
-            None
+            },
+            _ => None,
         };
         plan.aligned_rows = aligned.is_some();
-        let values: &[u16] = bytemuck::cast_slice(m.values());
+        if m.binary16.is_none() {
+            plan.batch = None;
+        }
         let (row_ptr, values, codes) = match &aligned {
             Some(a) => (
                 &a.row_ptr[..],
                 bytemuck::cast_slice(&a.values),
                 &a.codes[..],
             ),
-            None => (m.row_ptr(), values, m.codes()),
+            None => (m.row_ptr, m.values, m.codes),
         };
-        let cursors = match plan.batch {
-            Some(b) if b.0.iter().any(BatchPlan::tensor_cores) => {
-                self.mma_cursors(&mut plan, row_ptr, codes, cols, m.entries())?
+        let cursors = match (plan.batch, m.binary16) {
+            (Some(b), Some(f16)) if b.0.iter().any(BatchPlan::tensor_cores) => {
+                self.mma_cursors(&mut plan, row_ptr, codes, cols, f16.entries())?
             }
             _ => None,
         };
@@ -85,6 +118,7 @@ impl Uploader<'_> {
             split,
             flat,
             cursors,
+            quant: None,
         })
     }
 
@@ -117,13 +151,8 @@ impl Uploader<'_> {
 
     /// Cuts the entries of `m` into the plan's ranges (one per resident warp of the flat
     /// kernel) and uploads the kernels' table of them.
-    fn flat(&self, m: &MackoMatrix, plan: &CudaPlan) -> Result<Box<FlatDev>> {
-        let table = flat::flat_ranges(
-            m.row_ptr(),
-            m.codes(),
-            plan.flat_ranges as usize,
-            plan.flat_snap,
-        )?;
+    fn flat(&self, row_ptr: &[u32], codes: &[u8], plan: &CudaPlan) -> Result<Box<FlatDev>> {
+        let table = flat::flat_ranges(row_ptr, codes, plan.flat_ranges as usize, plan.flat_snap)?;
         let ranges = u32::try_from(table.ranges()).map_err(|_| internal("flat ranges"))?;
         let cut_rows = u32::try_from(table.cut_rows()).map_err(|_| internal("flat cut rows"))?;
         // A buffer of no elements cannot be allocated: one unused entry stands in.
@@ -143,8 +172,8 @@ impl Uploader<'_> {
 
     /// Cuts the rows of `m` into segments of `seg` entries and uploads the kernels' table of
     /// them; returns it with the number of items.
-    fn split(&self, m: &MackoMatrix, seg: u32) -> Result<(SplitDev, u32)> {
-        let table = split::split_rows(m.row_ptr(), m.codes(), seg)?;
+    fn split(&self, row_ptr: &[u32], codes: &[u8], seg: u32) -> Result<(SplitDev, u32)> {
+        let table = split::split_rows(row_ptr, codes, seg)?;
         let desc = kernel_descriptors(&table).ok_or_else(|| internal("split table lengths"))?;
         let items = u32::try_from(table.items()).map_err(|_| internal("split items"))?;
         let split = SplitDev {
