@@ -9,8 +9,11 @@
 // row · (cols / G) + (column / 8) / (G / 8), the last quotient as (c8 · mul) >> shift (exact for
 // every c8 < 2^29). One warp per row, rows grid-stride over a persistent grid; each lane reads 16
 // bytes of codes per step, DQ_CHUNKS steps in flight, and x's matching binary16 through the
-// read-only cache. Any other shape takes the `_any` entries: one code at a time, its scale index
-// divided out in 64 bits — correct for every shape, not fast.
+// read-only cache, or (`_xs`, where x fits) x staged once per block in shared memory as f32, which
+// saves the conversion of each x element per row (about one instruction per code: int4 codes
+// need a third of the instructions of binary16 per byte, and the issue rate binds first).
+// Any other shape takes the `_any` entries: one code at a time, its scale index divided out in
+// 64 bits — correct for every shape, not fast.
 #ifndef MACKO_ROW_CUH
 #include "macko.cuh"
 #endif
@@ -39,6 +42,20 @@ __device__ __forceinline__ void dq_unpack(const uint4 w, unsigned k, float (&a)[
 #endif
 }
 
+// Σ a_k · x_k over 8 codes and 8 f32 of x staged in shared memory (two 16-byte loads).
+__device__ __forceinline__ float dq_dot8(const float (&a)[8], const float* xs) {
+    const float4 lo = reinterpret_cast<const float4*>(xs)[0];
+    const float4 hi = reinterpret_cast<const float4*>(xs)[1];
+    float s0 = a[0] * lo.x, s1 = a[1] * lo.y;
+    s0 = fmaf(a[2], lo.z, s0);
+    s1 = fmaf(a[3], lo.w, s1);
+    s0 = fmaf(a[4], hi.x, s0);
+    s1 = fmaf(a[5], hi.y, s1);
+    s0 = fmaf(a[6], hi.z, s0);
+    s1 = fmaf(a[7], hi.w, s1);
+    return s0 + s1;
+}
+
 // Σ a_k · x_k over 8 codes and the 8 binary16 of x in one 16-byte word.
 __device__ __forceinline__ float dq_dot8(const float (&a)[8], const uint4 xw) {
     float x0, x1, s0 = 0.0f, s1 = 0.0f;
@@ -58,11 +75,13 @@ __device__ __forceinline__ float dq_dot8(const float (&a)[8], const uint4 xw) {
 }
 
 // One aligned row: `a` its codes, nvec 16-byte words; `sbase` the index of its first scale
-// (grouped) — per-row scales are applied by the caller.
+// (grouped) — per-row scales are applied by the caller. x from `xs` (XS: staged as f32 in
+// shared memory, column c at xs[MACKO_X_SLACK + c]) or from global memory.
+template <bool XS>
 __device__ __forceinline__ float dq_row_aligned(const uint4* __restrict__ a,
-                                                const uint4* __restrict__ x, unsigned nvec,
-                                                unsigned lane, const MackoScales& sc,
-                                                unsigned long long sbase) {
+                                                const uint4* __restrict__ x, const float* xs,
+                                                unsigned nvec, unsigned lane,
+                                                const MackoScales& sc, unsigned long long sbase) {
     float acc = 0.0f;
     for (unsigned base = lane; base < nvec; base += 32u * DQ_CHUNKS) {
         uint4 va[DQ_CHUNKS];
@@ -80,7 +99,8 @@ __device__ __forceinline__ float dq_row_aligned(const uint4* __restrict__ a,
                 float q[8];
                 dq_unpack(va[u], k, q);
                 const unsigned c8 = j * DQ_OCTETS + k;  // the 8-column block in the row
-                const float t = dq_dot8(q, __ldg(x + c8));
+                const float t = XS ? dq_dot8(q, xs + MACKO_X_SLACK + 8u * c8)
+                                   : dq_dot8(q, __ldg(x + c8));
                 if (sc.grouped) {
                     const unsigned i = (unsigned)(((unsigned long long)c8 * sc.mul) >> sc.shift);
                     acc = fmaf(macko_h2f(__ldg(sc.s + sbase + i)), t, acc);
@@ -120,7 +140,12 @@ __device__ __forceinline__ float dq_row_any(const unsigned char* __restrict__ q,
 
 // flags bit 5: scales per group of G = `group` values (mul/shift: the quotient by G / 8 of an
 // 8-column block, see above), else per row.
-template <typename Out, bool ALIGNED>
+// Kinds of entry: rows aligned with x from global memory or staged in shared memory, or any.
+#define DQ_A16 0
+#define DQ_XS 1
+#define DQ_ANY 2
+
+template <typename Out, int KIND>
 __device__ __forceinline__ void dq_gemv_impl(const unsigned char* __restrict__ q,
                                              const unsigned short* __restrict__ x,
                                              Out* __restrict__ y, unsigned rows, unsigned cols,
@@ -128,6 +153,13 @@ __device__ __forceinline__ void dq_gemv_impl(const unsigned char* __restrict__ q
                                              unsigned flags, unsigned group, unsigned mul,
                                              unsigned shift) {
     const MackoScales sc = {scales, mul, shift, 0u, (flags & 32u) != 0u};
+    extern __shared__ float dq_xs[];
+    if (KIND == DQ_XS) {
+        // The plain f32 layout of macko_stage_x; 0·∞ must stay NaN (IEEE), so the finiteness
+        // it reports is not needed.
+        (void)macko_stage_x<false>(dq_xs, x, cols);
+        __syncthreads();
+    }
     const unsigned lane = threadIdx.x & 31u;
     const unsigned warps_per_block = blockDim.x >> 5;
     const unsigned row_stride = gridDim.x * warps_per_block;
@@ -135,11 +167,12 @@ __device__ __forceinline__ void dq_gemv_impl(const unsigned char* __restrict__ q
          row += row_stride) {
         const unsigned long long first = (unsigned long long)row * cols;
         float acc;
-        if (ALIGNED) {
+        if (KIND != DQ_ANY) {
             const unsigned long long byte0 = first * MACKO_QBITS / 8u;
-            acc = dq_row_aligned(reinterpret_cast<const uint4*>(q + byte0),
-                                 reinterpret_cast<const uint4*>(x), cols / DQ_PER_WORD, lane, sc,
-                                 sc.grouped ? (unsigned long long)row * (cols / group) : 0ull);
+            acc = dq_row_aligned<KIND == DQ_XS>(
+                reinterpret_cast<const uint4*>(q + byte0), reinterpret_cast<const uint4*>(x),
+                dq_xs, cols / DQ_PER_WORD, lane, sc,
+                sc.grouped ? (unsigned long long)row * (cols / group) : 0ull);
         } else {
             acc = dq_row_any(q, x, first, cols, lane, sc, group);
         }
@@ -152,16 +185,18 @@ __device__ __forceinline__ void dq_gemv_impl(const unsigned char* __restrict__ q
     }
 }
 
-#define DQ_GEMV_ENTRY(NAME, OUT, ALIGNED)                                                       \
+#define DQ_GEMV_ENTRY(NAME, OUT, KIND)                                                          \
     extern "C" __global__ void __launch_bounds__(DQ_BLOCK, 2)                                   \
         NAME(const unsigned char* __restrict__ q, const unsigned short* __restrict__ x,         \
              OUT* __restrict__ y, unsigned rows, unsigned cols,                                 \
              const unsigned short* __restrict__ scales, unsigned flags, unsigned group,         \
              unsigned mul, unsigned shift) {                                                    \
-        dq_gemv_impl<OUT, ALIGNED>(q, x, y, rows, cols, scales, flags, group, mul, shift);      \
+        dq_gemv_impl<OUT, KIND>(q, x, y, rows, cols, scales, flags, group, mul, shift);         \
     }
 
-DQ_GEMV_ENTRY(dense_q_a16_f16, unsigned short, true)
-DQ_GEMV_ENTRY(dense_q_a16_f32, float, true)
-DQ_GEMV_ENTRY(dense_q_any_f16, unsigned short, false)
-DQ_GEMV_ENTRY(dense_q_any_f32, float, false)
+DQ_GEMV_ENTRY(dense_q_a16_f16, unsigned short, DQ_A16)
+DQ_GEMV_ENTRY(dense_q_a16_f32, float, DQ_A16)
+DQ_GEMV_ENTRY(dense_q_xs_f16, unsigned short, DQ_XS)
+DQ_GEMV_ENTRY(dense_q_xs_f32, float, DQ_XS)
+DQ_GEMV_ENTRY(dense_q_any_f16, unsigned short, DQ_ANY)
+DQ_GEMV_ENTRY(dense_q_any_f32, float, DQ_ANY)

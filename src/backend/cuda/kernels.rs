@@ -167,6 +167,18 @@ impl Kernels {
     }
 }
 
+/// How a dense int8 / int4 GEMV runs (kernels/dense_quant.cu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DenseQuantLayout {
+    /// `dense_q_a16_*`: rows on 16-byte boundaries, every scale group inside a row, x read
+    /// from global memory.
+    Aligned,
+    /// `dense_q_xs_*`: the same with x staged in shared memory as f32 (where it fits).
+    Staged,
+    /// `dense_q_any_*`: any shape, one code at a time.
+    Any,
+}
+
 /// The MACKO kernels that have int8 / int4 entries in kernels/macko_quant.cu (every one the
 /// MACKO plan can name except the flat kernel and its combine, which quantized plans never use).
 const QUANT_ROW_KERNELS: [Kernel; 9] = [
@@ -193,6 +205,7 @@ pub(crate) struct QuantKernels {
     /// Indexed by [`Kernel::index`]; `None` for kernels without a quantized entry.
     row: Vec<Option<ByOutput>>,
     dense_aligned: ByOutput,
+    dense_staged: ByOutput,
     dense_any: ByOutput,
 }
 
@@ -231,8 +244,11 @@ impl QuantKernels {
             }
             row[kernel.index()] = Some(p);
         }
+        let dense_staged = pair(&dense_module, "dense_q_xs_f16", "dense_q_xs_f32")?;
+        allow_large_smem(&dense_staged, smem_optin)?;
         Ok(Self {
             row,
+            dense_staged,
             dense_aligned: pair(&dense_module, "dense_q_a16_f16", "dense_q_a16_f32")?,
             dense_any: pair(&dense_module, "dense_q_any_f16", "dense_q_any_f32")?,
         })
@@ -246,12 +262,12 @@ impl QuantKernels {
             .ok_or_else(|| internal(&format!("{kernel:?} has no quantized entry")))
     }
 
-    /// The dense GEMV: rows on 16-byte boundaries with scales inside rows, or any shape.
-    pub fn dense(&self, aligned: bool) -> &ByOutput {
-        if aligned {
-            &self.dense_aligned
-        } else {
-            &self.dense_any
+    /// The dense GEMV of a layout.
+    pub fn dense(&self, layout: DenseQuantLayout) -> &ByOutput {
+        match layout {
+            DenseQuantLayout::Aligned => &self.dense_aligned,
+            DenseQuantLayout::Staged => &self.dense_staged,
+            DenseQuantLayout::Any => &self.dense_any,
         }
     }
 }

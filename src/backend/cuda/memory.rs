@@ -9,7 +9,7 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaSlice, CudaStream, DeviceRepr, DriverError, ValidAsZeroBits};
 
 use super::errors::{cuda_error, internal};
-use super::kernels::QuantKernels;
+use super::kernels::{DenseQuantLayout, QuantKernels};
 use super::plan::CudaPlan;
 use super::split::SplitTable;
 use crate::backend::BackendKind;
@@ -152,9 +152,9 @@ pub(crate) struct DenseQuantDev {
     /// Packed codes, row-major, padded with zeros to a whole 16-byte word.
     pub q: DeviceArray<u8>,
     pub scales: QuantScales,
-    /// Rows start on 16-byte boundaries and every scale group lies in one row: the `_a16`
-    /// entries run, else the `_any` ones.
-    pub aligned: bool,
+    /// Which entry runs: rows on 16-byte boundaries with every scale group inside a row (x
+    /// staged in shared memory where it fits), else any shape.
+    pub layout: DenseQuantLayout,
 }
 
 /// The ranges of a MACKO matrix run by the flat kernel (src/backend/cuda/flat.rs), as the kernels

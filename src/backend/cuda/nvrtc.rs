@@ -263,6 +263,8 @@ const MACKO_QUANT_ENTRIES: &[&str] = &[
 const DENSE_QUANT_ENTRIES: &[&str] = &[
     "dense_q_a16_f16",
     "dense_q_a16_f32",
+    "dense_q_xs_f16",
+    "dense_q_xs_f32",
     "dense_q_any_f16",
     "dense_q_any_f32",
 ];

@@ -6,7 +6,8 @@
 //! (kernels/macko_quant.cu) under the plan a binary16 matrix of the same rows would get, except
 //! that the flat kernel is never chosen and the rows stay in the format's layout (per-group
 //! scales index values in storage order, which a row-aligned copy would shift). Dense int8 /
-//! int4 runs kernels/dense_quant.cu with the dense GEMV's launch shape.
+//! int4 runs kernels/dense_quant.cu with the dense GEMV's launch shape, x staged in shared
+//! memory as f32 where rows are aligned and x fits (a grid of the blocks that fit with it).
 //!
 //! Few-token products of quantized matrices are, for now, one single-vector product per vector
 //! (each vector copied to and from a scratch vector on the stream): correct for every B, but
@@ -17,8 +18,9 @@ use std::sync::{Arc, Mutex};
 use cudarc::driver::CudaStream;
 use macko_format::{QuantBits, QuantDenseMatrix, QuantMackoMatrix, ScaleLayout};
 
+use super::caps::{x_smem_bytes, Kernel, BLOCK};
 use super::errors::{cuda_error, internal};
-use super::kernels::QuantKernels;
+use super::kernels::{DenseQuantLayout, QuantKernels};
 use super::memory::{dim, DenseQuantDev, DeviceArray, MackoDev, QuantScales};
 use super::plan;
 use super::upload::{MackoLayout, Uploader};
@@ -140,6 +142,23 @@ impl Uploader<'_> {
                 ScaleLayout::PerRow => true,
                 ScaleLayout::PerGroup(g) => cols % g == 0,
             };
+        let mut plan = plan::dense_plan(self.caps, self.tuning, rows, cols)?;
+        let smem = u32::try_from(x_smem_bytes(cols)).unwrap_or(u32::MAX);
+        let staged = match aligned.then(|| self.caps.grid(Kernel::DenseAligned, BLOCK, smem, rows))
+        {
+            Some(Some(grid)) if smem <= self.caps.smem_limit => Some(grid),
+            _ => None,
+        };
+        let layout = match (aligned, staged) {
+            (true, Some(grid)) => {
+                plan.grid = grid;
+                plan.block = BLOCK;
+                plan.smem_bytes = smem;
+                DenseQuantLayout::Staged
+            }
+            (true, None) => DenseQuantLayout::Aligned,
+            (false, _) => DenseQuantLayout::Any,
+        };
         let q = padded_units(v.packed());
         let bytes: &[u8] = bytemuck::cast_slice(&q);
         let dev = DenseQuantDev {
@@ -147,9 +166,9 @@ impl Uploader<'_> {
             cols,
             q: DeviceArray::upload(self.stream, bytes, "dense int8/int4 codes")?,
             scales: upload_scales(self.stream, kernels, v.layout(), v.scales())?,
-            aligned,
+            layout,
         };
-        Ok((dev, plan::dense_plan(self.caps, self.tuning, rows, cols)?))
+        Ok((dev, plan))
     }
 }
 
