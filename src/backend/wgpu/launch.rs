@@ -7,8 +7,9 @@ use crate::error::Result;
 
 use super::backend::WgpuBackend;
 use super::gpu::{backend_error, lock, Pending};
+use super::kernel::Kernel;
 use super::memory::{GpuMatrix, GpuVector};
-use super::pipelines::{Kernel, PipelineKey};
+use super::pipelines::PipelineKey;
 use super::plan::{batch_width, width_index};
 
 /// Products recorded into one command encoder before it is submitted without waiting (a later

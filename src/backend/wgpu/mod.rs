@@ -10,8 +10,9 @@
 //!   `forced`: the named tunings that force each non-default plan.
 //! - `plan`: the pure planner: kernel, workgroup size, grid, x staging, layout of a matrix, from
 //!   its shape and fill, the device's capabilities (`WgpuCaps`) and the tuning.
-//! - `pipelines`: kernel sources, bind group layouts, pipelines compiled once on first use,
-//!   each kernel specialized first (`specialize`).
+//! - `kernel`: which kernel multiplies which matrix on which path, its source and workgroup
+//!   size; `pipelines`: bind group layouts, pipelines compiled once on first use, each kernel
+//!   specialized first (`specialize`).
 //! - `memory`: matrices (planned at upload, split into row blocks), vectors, uploads.
 //! - `launch`: the recording and queueing of products (few-token products chunk by chunk).
 //! - `batch`: a matrix's few-token scratch (the transposed x) and its chunks' bind groups;
@@ -32,6 +33,7 @@ mod batch;
 mod config;
 mod forced;
 mod gpu;
+mod kernel;
 mod launch;
 mod memory;
 mod pipelines;
@@ -50,7 +52,9 @@ pub(crate) use backend::WgpuBackend;
 pub(crate) use memory::{GpuMatrix, GpuVector};
 
 #[doc(hidden)]
-pub use pipelines::{Kernel, KernelPath, XForm};
+pub use kernel::{Kernel, KernelPath};
+#[doc(hidden)]
+pub use pipelines::XForm;
 #[doc(hidden)]
 pub use plan::{batch_width, BatchPlan, BATCH_WIDTHS};
 #[doc(hidden)]

@@ -10,7 +10,8 @@
 
 use macko_format::MatrixKind;
 
-use super::pipelines::{Kernel, KernelPath, PipelineKey, XForm};
+use super::kernel::{Kernel, KernelPath, DENSE_ROWS_PER_WORKGROUP};
+use super::pipelines::{PipelineKey, XForm};
 use super::tiles::{plan_tiles, TilePlan, TILE_COLS_GRANULE};
 use super::tuning::WgpuTuning;
 
@@ -352,7 +353,7 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         Kernel::MackoSubgroup => {}
         Kernel::CsrSubgroup => return plain(per_subgroup(kernel.workgroup_size())),
         Kernel::DenseSubgroup | Kernel::DenseWorkgroup => {
-            return plain(spread(super::pipelines::DENSE_ROWS_PER_WORKGROUP))
+            return plain(spread(DENSE_ROWS_PER_WORKGROUP))
         }
         Kernel::MackoWorkgroup | Kernel::CsrWorkgroup | Kernel::Stream => return plain(spread(1)),
         // Never a matrix's own kernel (`Kernel::for_product`).

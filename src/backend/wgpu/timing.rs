@@ -9,8 +9,9 @@ use crate::error::Result;
 
 use super::backend::WgpuBackend;
 use super::gpu::{buffer_size, round_up};
+use super::kernel::{Kernel, STREAM_UNROLL, STREAM_WORKGROUP};
 use super::memory::{GpuMatrix, GpuVector};
-use super::pipelines::{Kernel, PipelineKey, STREAM_UNROLL, STREAM_WORKGROUP};
+use super::pipelines::PipelineKey;
 
 /// Timed passes per query set (two timestamps each).
 const PASSES_PER_QUERY_SET: usize = (wgpu::QUERY_SET_MAX_QUERIES / 2) as usize;

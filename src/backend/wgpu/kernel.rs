@@ -1,0 +1,229 @@
+//! The kernels: which WGSL kernel multiplies which matrix on which path, its source (composed
+//! of shaders/ files with `include_str!`), its workgroup size and the bind group layout of its
+//! matrix. Pipelines, their keys and their layouts are pipelines.rs's.
+
+use crate::backend::MatrixKind;
+
+/// A kernel's full source: common.wgsl, then the given preludes and the kernel file; with
+/// `enable: "..."` that directive line first (WGSL wants it before every declaration).
+macro_rules! kernel_source {
+    ($($file:literal),+) => {
+        kernel_source!(enable: ""; $($file),+)
+    };
+    (enable: $directive:literal; $($file:literal),+) => {
+        concat!(
+            $directive,
+            include_str!("../../../shaders/common.wgsl"),
+            $("\n", include_str!(concat!("../../../shaders/", $file))),+
+        )
+    };
+}
+
+/// Which family of kernels runs the products.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KernelPath {
+    /// Subgroup operations (scan, sum, broadcast).
+    Subgroup,
+    /// Workgroup memory and barriers only.
+    Workgroup,
+}
+
+/// One compute kernel.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    MackoSubgroup,
+    MackoWorkgroup,
+    CsrSubgroup,
+    CsrWorkgroup,
+    DenseSubgroup,
+    DenseWorkgroup,
+    Stream,
+    /// Few-token products (shaders/README.md, "Few-token products"): the kernels of a chunk
+    /// of W vectors, and the transposition of the chunk's x into XT before them.
+    MackoBatchSubgroup,
+    MackoBatchWorkgroup,
+    CsrBatchSubgroup,
+    CsrBatchWorkgroup,
+    /// Dense few-token products on both paths (no subgroup operation).
+    DenseBatch,
+    BatchTranspose,
+}
+
+/// Which bind group layout a kernel's group 0 uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum MatrixLayout {
+    /// Params, row_ptr, values, codes or col_idx, and the partial row sums of the MACKO
+    /// subgroup kernel with x in column tiles (the other sparse kernels leave them alone).
+    Sparse,
+    /// Params, values.
+    Dense,
+    /// Stream params, data, per-workgroup sums.
+    Stream,
+    /// `Sparse` or `Dense`, then x and y, then the chunk (uniform and XT) as group 3.
+    SparseBatch,
+    DenseBatch,
+    /// The chunk (uniform and XT, written) as group 0, x as group 1.
+    Transpose,
+}
+
+/// Rows computed by one workgroup of the dense kernels (ROWS in dense_*.wgsl).
+pub(super) const DENSE_ROWS_PER_WORKGROUP: u32 = 4;
+/// Invocations of a stream workgroup, and words each reads per step (stream.wgsl).
+pub(super) const STREAM_WORKGROUP: u32 = 256;
+pub(super) const STREAM_UNROLL: u32 = 4;
+
+impl Kernel {
+    /// The kernel multiplying `format` on `path`. Quantized matrices are refused at upload
+    /// (`Error::Unsupported`) until their kernels exist, so they never reach a plan; they are
+    /// grouped with the layouts whose structure they share.
+    pub fn for_product(format: MatrixKind, path: KernelPath) -> Self {
+        match (format, path) {
+            (MatrixKind::Macko | MatrixKind::MackoQuant, KernelPath::Subgroup) => {
+                Kernel::MackoSubgroup
+            }
+            (MatrixKind::Macko | MatrixKind::MackoQuant, KernelPath::Workgroup) => {
+                Kernel::MackoWorkgroup
+            }
+            (MatrixKind::Csr, KernelPath::Subgroup) => Kernel::CsrSubgroup,
+            (MatrixKind::Csr, KernelPath::Workgroup) => Kernel::CsrWorkgroup,
+            (MatrixKind::Dense | MatrixKind::DenseQuant, KernelPath::Subgroup) => {
+                Kernel::DenseSubgroup
+            }
+            (MatrixKind::Dense | MatrixKind::DenseQuant, KernelPath::Workgroup) => {
+                Kernel::DenseWorkgroup
+            }
+        }
+    }
+
+    /// The kernel of few-token products of the matrices this single-vector kernel multiplies
+    /// (itself for the batch kernels and the streaming read, which have none).
+    pub fn for_batch(self) -> Self {
+        match self {
+            Kernel::MackoSubgroup => Kernel::MackoBatchSubgroup,
+            Kernel::MackoWorkgroup => Kernel::MackoBatchWorkgroup,
+            Kernel::CsrSubgroup => Kernel::CsrBatchSubgroup,
+            Kernel::CsrWorkgroup => Kernel::CsrBatchWorkgroup,
+            Kernel::DenseSubgroup | Kernel::DenseWorkgroup => Kernel::DenseBatch,
+            other => other,
+        }
+    }
+
+    /// Whether this is a few-token kernel whose invocations per workgroup are the pipeline
+    /// constant `WORKGROUP` (the subgroup ones).
+    pub fn batch_workgroup_constant(self) -> bool {
+        matches!(self, Kernel::MackoBatchSubgroup | Kernel::CsrBatchSubgroup)
+    }
+
+    /// Whether this is a few-token product kernel (group 3 the chunk, `W` a constant).
+    pub fn is_batch(self) -> bool {
+        matches!(
+            self,
+            Kernel::MackoBatchSubgroup
+                | Kernel::MackoBatchWorkgroup
+                | Kernel::CsrBatchSubgroup
+                | Kernel::CsrBatchWorkgroup
+                | Kernel::DenseBatch
+        )
+    }
+
+    /// The kernel's WGSL; `x_f16`: the MACKO subgroup kernel with x staged as f16 scalars.
+    pub(super) fn source(self, x_f16: bool) -> &'static str {
+        match self {
+            Kernel::MackoSubgroup if x_f16 => kernel_source!(
+                enable: "enable f16;\n";
+                "macko.wgsl", "macko_x_f16.wgsl", "macko_sg.wgsl"
+            ),
+            Kernel::MackoSubgroup => {
+                kernel_source!("macko.wgsl", "macko_x_words.wgsl", "macko_sg.wgsl")
+            }
+            Kernel::MackoWorkgroup => {
+                kernel_source!("macko.wgsl", "macko_x_words.wgsl", "macko_wg.wgsl")
+            }
+            Kernel::CsrSubgroup => kernel_source!("csr_sg.wgsl"),
+            Kernel::CsrWorkgroup => kernel_source!("csr_wg.wgsl"),
+            Kernel::DenseSubgroup => kernel_source!("dense_sg.wgsl"),
+            Kernel::DenseWorkgroup => kernel_source!("dense_wg.wgsl"),
+            Kernel::Stream => kernel_source!("stream.wgsl"),
+            Kernel::MackoBatchSubgroup => kernel_source!(
+                "macko.wgsl",
+                "macko_x_words.wgsl",
+                "batch.wgsl",
+                "macko_batch.wgsl",
+                "macko_batch_sg.wgsl"
+            ),
+            Kernel::MackoBatchWorkgroup => kernel_source!(
+                "macko.wgsl",
+                "macko_x_words.wgsl",
+                "batch.wgsl",
+                "macko_batch.wgsl",
+                "macko_batch_wg.wgsl"
+            ),
+            Kernel::CsrBatchSubgroup => kernel_source!("batch.wgsl", "csr_batch_sg.wgsl"),
+            Kernel::CsrBatchWorkgroup => kernel_source!("batch.wgsl", "csr_batch_wg.wgsl"),
+            Kernel::DenseBatch => kernel_source!("batch.wgsl", "dense_batch_wg.wgsl"),
+            Kernel::BatchTranspose => kernel_source!("batch_xt.wgsl"),
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kernel::MackoSubgroup => "macko_sg",
+            Kernel::MackoWorkgroup => "macko_wg",
+            Kernel::CsrSubgroup => "csr_sg",
+            Kernel::CsrWorkgroup => "csr_wg",
+            Kernel::DenseSubgroup => "dense_sg",
+            Kernel::DenseWorkgroup => "dense_wg",
+            Kernel::Stream => "stream",
+            Kernel::MackoBatchSubgroup => "macko_batch_sg",
+            Kernel::MackoBatchWorkgroup => "macko_batch_wg",
+            Kernel::CsrBatchSubgroup => "csr_batch_sg",
+            Kernel::CsrBatchWorkgroup => "csr_batch_wg",
+            Kernel::DenseBatch => "dense_batch_wg",
+            Kernel::BatchTranspose => "batch_xt",
+        }
+    }
+
+    /// Invocations per workgroup (WORKGROUP in the shader).
+    pub fn workgroup_size(self) -> u32 {
+        match self {
+            Kernel::MackoSubgroup | Kernel::CsrSubgroup => 128,
+            Kernel::MackoBatchSubgroup | Kernel::CsrBatchSubgroup => 128,
+            Kernel::MackoWorkgroup | Kernel::CsrWorkgroup => 64,
+            Kernel::MackoBatchWorkgroup | Kernel::CsrBatchWorkgroup => 64,
+            Kernel::DenseBatch | Kernel::BatchTranspose => 64,
+            Kernel::DenseSubgroup | Kernel::DenseWorkgroup | Kernel::Stream => 256,
+        }
+    }
+
+    pub(super) fn layout(self) -> MatrixLayout {
+        match self {
+            Kernel::MackoSubgroup
+            | Kernel::MackoWorkgroup
+            | Kernel::CsrSubgroup
+            | Kernel::CsrWorkgroup => MatrixLayout::Sparse,
+            Kernel::DenseSubgroup | Kernel::DenseWorkgroup => MatrixLayout::Dense,
+            Kernel::Stream => MatrixLayout::Stream,
+            Kernel::MackoBatchSubgroup
+            | Kernel::MackoBatchWorkgroup
+            | Kernel::CsrBatchSubgroup
+            | Kernel::CsrBatchWorkgroup => MatrixLayout::SparseBatch,
+            Kernel::DenseBatch => MatrixLayout::DenseBatch,
+            Kernel::BatchTranspose => MatrixLayout::Transpose,
+        }
+    }
+
+    /// Whether the kernel relies on workgroup memory starting at zero (the streaming read's
+    /// atomic sum). The others write every word before reading it, and the staged x of the
+    /// MACKO subgroup kernel (up to 48 KiB) would otherwise be zeroed by every workgroup for
+    /// nothing; the small scan and sum arrays keep wgpu's zeroing.
+    pub(super) fn needs_zeroed_workgroup_memory(self) -> bool {
+        self != Kernel::MackoSubgroup
+    }
+
+    /// Whether the kernel writes y (and so has the `Y_F16` constant).
+    pub fn writes_y(self) -> bool {
+        !matches!(self, Kernel::Stream | Kernel::BatchTranspose)
+    }
+}
