@@ -32,12 +32,15 @@ struct MatrixParams {
     tile_cols: u32,
     partials: u32,
     // MACKO subgroup kernel with ALIGNED_ROWS (macko_sg.wgsl): the group of zeros after the
-    // block's last row, read in place of a step's groups past a row's end. Then 3 unused words,
-    // which keep `masks` at a multiple of 16 bytes.
+    // block's last row, read in place of a step's groups past a row's end.
     zero_group: u32,
-    unused0: u32,
-    unused1: u32,
-    unused2: u32,
+    // Quantized matrices only (quant.wgsl, scale_index; 0 otherwise): the units per scale
+    // (G / 8 MACKO groups or G dense values), its log2 where it is a power of two, and the
+    // phase of the block's first unit. With zero_group, they keep `masks` at a multiple of 16
+    // bytes.
+    scale_unit: u32,
+    scale_shift: u32,
+    scale_phase: u32,
     // MACKO subgroup kernel with MASK_TABLE (macko_sg.wgsl): entry 9 lo + hi (lo, hi in 0..=8)
     // keeps, of a group's 8 binary16 values (entry 2k in the low half of component k, 2k + 1 in
     // the high half), those of entries lo <= j < hi. The same table in every block.

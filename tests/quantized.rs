@@ -1,16 +1,21 @@
 //! Quantized values (int8 / int4 with binary16 scales, docs/FORMAT.md "Quantized values") on
 //! every device: the CPU multiplies them, every batch size and output precision checked row by
-//! row against the f64 reference of the exact values, padding never meeting NaN/∞ in X; a GPU
-//! without their kernels refuses them with a typed error instead of a wrong answer.
+//! row against the f64 reference of the exact values, padding never meeting NaN/∞ in X. wgpu
+//! multiplies every quantized kind on both kernel paths (and in row blocks under a tiny binding
+//! cap); CUDA, until its kernels exist, refuses them with a typed error instead of a wrong
+//! answer. Edge cases (extreme codes, zero scales, single-entry groups, scale groups that are
+//! not powers of two) are built through `from_parts`.
 
 mod common;
 
 use common::*;
 use half::f16;
 use macko::{
-    reference, BackendKind, Error, MackoMatrix, MatrixRef, Precision, QuantBits, QuantDenseMatrix,
-    QuantMackoMatrix, Quantization, ScaleLayout,
+    reference, BackendKind, DenseMatrix, Device, DeviceMatrix, DeviceOptions, Error, MackoMatrix,
+    MatrixRef, Precision, QuantBits, QuantDenseMatrix, QuantMackoMatrix, Quantization, ScaleLayout,
 };
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 
 fn quantizations() -> Vec<Quantization> {
     let mut out = Vec::new();
@@ -24,6 +29,23 @@ fn quantizations() -> Vec<Quantization> {
         }
     }
     out
+}
+
+/// The matrix on the device. The CPU and wgpu multiply every quantized kind; CUDA may still
+/// refuse them with a typed error (its kernels are another change), never with a wrong answer.
+fn upload_or_tolerate(label: &str, dev: &Device, m: MatrixRef<'_>) -> Option<DeviceMatrix> {
+    match dev.upload(m) {
+        Ok(a) => Some(a),
+        Err(Error::Unsupported { backend, what }) => {
+            assert_eq!(
+                backend,
+                BackendKind::Cuda,
+                "{label}: {backend:?} must multiply {what}"
+            );
+            None
+        }
+        Err(e) => panic!("{label}: uploading {:?}: {e}", m.kind()),
+    }
 }
 
 #[test]
@@ -46,17 +68,8 @@ fn quantized_products_agree_or_are_refused_on_every_device() {
                     ("macko", MatrixRef::from(&qm)),
                     ("dense", MatrixRef::from(&qd)),
                 ] {
-                    let a = match dev.upload(m) {
-                        Ok(a) => a,
-                        Err(Error::Unsupported { backend, what }) => {
-                            assert_ne!(
-                                backend,
-                                BackendKind::Cpu,
-                                "{label}: the CPU multiplies {what}"
-                            );
-                            continue;
-                        }
-                        Err(e) => panic!("{label}: uploading {format} {quant:?}: {e}"),
+                    let Some(a) = upload_or_tolerate(&label, &dev, m) else {
+                        continue;
                     };
                     for batch in [1, 2, 3, 8, 17] {
                         let x = random_batch(cols, batch, (i * 31 + batch) as u64);
@@ -88,7 +101,9 @@ fn padding_never_meets_nan_or_infinity_in_quantized_macko() {
     for (label, dev) in devices_under_test() {
         for quant in quantizations() {
             let qm = QuantMackoMatrix::quantize(&macko, quant).unwrap();
-            let Ok(a) = dev.upload(&qm) else { continue };
+            let Some(a) = upload_or_tolerate(&label, &dev, MatrixRef::from(&qm)) else {
+                continue;
+            };
             for bad in [f16::NAN, f16::INFINITY, f16::NEG_INFINITY] {
                 let mut x = vec![f16::from_f32(1.0); 48];
                 x[16] = bad;
@@ -103,6 +118,218 @@ fn padding_never_meets_nan_or_infinity_in_quantized_macko() {
                     &format!("{quant:?} x = {bad}"),
                     &r,
                     &dev.download(&y).unwrap(),
+                );
+            }
+        }
+    }
+}
+
+/// Codes of `live` values (then zero up to `len`) for `bits`, packed as the format stores them:
+/// seeded, every code of the range including the extremes −128/127 and −8/7 (forced at fixed
+/// strides so every matrix has them), and zeros (padding-like values) among them.
+fn random_codes(bits: QuantBits, live: usize, len: usize, seed: u64) -> Vec<u8> {
+    let mut rng = StdRng::seed_from_u64(seed);
+    let qmax = bits.qmax();
+    let mut out = vec![0u8; bits.bytes_for(len)];
+    for i in 0..live {
+        let code = match i % 7 {
+            0 => -qmax - 1,
+            3 => qmax,
+            5 => 0,
+            _ => rng.random_range(-qmax - 1..=qmax),
+        } as i8;
+        match bits {
+            QuantBits::Int8 => out[i] = code as u8,
+            QuantBits::Int4 => out[i / 2] |= ((code as u8) & 0x0f) << ((i & 1) * 4),
+        }
+    }
+    out
+}
+
+/// `count` seeded scales, small enough that no sum reaches binary16's range, with zeros (a zero
+/// scale zeroes its values) and subnormals among them.
+fn random_scales(count: usize, seed: u64) -> Vec<f16> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5ca1e);
+    (0..count)
+        .map(|i| match i % 5 {
+            1 => f16::ZERO,
+            3 => f16::from_bits(0x8003), // a negative subnormal
+            _ => f16::from_f32(rng.random_range(-0.01..0.01)),
+        })
+        .collect()
+}
+
+/// A quantized MACKO matrix with the structure of `dense` and seeded codes and scales (built
+/// through `from_parts`, so codes the quantizer never writes, −128 and −8, and zero scales
+/// appear).
+fn random_quant_macko(dense: &DenseMatrix, quant: Quantization, seed: u64) -> QuantMackoMatrix {
+    let m = MackoMatrix::from_dense(dense).unwrap();
+    let (rows, cols) = (m.rows(), m.cols());
+    let live = m.entries();
+    let len = m.values().len();
+    let q = random_codes(quant.bits, live, len, seed);
+    let scales = random_scales(quant.scales.scale_count(rows, len), seed);
+    let (row_ptr, _, codes) = m.into_parts();
+    QuantMackoMatrix::from_parts(quant, rows, cols, row_ptr, codes, q, scales).unwrap()
+}
+
+/// A quantized dense matrix of seeded codes and scales (see `random_quant_macko`).
+fn random_quant_dense(
+    rows: usize,
+    cols: usize,
+    quant: Quantization,
+    seed: u64,
+) -> QuantDenseMatrix {
+    let len = rows * cols;
+    let q = random_codes(quant.bits, len, len, seed);
+    let scales = random_scales(quant.scales.scale_count(rows, len), seed);
+    QuantDenseMatrix::from_parts(quant, rows, cols, q, scales).unwrap()
+}
+
+/// Both widths with scales per row and per group of 8, 16 (a power of two beyond one MACKO
+/// group), 24 and 40 (units per scale that are not powers of two: divided, not shifted).
+fn edge_quantizations() -> Vec<Quantization> {
+    let mut out = Vec::new();
+    for bits in [QuantBits::Int8, QuantBits::Int4] {
+        for scales in [
+            ScaleLayout::PerRow,
+            ScaleLayout::PerGroup(8),
+            ScaleLayout::PerGroup(16),
+            ScaleLayout::PerGroup(24),
+            ScaleLayout::PerGroup(40),
+        ] {
+            out.push(Quantization { bits, scales });
+        }
+    }
+    out
+}
+
+/// x of `cols` × `batch` seeded values with NaN, +∞ and −∞ at a few columns of each vector.
+fn x_with_non_finite(cols: usize, batch: usize, seed: u64) -> Vec<f16> {
+    let mut x = random_batch(cols, batch, seed);
+    for (b, v) in x.chunks_mut(cols).enumerate() {
+        for (k, bad) in [f16::NAN, f16::INFINITY, f16::NEG_INFINITY]
+            .into_iter()
+            .enumerate()
+        {
+            let c = (7 * b + 13 * k + seed as usize) % cols;
+            v[c] = bad;
+        }
+    }
+    x
+}
+
+/// Multiplies `m` on `dev` by `x` (`batch` vectors), both output precisions, and checks every
+/// row against the reference.
+fn check_product(label: &str, dev: &Device, what: &str, m: MatrixRef<'_>, x: &[f16], batch: usize) {
+    let Some(a) = upload_or_tolerate(label, dev, m) else {
+        return;
+    };
+    let r = reference::spmm(m, x, batch).unwrap();
+    let x_dev = dev.upload_batch(x, batch).unwrap();
+    for precision in [Precision::F16, Precision::F32] {
+        let mut y = dev.zeros_batch(m.rows(), batch, precision).unwrap();
+        dev.spmm(&a, &x_dev, &mut y).unwrap();
+        let y = dev.download(&y).unwrap();
+        assert_agrees(label, &format!("{what} B={batch}"), &r, &y);
+    }
+}
+
+/// Edge cases of the quantized kernels on every device: the largest and smallest codes, zero
+/// scales (in MACKO their values contribute nothing even under NaN or ±∞; dense is IEEE), a 1×1
+/// matrix, rows shorter than a group, a last group of a single entry (entries ≡ 1 mod 8, and
+/// mod G), dense rows whose chunks straddle two scale groups, and scale groups of 16, 24 and 40
+/// values (a shift, and divisions), with finite x and with x holding NaN and ±∞.
+#[test]
+fn quantized_edge_cases_agree_on_every_device() {
+    // (rows, cols, density): 1×1; rows of 1–3 entries; 41 rows of 1 entry + one of 2 (so 43
+    // entries ≡ 3 mod 8 and the last group holds 3); 17 entries in one row (≡ 1 mod 8 and mod
+    // 16); 25 in one row (≡ 1 mod 24); cols not a multiple of 8.
+    let shapes = [
+        (1, 1, 1.0),
+        (5, 3, 0.7),
+        (42, 9, 0.12),
+        (1, 17, 1.0),
+        (1, 25, 1.0),
+        (3, 41, 1.0),
+        (13, 77, 0.4),
+    ];
+    for (label, dev) in devices_under_test() {
+        for (i, &(rows, cols, d)) in shapes.iter().enumerate() {
+            let dense = random_dense(rows, cols, d, 700 + i as u64);
+            for (k, quant) in edge_quantizations().into_iter().enumerate() {
+                let seed = (100 * i + k) as u64;
+                let qm = random_quant_macko(&dense, quant, seed);
+                let qd = random_quant_dense(rows, cols, quant, seed);
+                for batch in [1, 3] {
+                    for (kind, x) in [
+                        ("finite x", random_batch(cols, batch, seed)),
+                        ("x with NaN and ±∞", x_with_non_finite(cols, batch, seed)),
+                    ] {
+                        let what = format!("{rows}×{cols} {quant:?} {kind}");
+                        check_product(
+                            &label,
+                            &dev,
+                            &format!("macko {what}"),
+                            (&qm).into(),
+                            &x,
+                            batch,
+                        );
+                        check_product(
+                            &label,
+                            &dev,
+                            &format!("dense {what}"),
+                            (&qd).into(),
+                            &x,
+                            batch,
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A tiny binding cap cuts quantized matrices into many row blocks, on both kernel paths: every
+/// block must bind its own rows' scales and start in the right place of its scale group (blocks
+/// start anywhere in a group of 8 entries, and anywhere in a scale group).
+#[test]
+fn quantized_row_blocks_keep_their_scales() {
+    let (rows, cols) = (120, 300);
+    let dense = random_dense(rows, cols, 0.5, 77);
+    for subgroups in [true, false] {
+        let opts = DeviceOptions {
+            wgpu_subgroups: subgroups,
+            max_binding_bytes: Some(1 << 10),
+            ..DeviceOptions::for_backend(BackendKind::Wgpu)
+        };
+        let label = format!("wgpu, 1 KiB bindings, subgroups {subgroups}");
+        let Some(dev) = open_or_skip(&label, &opts) else {
+            continue;
+        };
+        for (k, quant) in edge_quantizations().into_iter().enumerate() {
+            let qm = random_quant_macko(&dense, quant, k as u64);
+            let qd = random_quant_dense(rows, cols, quant, k as u64);
+            // Several blocks: the largest array of each is many times the cap.
+            assert!(qm.values().packed().len() > 4 << 10);
+            assert!(qd.values().packed().len() > 4 << 10);
+            for batch in [1, 2] {
+                let x = random_batch(cols, batch, k as u64);
+                check_product(
+                    &label,
+                    &dev,
+                    &format!("macko {quant:?}"),
+                    (&qm).into(),
+                    &x,
+                    batch,
+                );
+                check_product(
+                    &label,
+                    &dev,
+                    &format!("dense {quant:?}"),
+                    (&qd).into(),
+                    &x,
+                    batch,
                 );
             }
         }

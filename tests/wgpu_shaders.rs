@@ -41,10 +41,44 @@ fn read(name: &str) -> String {
     std::fs::read_to_string(shader_dir().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
+/// The width files of the quantized kernels, one of which follows quant.wgsl.
+const QUANT_WIDTHS: [&str; 2] = ["quant_int8.wgsl", "quant_int4.wgsl"];
+
+/// The full sources of a kernel as the backend composes them: one for most kernels, one per
+/// width for the quantized ones (`quant_*`: common.wgsl, quant.wgsl, the width file, the
+/// layout's prelude, for few-token kernels batch.wgsl and quant_batch.wgsl, the kernel).
+fn kernel_sources(path: &Path) -> Vec<String> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    let Some(rest) = name.strip_prefix("quant_") else {
+        return vec![kernel_source(path)];
+    };
+    let layout = rest.split('_').next().unwrap_or("");
+    QUANT_WIDTHS
+        .iter()
+        .map(|width| {
+            let mut parts = vec![
+                read(COMMON),
+                read("quant.wgsl"),
+                read(width),
+                read(&format!("quant_{layout}.wgsl")),
+            ];
+            if name.contains("_batch_") {
+                parts.push(read("batch.wgsl"));
+                parts.push(read("quant_batch.wgsl"));
+            }
+            parts.push(read(name));
+            parts.join("\n")
+        })
+        .collect()
+}
+
 /// The full source of a kernel: common.wgsl, the family preludes if any (for MACKO, macko.wgsl
-/// and the 32-bit-word x layout), the kernel.
+/// and the 32-bit-word x layout), the kernel (for a quantized kernel, its int8 source).
 fn kernel_source(path: &Path) -> String {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if name.starts_with("quant_") {
+        return kernel_sources(path).swap_remove(0);
+    }
     let mut source = read(COMMON);
     if let Some((family, _)) = name.split_once('_') {
         for prelude in [format!("{family}.wgsl"), format!("{family}_x_words.wgsl")] {
@@ -171,11 +205,27 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
     } else {
         &[&[]]
     };
+    // Quantized kernels: scales per row, and per group with a shift or a division.
+    let scale_modes: &[&[(&str, f64)]] = if has("PER_GROUP") {
+        &[
+            &[("PER_GROUP", 0.0)],
+            &[("PER_GROUP", 1.0), ("SCALE_POW2", 1.0)],
+            &[("PER_GROUP", 1.0), ("SCALE_POW2", 0.0)],
+        ]
+    } else {
+        &[&[]]
+    };
     // Few-token kernels: every chunk width, and X_TILED both ways for MACKO.
     if has("W") {
-        for w in [2.0, 4.0, 8.0, 16.0] {
+        for (w, scale_mode) in [2.0, 4.0, 8.0, 16.0]
+            .into_iter()
+            .flat_map(|w| scale_modes.iter().map(move |m| (w, m)))
+        {
             for (y_f16, tiled) in [(0.0, 0.0), (1.0, 1.0)] {
                 let mut constants = naga::back::PipelineConstants::default();
+                for (k, v) in scale_mode.iter() {
+                    constants.insert(k.to_string(), *v);
+                }
                 constants.insert("W".to_string(), w);
                 if has("Y_F16") {
                     constants.insert("Y_F16".to_string(), y_f16);
@@ -196,7 +246,7 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
     }
     if has("Y_F16") {
         for y_f16 in [0.0, 1.0] {
-            for x_mode in x_modes {
+            for x_mode in x_modes.iter().chain(scale_modes.iter()) {
                 let mut constants = naga::back::PipelineConstants::default();
                 constants.insert("Y_F16".to_string(), y_f16);
                 for (k, v) in x_mode.iter() {
@@ -230,9 +280,10 @@ fn every_kernel_validates_with_the_capabilities_the_backend_enables() {
             .and_then(|n| n.to_str())
             .unwrap_or("?")
             .to_string();
-        let source = kernel_source(path);
-        if let Err(e) = check(&name, &source, capabilities_for(&name)) {
-            failures.push(e);
+        for source in kernel_sources(path) {
+            if let Err(e) = check(&name, &source, capabilities_for(&name)) {
+                failures.push(e);
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));

@@ -19,6 +19,18 @@ macro_rules! kernel_source {
     };
 }
 
+/// A quantized kernel's full source: common.wgsl, quant.wgsl, the width file of int4 (`$int4`
+/// true) or int8 codes, then the given preludes and the kernel file.
+macro_rules! quant_source {
+    ($int4:expr; $($file:literal),+) => {
+        if $int4 {
+            kernel_source!("quant.wgsl", "quant_int4.wgsl", $($file),+)
+        } else {
+            kernel_source!("quant.wgsl", "quant_int8.wgsl", $($file),+)
+        }
+    };
+}
+
 /// Which family of kernels runs the products.
 #[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +61,29 @@ pub enum Kernel {
     /// Dense few-token products on both paths (no subgroup operation).
     DenseBatch,
     BatchTranspose,
+    /// Quantized matrices (int8 or int4 values, binary16 scales; shaders/README.md, "Quantized
+    /// matrices"): MACKO and dense, single vector on each path, few-token on both.
+    QuantMackoSubgroup,
+    QuantMackoWorkgroup,
+    QuantDenseSubgroup,
+    QuantDenseWorkgroup,
+    QuantMackoBatch,
+    QuantDenseBatch,
+}
+
+/// What a quantized kernel's code depends on besides the kernel: the width of the codes (the
+/// width file composed after quant.wgsl) and where values find their scales (`PER_GROUP`,
+/// `SCALE_POW2`).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct QuantKey {
+    /// int4 codes (quant_int4.wgsl), else int8 (quant_int8.wgsl).
+    pub int4: bool,
+    /// Scales per group of G stored values, else per row.
+    pub per_group: bool,
+    /// Per group: the units per scale (G / 8 MACKO groups, G dense values) are a power of two,
+    /// so a scale's index is a shift instead of a division.
+    pub pow2: bool,
 }
 
 /// Which bind group layout a kernel's group 0 uses.
@@ -59,11 +94,17 @@ pub(super) enum MatrixLayout {
     Sparse,
     /// Params, values.
     Dense,
+    /// Quantized MACKO: params, row_ptr, codes of values, gap codes, scales (all read-only).
+    QuantSparse,
+    /// Quantized dense: params, codes of values (binding 2), scales (binding 4).
+    QuantDense,
     /// Stream params, data, per-workgroup sums.
     Stream,
     /// `Sparse` or `Dense`, then x and y, then the chunk (uniform and XT) as group 3.
     SparseBatch,
     DenseBatch,
+    QuantSparseBatch,
+    QuantDenseBatch,
     /// The chunk (uniform and XT, written) as group 0, x as group 1.
     Transpose,
 }
@@ -75,25 +116,19 @@ pub(super) const STREAM_WORKGROUP: u32 = 256;
 pub(super) const STREAM_UNROLL: u32 = 4;
 
 impl Kernel {
-    /// The kernel multiplying `format` on `path`. Quantized matrices are refused at upload
-    /// (`Error::Unsupported`) until their kernels exist, so they never reach a plan; they are
-    /// grouped with the layouts whose structure they share.
+    /// The kernel multiplying `format` on `path`.
     pub fn for_product(format: MatrixKind, path: KernelPath) -> Self {
         match (format, path) {
-            (MatrixKind::Macko | MatrixKind::MackoQuant, KernelPath::Subgroup) => {
-                Kernel::MackoSubgroup
-            }
-            (MatrixKind::Macko | MatrixKind::MackoQuant, KernelPath::Workgroup) => {
-                Kernel::MackoWorkgroup
-            }
+            (MatrixKind::Macko, KernelPath::Subgroup) => Kernel::MackoSubgroup,
+            (MatrixKind::Macko, KernelPath::Workgroup) => Kernel::MackoWorkgroup,
             (MatrixKind::Csr, KernelPath::Subgroup) => Kernel::CsrSubgroup,
             (MatrixKind::Csr, KernelPath::Workgroup) => Kernel::CsrWorkgroup,
-            (MatrixKind::Dense | MatrixKind::DenseQuant, KernelPath::Subgroup) => {
-                Kernel::DenseSubgroup
-            }
-            (MatrixKind::Dense | MatrixKind::DenseQuant, KernelPath::Workgroup) => {
-                Kernel::DenseWorkgroup
-            }
+            (MatrixKind::Dense, KernelPath::Subgroup) => Kernel::DenseSubgroup,
+            (MatrixKind::Dense, KernelPath::Workgroup) => Kernel::DenseWorkgroup,
+            (MatrixKind::MackoQuant, KernelPath::Subgroup) => Kernel::QuantMackoSubgroup,
+            (MatrixKind::MackoQuant, KernelPath::Workgroup) => Kernel::QuantMackoWorkgroup,
+            (MatrixKind::DenseQuant, KernelPath::Subgroup) => Kernel::QuantDenseSubgroup,
+            (MatrixKind::DenseQuant, KernelPath::Workgroup) => Kernel::QuantDenseWorkgroup,
         }
     }
 
@@ -106,6 +141,8 @@ impl Kernel {
             Kernel::CsrSubgroup => Kernel::CsrBatchSubgroup,
             Kernel::CsrWorkgroup => Kernel::CsrBatchWorkgroup,
             Kernel::DenseSubgroup | Kernel::DenseWorkgroup => Kernel::DenseBatch,
+            Kernel::QuantMackoSubgroup | Kernel::QuantMackoWorkgroup => Kernel::QuantMackoBatch,
+            Kernel::QuantDenseSubgroup | Kernel::QuantDenseWorkgroup => Kernel::QuantDenseBatch,
             other => other,
         }
     }
@@ -125,11 +162,14 @@ impl Kernel {
                 | Kernel::CsrBatchSubgroup
                 | Kernel::CsrBatchWorkgroup
                 | Kernel::DenseBatch
+                | Kernel::QuantMackoBatch
+                | Kernel::QuantDenseBatch
         )
     }
 
     /// The kernel's WGSL; `x_f16`: the MACKO subgroup kernel with x staged as f16 scalars.
-    pub(super) fn source(self, x_f16: bool) -> &'static str {
+    /// `int4`: a quantized kernel's codes are int4 (else int8).
+    pub(super) fn source(self, x_f16: bool, int4: bool) -> &'static str {
         match self {
             Kernel::MackoSubgroup if x_f16 => kernel_source!(
                 enable: "enable f16;\n";
@@ -164,6 +204,32 @@ impl Kernel {
             Kernel::CsrBatchWorkgroup => kernel_source!("batch.wgsl", "csr_batch_wg.wgsl"),
             Kernel::DenseBatch => kernel_source!("batch.wgsl", "dense_batch_wg.wgsl"),
             Kernel::BatchTranspose => kernel_source!("batch_xt.wgsl"),
+            Kernel::QuantMackoSubgroup => {
+                quant_source!(int4; "quant_macko.wgsl", "quant_macko_sg.wgsl")
+            }
+            Kernel::QuantMackoWorkgroup => {
+                quant_source!(int4; "quant_macko.wgsl", "quant_macko_wg.wgsl")
+            }
+            Kernel::QuantDenseSubgroup => {
+                quant_source!(int4; "quant_dense.wgsl", "quant_dense_sg.wgsl")
+            }
+            Kernel::QuantDenseWorkgroup => {
+                quant_source!(int4; "quant_dense.wgsl", "quant_dense_wg.wgsl")
+            }
+            Kernel::QuantMackoBatch => quant_source!(
+                int4;
+                "quant_macko.wgsl",
+                "batch.wgsl",
+                "quant_batch.wgsl",
+                "quant_macko_batch_wg.wgsl"
+            ),
+            Kernel::QuantDenseBatch => quant_source!(
+                int4;
+                "quant_dense.wgsl",
+                "batch.wgsl",
+                "quant_batch.wgsl",
+                "quant_dense_batch_wg.wgsl"
+            ),
         }
     }
 
@@ -182,6 +248,12 @@ impl Kernel {
             Kernel::CsrBatchWorkgroup => "csr_batch_wg",
             Kernel::DenseBatch => "dense_batch_wg",
             Kernel::BatchTranspose => "batch_xt",
+            Kernel::QuantMackoSubgroup => "quant_macko_sg",
+            Kernel::QuantMackoWorkgroup => "quant_macko_wg",
+            Kernel::QuantDenseSubgroup => "quant_dense_sg",
+            Kernel::QuantDenseWorkgroup => "quant_dense_wg",
+            Kernel::QuantMackoBatch => "quant_macko_batch_wg",
+            Kernel::QuantDenseBatch => "quant_dense_batch_wg",
         }
     }
 
@@ -194,6 +266,9 @@ impl Kernel {
             Kernel::MackoBatchWorkgroup | Kernel::CsrBatchWorkgroup => 64,
             Kernel::DenseBatch | Kernel::BatchTranspose => 64,
             Kernel::DenseSubgroup | Kernel::DenseWorkgroup | Kernel::Stream => 256,
+            Kernel::QuantMackoSubgroup => 128,
+            Kernel::QuantMackoWorkgroup | Kernel::QuantMackoBatch | Kernel::QuantDenseBatch => 64,
+            Kernel::QuantDenseSubgroup | Kernel::QuantDenseWorkgroup => 256,
         }
     }
 
@@ -211,6 +286,10 @@ impl Kernel {
             | Kernel::CsrBatchWorkgroup => MatrixLayout::SparseBatch,
             Kernel::DenseBatch => MatrixLayout::DenseBatch,
             Kernel::BatchTranspose => MatrixLayout::Transpose,
+            Kernel::QuantMackoSubgroup | Kernel::QuantMackoWorkgroup => MatrixLayout::QuantSparse,
+            Kernel::QuantDenseSubgroup | Kernel::QuantDenseWorkgroup => MatrixLayout::QuantDense,
+            Kernel::QuantMackoBatch => MatrixLayout::QuantSparseBatch,
+            Kernel::QuantDenseBatch => MatrixLayout::QuantDenseBatch,
         }
     }
 

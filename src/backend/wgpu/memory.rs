@@ -32,24 +32,29 @@ use super::tiles::{aligned_tile_row_ptr, aligned_tiles, tile_table, TilePlan};
 /// What every matrix kernel reads from its uniform (MatrixParams in common.wgsl).
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
-struct MatrixParams {
-    rows: u32,
+pub(super) struct MatrixParams {
+    pub rows: u32,
     cols: u32,
     row_offset: u32,
     /// The block's index in its matrix (read by no kernel; kept so the uniform's layout, and
     /// the kernels, stay as they were).
-    slot: u32,
-    stride: u32,
+    pub slot: u32,
+    /// Dense: 16-byte words (binary16) or chunks of 8 codes (quantized) per stored row.
+    pub stride: u32,
     /// MACKO with x in column tiles only (0 otherwise): tiles, columns per tile, and the word of
     /// the partial sums buffer where the block's partial row sums start.
     tiles: u32,
     tile_cols: u32,
     partials: u32,
     /// A row-aligned MACKO block only (0 otherwise): its group of zeros after the last row
-    /// (`RowAligned::zero_group`). Then 3 unused words: `masks` starts at a multiple of 16
-    /// bytes, as in WGSL's uniform layout.
+    /// (`RowAligned::zero_group`).
     zero_group: u32,
-    unused: [u32; 3],
+    /// Quantized matrices only (0 otherwise; quant_upload.rs, `ScaleSlice`): units per scale,
+    /// its log2 where a power of two, and the phase of the block's first unit. With
+    /// `zero_group` they start `masks` at a multiple of 16 bytes, as in WGSL's uniform layout.
+    pub scale_unit: u32,
+    pub scale_shift: u32,
+    pub scale_phase: u32,
     /// The MACKO subgroup kernel's value masks by kept range (`MASK_TABLE`): `mask_table`.
     masks: [[u32; 4]; 96],
 }
@@ -73,7 +78,7 @@ fn mask_table() -> [[u32; 4]; 96] {
 impl MatrixParams {
     /// A block of `rows` rows of a matrix of `cols` columns starting at row `row_offset`, with
     /// every other field 0.
-    fn block(rows: u32, cols: u32, row_offset: u32) -> Self {
+    pub(super) fn block(rows: u32, cols: u32, row_offset: u32) -> Self {
         Self {
             rows,
             cols,
@@ -84,7 +89,9 @@ impl MatrixParams {
             tile_cols: 0,
             partials: 0,
             zero_group: 0,
-            unused: [0; 3],
+            scale_unit: 0,
+            scale_shift: 0,
+            scale_phase: 0,
             masks: mask_table(),
         }
     }
@@ -101,7 +108,7 @@ pub(super) struct Block {
 }
 
 /// The dispatches of a block of `rows` rows for each few-token plan of `plan`.
-fn batch_dispatch(plan: &WgpuPlan, rows: u32) -> Vec<(u32, u32)> {
+pub(super) fn batch_dispatch(plan: &WgpuPlan, rows: u32) -> Vec<(u32, u32)> {
     plan.batch.iter().map(|b| b.grid.dispatch(rows)).collect()
 }
 
@@ -151,7 +158,7 @@ fn element_bytes(p: Precision) -> u64 {
 }
 
 /// `n` as u32, or a `TooLarge` naming `what`.
-fn to_u32(n: usize, what: &str) -> Result<u32> {
+pub(super) fn to_u32(n: usize, what: &str) -> Result<u32> {
     u32::try_from(n).map_err(|_| Error::TooLarge {
         backend: BackendKind::Wgpu,
         what: format!("{what} ({n})"),
@@ -218,7 +225,7 @@ pub(super) fn plan_dense_blocks(rows: usize, row_bytes: u64, limit: u64) -> Resu
 }
 
 impl WgpuBackend {
-    fn uniform(&self, params: MatrixParams) -> Result<wgpu::Buffer> {
+    pub(super) fn uniform(&self, params: MatrixParams) -> Result<wgpu::Buffer> {
         self.gpu.upload(
             bytemuck::bytes_of(&params),
             wgpu::BufferUsages::UNIFORM,
@@ -226,11 +233,11 @@ impl WgpuBackend {
         )
     }
 
-    fn storage(&self, data: &[u8], what: &str) -> Result<wgpu::Buffer> {
+    pub(super) fn storage(&self, data: &[u8], what: &str) -> Result<wgpu::Buffer> {
         self.gpu.upload(data, wgpu::BufferUsages::STORAGE, what)
     }
 
-    fn bind_group(
+    pub(super) fn bind_group(
         &self,
         layout: &wgpu::BindGroupLayout,
         entries: &[(u32, &wgpu::Buffer)],
@@ -304,7 +311,13 @@ impl WgpuBackend {
 
     /// The plan of a matrix of `format`, `rows` × `cols`, `stored` entries (see
     /// `MatrixStats::fill`).
-    fn plan_for(&self, format: MatrixKind, rows: usize, cols: usize, stored: u64) -> WgpuPlan {
+    pub(super) fn plan_for(
+        &self,
+        format: MatrixKind,
+        rows: usize,
+        cols: usize,
+        stored: u64,
+    ) -> WgpuPlan {
         let fill = match format {
             MatrixKind::Macko => stored as f64 / (rows as f64 * cols as f64).max(1.0),
             _ => 0.0,
@@ -319,7 +332,7 @@ impl WgpuBackend {
     }
 
     /// The few-token state of a `rows` × `cols` matrix (both checked to fit u32 at upload).
-    fn batch_state(&self, rows: usize, cols: usize) -> BatchState {
+    pub(super) fn batch_state(&self, rows: usize, cols: usize) -> BatchState {
         BatchState::new(rows as u32, cols as u32, self.caps.max_workgroups_per_dim)
     }
 
@@ -332,10 +345,9 @@ impl WgpuBackend {
             MatrixRef::Macko(m) => self.upload_macko(m),
             MatrixRef::Csr(m) => self.upload_csr(m),
             MatrixRef::Dense(m) => self.upload_dense(m),
-            MatrixRef::MackoQuant(_) | MatrixRef::DenseQuant(_) => Err(Error::Unsupported {
-                backend: BackendKind::Wgpu,
-                what: m.kind().as_str(),
-            }),
+            // quant_upload.rs
+            MatrixRef::MackoQuant(m) => self.upload_macko_quant(m),
+            MatrixRef::DenseQuant(m) => self.upload_dense_quant(m),
         }
     }
 

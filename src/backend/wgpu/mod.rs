@@ -13,7 +13,8 @@
 //! - `kernel`: which kernel multiplies which matrix on which path, its source and workgroup
 //!   size; `pipelines`: bind group layouts, pipelines compiled once on first use, each kernel
 //!   specialized first (`specialize`).
-//! - `memory`: matrices (planned at upload, split into row blocks), vectors, uploads.
+//! - `memory`: matrices (planned at upload, split into row blocks), vectors, uploads;
+//!   `quant_upload`: the uploads of quantized matrices.
 //! - `launch`: the recording and queueing of products (few-token products chunk by chunk).
 //! - `batch`: a matrix's few-token scratch (the transposed x) and its chunks' bind groups;
 //!   their plans, one per chunk width, are `plan`'s too.
@@ -38,6 +39,7 @@ mod launch;
 mod memory;
 mod pipelines;
 mod plan;
+mod quant_upload;
 mod specialize;
 mod tiles;
 mod timing;
@@ -52,7 +54,7 @@ pub(crate) use backend::WgpuBackend;
 pub(crate) use memory::{GpuMatrix, GpuVector};
 
 #[doc(hidden)]
-pub use kernel::{Kernel, KernelPath};
+pub use kernel::{Kernel, KernelPath, QuantKey};
 #[doc(hidden)]
 pub use pipelines::XForm;
 #[doc(hidden)]

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 use crate::error::Result;
 
 use super::gpu::{backend_error, lock, Gpu};
-use super::kernel::{Kernel, MatrixLayout};
+use super::kernel::{Kernel, MatrixLayout, QuantKey};
 use super::specialize::{specialize, SpecializeError};
 
 /// How the MACKO subgroup kernel holds a staged x in workgroup memory (the file composed after
@@ -91,7 +91,8 @@ fn uniform(binding: u32) -> wgpu::BindGroupLayoutEntry {
 
 /// What distinguishes two pipelines of one kernel: the fields of the plan (plan.rs) its code
 /// depends on, and the output precision. Only the MACKO subgroup kernel has any but `kernel`
-/// and `y_f16` (the others keep them 0 or false).
+/// and `y_f16` (the others keep them 0 or false), besides the chunk width of the few-token
+/// kernels and the `quant` of the quantized ones.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(super) struct PipelineKey {
     pub kernel: Kernel,
@@ -117,6 +118,8 @@ pub(super) struct PipelineKey {
     pub half_rows: bool,
     /// Few-token kernels: vectors per pass (`W`: 2, 4, 8 or 16; 0 for the others).
     pub width: u32,
+    /// Quantized kernels: the width of the codes and the scale layout (`None` for the others).
+    pub quant: Option<QuantKey>,
 }
 
 impl PipelineKey {
@@ -135,6 +138,7 @@ impl PipelineKey {
             aligned_rows: false,
             half_rows: false,
             width: 0,
+            quant: None,
         }
     }
 
@@ -156,6 +160,10 @@ impl PipelineKey {
         let mut c = Vec::new();
         if self.kernel.writes_y() {
             c.push(("Y_F16", flag(self.y_f16)));
+        }
+        if let Some(q) = self.quant {
+            c.push(("PER_GROUP", flag(q.per_group)));
+            c.push(("SCALE_POW2", flag(q.pow2)));
         }
         if self.width > 0 {
             c.push(("W", f64::from(self.width)));
@@ -220,6 +228,14 @@ impl PipelineKey {
         if self.workgroup > 0 {
             what += &format!(" ({} invocations per workgroup)", self.workgroup);
         }
+        if let Some(q) = self.quant {
+            what += if q.int4 { " (int4" } else { " (int8" };
+            what += match (q.per_group, q.pow2) {
+                (false, _) => ", scales per row)",
+                (true, true) => ", scales per group, shifted)",
+                (true, false) => ", scales per group, divided)",
+            };
+        }
         let flags = [
             (self.bounded_gathers, "gathers bounded"),
             (self.gather_probe, "gathers probed"),
@@ -244,6 +260,9 @@ pub(super) const X_TAIL_SLOTS: u64 = 128;
 pub(super) struct Pipelines {
     pub sparse: wgpu::BindGroupLayout,
     pub dense: wgpu::BindGroupLayout,
+    /// Quantized MACKO and dense blocks (MatrixLayout::QuantSparse, QuantDense).
+    pub quant_sparse: wgpu::BindGroupLayout,
+    pub quant_dense: wgpu::BindGroupLayout,
     pub stream: wgpu::BindGroupLayout,
     pub x: wgpu::BindGroupLayout,
     pub y: wgpu::BindGroupLayout,
@@ -257,6 +276,10 @@ pub(super) struct Pipelines {
     sparse_batch_layout: wgpu::PipelineLayout,
     dense_batch_layout: wgpu::PipelineLayout,
     transpose_layout: wgpu::PipelineLayout,
+    quant_sparse_layout: wgpu::PipelineLayout,
+    quant_dense_layout: wgpu::PipelineLayout,
+    quant_sparse_batch_layout: wgpu::PipelineLayout,
+    quant_dense_batch_layout: wgpu::PipelineLayout,
     built: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
 }
 
@@ -281,6 +304,20 @@ impl Pipelines {
                 ],
             );
             let dense = bgl("dense matrix", &[uniform(0), storage(2, true)]);
+            let quant_sparse = bgl(
+                "quantized MACKO matrix",
+                &[
+                    uniform(0),
+                    storage(1, true),
+                    storage(2, true),
+                    storage(3, true),
+                    storage(4, true),
+                ],
+            );
+            let quant_dense = bgl(
+                "quantized dense matrix",
+                &[uniform(0), storage(2, true), storage(4, true)],
+            );
             let stream = bgl("stream", &[uniform(0), storage(1, true), storage(2, false)]);
             // Each vector binds its f16 words and its f32 copy (see common.wgsl).
             let x = bgl("x", &[storage(0, true), storage(1, true)]);
@@ -314,9 +351,24 @@ impl Pipelines {
                 &[Some(&dense), Some(&x), Some(&y), Some(&batch_read)],
             );
             let transpose_layout = layout("transposition", &[Some(&batch_write), Some(&x)]);
+            let quant = |label: &str, matrix: &wgpu::BindGroupLayout| {
+                (
+                    layout(label, &[Some(matrix), Some(&x), Some(&y)]),
+                    layout(
+                        label,
+                        &[Some(matrix), Some(&x), Some(&y), Some(&batch_read)],
+                    ),
+                )
+            };
+            let (quant_sparse_layout, quant_sparse_batch_layout) =
+                quant("quantized MACKO product", &quant_sparse);
+            let (quant_dense_layout, quant_dense_batch_layout) =
+                quant("quantized dense product", &quant_dense);
             Self {
                 sparse,
                 dense,
+                quant_sparse,
+                quant_dense,
                 stream,
                 x,
                 y,
@@ -328,6 +380,10 @@ impl Pipelines {
                 sparse_batch_layout,
                 dense_batch_layout,
                 transpose_layout,
+                quant_sparse_layout,
+                quant_dense_layout,
+                quant_sparse_batch_layout,
+                quant_dense_batch_layout,
                 built: Mutex::new(HashMap::new()),
             }
         })
@@ -347,8 +403,13 @@ impl Pipelines {
             MatrixLayout::SparseBatch => &self.sparse_batch_layout,
             MatrixLayout::DenseBatch => &self.dense_batch_layout,
             MatrixLayout::Transpose => &self.transpose_layout,
+            MatrixLayout::QuantSparse => &self.quant_sparse_layout,
+            MatrixLayout::QuantDense => &self.quant_dense_layout,
+            MatrixLayout::QuantSparseBatch => &self.quant_sparse_batch_layout,
+            MatrixLayout::QuantDenseBatch => &self.quant_dense_batch_layout,
         };
-        let source = kernel.source(key.x_form.is_f16());
+        let int4 = key.quant.is_some_and(|q| q.int4);
+        let source = kernel.source(key.x_form.is_f16(), int4);
         let module = specialize(kernel.name(), source, &key.constants())
             .map_err(|SpecializeError(e)| backend_error(e))?;
         let pipeline = gpu.scoped(&key.describe(), 0, || {
@@ -430,7 +491,9 @@ impl Pipelines {
 /// builtin size) towards the row's end group <= 2²⁹; scans double up to the subgroup size and
 /// butterflies halve down to 0; stores step by the invocation count (>= 1) up to the chunk's
 /// count; the dense kernels' words step by the workgroup or subgroup size up to the row stride;
-/// the workgroup trees halve down to 0.
+/// the workgroup trees halve down to 0; the quantized few-token kernels' row steps grow by
+/// 2 · 64 towards the row's end group, their dense chunks by 64 up to the row stride, and
+/// their loops over a group's or a chunk's 8 entries count to 8.
 fn create_module(gpu: &Gpu, key: &PipelineKey, module: naga::Module) -> wgpu::ShaderModule {
     let desc = wgpu::ShaderModuleDescriptor {
         label: Some(key.kernel.name()),

@@ -10,7 +10,7 @@
 
 use macko_format::MatrixKind;
 
-use super::kernel::{Kernel, KernelPath, DENSE_ROWS_PER_WORKGROUP};
+use super::kernel::{Kernel, KernelPath, QuantKey, DENSE_ROWS_PER_WORKGROUP};
 use super::pipelines::{PipelineKey, XForm};
 use super::tiles::{plan_tiles, TilePlan, TILE_COLS_GRANULE};
 use super::tuning::WgpuTuning;
@@ -177,6 +177,9 @@ pub struct WgpuPlan {
     /// The few-token products' plans, one per chunk width (`batch_plan::BATCH_WIDTHS`, in
     /// order): a pure function of the fields above, the capabilities and the tuning.
     pub batch: Vec<BatchPlan>,
+    /// Quantized matrices: the codes' width and the scale layout their kernels are built for
+    /// (set by the upload, `WgpuPlan::quantized`; `None` for the other formats).
+    pub quant: Option<QuantKey>,
 }
 
 impl WgpuPlan {
@@ -185,6 +188,15 @@ impl WgpuPlan {
     pub fn in_format_layout(mut self) -> Self {
         self.aligned_rows = false;
         self.half_rows = false;
+        self
+    }
+
+    /// The plan of a quantized matrix whose values are `quant`, its few-token plans included.
+    pub fn quantized(mut self, quant: QuantKey) -> Self {
+        self.quant = Some(quant);
+        for b in &mut self.batch {
+            b.quant = Some(quant);
+        }
         self
     }
 
@@ -218,6 +230,7 @@ impl WgpuPlan {
             mask_table: self.mask_table,
             aligned_rows: self.aligned_rows,
             half_rows: self.half_rows,
+            quant: self.quant,
         }
     }
 }
@@ -338,6 +351,7 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         half_rows: false,
         gather_probe: false,
         batch: Vec::new(),
+        quant: None,
     };
     // Enough subgroups for every row to start at once (assuming the smallest subgroups, so the
     // most of them), capped by the dispatch limit; subgroups loop over rows beyond that.
@@ -351,17 +365,25 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
     };
     match kernel {
         Kernel::MackoSubgroup => {}
-        Kernel::CsrSubgroup => return plain(per_subgroup(kernel.workgroup_size())),
-        Kernel::DenseSubgroup | Kernel::DenseWorkgroup => {
-            return plain(spread(DENSE_ROWS_PER_WORKGROUP))
+        Kernel::CsrSubgroup | Kernel::QuantMackoSubgroup => {
+            return plain(per_subgroup(kernel.workgroup_size()))
         }
-        Kernel::MackoWorkgroup | Kernel::CsrWorkgroup | Kernel::Stream => return plain(spread(1)),
+        Kernel::DenseSubgroup
+        | Kernel::DenseWorkgroup
+        | Kernel::QuantDenseSubgroup
+        | Kernel::QuantDenseWorkgroup => return plain(spread(DENSE_ROWS_PER_WORKGROUP)),
+        Kernel::MackoWorkgroup
+        | Kernel::CsrWorkgroup
+        | Kernel::QuantMackoWorkgroup
+        | Kernel::Stream => return plain(spread(1)),
         // Never a matrix's own kernel (`Kernel::for_product`).
         Kernel::MackoBatchSubgroup
         | Kernel::MackoBatchWorkgroup
         | Kernel::CsrBatchSubgroup
         | Kernel::CsrBatchWorkgroup
         | Kernel::DenseBatch
+        | Kernel::QuantMackoBatch
+        | Kernel::QuantDenseBatch
         | Kernel::BatchTranspose => return plain(spread(1)),
     }
     let (cols, fill) = (stats.cols, stats.fill);
@@ -407,6 +429,7 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
             && tuning.half_rows.unwrap_or(fill < HALF_ROWS_MAX_FILL),
         gather_probe: tuning.gather_probe && x != XStaging::Memory && x_form.is_f16(),
         batch: Vec::new(),
+        quant: None,
     }
 }
 
@@ -438,6 +461,8 @@ pub struct BatchPlan {
     /// MACKO: the matrix's row pointers are column-tile tables (its single-vector plan stages
     /// x in tiles); the few-token kernels read x from XT in memory, so only the table matters.
     pub x_tiled: bool,
+    /// Quantized matrices: as `WgpuPlan::quant`.
+    pub quant: Option<QuantKey>,
 }
 
 impl BatchPlan {
@@ -448,7 +473,10 @@ impl BatchPlan {
         } else {
             0
         };
-        PipelineKey::batch(self.kernel, y_f16, self.width, workgroup, self.x_tiled)
+        PipelineKey {
+            quant: self.quant,
+            ..PipelineKey::batch(self.kernel, y_f16, self.width, workgroup, self.x_tiled)
+        }
     }
 }
 
@@ -505,6 +533,7 @@ pub fn batch_plan(plan: &WgpuPlan, caps: &WgpuCaps, tuning: &WgpuTuning, width: 
         workgroup,
         grid,
         x_tiled: matches!(plan.x, XStaging::Tiles(_)),
+        quant: plan.quant,
     }
 }
 

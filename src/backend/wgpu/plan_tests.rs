@@ -555,6 +555,7 @@ fn default_plans_on_the_benchmark_shapes() {
             gather_probe: false,
             // Checked on their own (batch_plan_tests.rs).
             batch: got.batch.clone(),
+            quant: None,
         };
         assert_eq!(got, want, "{c:?}, {rows}×{cols}, fill {fill}");
     }
