@@ -18,7 +18,7 @@ fn main(
         return;
     }
     clear_acc();
-    for (var k = t; k < params.stride; k += WORKGROUP) {
+    for (var k = t; k < row_chunks(); k += WORKGROUP) {
         let qw = load_q(row * params.stride + k);
         var s: vec3<f32>;
         if PER_GROUP {

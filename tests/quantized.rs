@@ -319,3 +319,42 @@ fn quantized_row_blocks_keep_their_scales() {
         }
     }
 }
+
+/// Long dense rows in every scale mode of quant_dense_sg.wgsl: per row; per group with one
+/// scale per 16-byte word (G and cols multiples of its 16 or 32 codes); one per chunk of 8
+/// (cols a multiple of 8); chunks split between two scales (other cols). The rows hold more
+/// than 512 words of codes for both widths, so the kernel's two-step loop, its single step and
+/// its guarded last word (x words past x's end) all run, with finite x and with NaN and ±∞.
+#[test]
+fn long_quantized_dense_rows_agree_in_every_scale_mode() {
+    let shapes = [(5, 19200), (2, 16416), (4, 19208), (3, 19203)];
+    for (label, dev) in devices_under_test() {
+        for (i, &(rows, cols)) in shapes.iter().enumerate() {
+            for bits in [QuantBits::Int8, QuantBits::Int4] {
+                for (k, scales) in [
+                    ScaleLayout::PerRow,
+                    ScaleLayout::PerGroup(8),
+                    ScaleLayout::PerGroup(24),
+                    ScaleLayout::PerGroup(32),
+                    ScaleLayout::PerGroup(64),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    let quant = Quantization { bits, scales };
+                    let seed = (10 * i + k) as u64;
+                    let qd = random_quant_dense(rows, cols, quant, seed);
+                    for batch in [1, 2] {
+                        for (kind, x) in [
+                            ("finite x", random_batch(cols, batch, seed)),
+                            ("x with NaN and ±∞", x_with_non_finite(cols, batch, seed)),
+                        ] {
+                            let what = format!("dense {rows}×{cols} {quant:?} {kind}");
+                            check_product(&label, &dev, &what, (&qd).into(), &x, batch);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -43,17 +43,24 @@ fn read(name: &str) -> String {
 
 /// The width files of the quantized kernels, one of which follows quant.wgsl.
 const QUANT_WIDTHS: [&str; 2] = ["quant_int8.wgsl", "quant_int4.wgsl"];
+/// The word files that take their place for quant_dense_sg.wgsl (16-byte words of codes).
+const QUANT_WORDS: [&str; 2] = ["quant_word_int8.wgsl", "quant_word_int4.wgsl"];
 
 /// The full sources of a kernel as the backend composes them: one for most kernels, one per
-/// width for the quantized ones (`quant_*`: common.wgsl, quant.wgsl, the width file, the
-/// layout's prelude, for few-token kernels batch.wgsl and quant_batch.wgsl, the kernel).
+/// width for the quantized ones (`quant_*`: common.wgsl, quant.wgsl, the width file (the word
+/// file for quant_dense_sg.wgsl), the layout's prelude, for few-token kernels batch.wgsl and quant_batch.wgsl, the kernel).
 fn kernel_sources(path: &Path) -> Vec<String> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     let Some(rest) = name.strip_prefix("quant_") else {
         return vec![kernel_source(path)];
     };
     let layout = rest.split('_').next().unwrap_or("");
-    QUANT_WIDTHS
+    let widths = if name == "quant_dense_sg.wgsl" {
+        QUANT_WORDS
+    } else {
+        QUANT_WIDTHS
+    };
+    widths
         .iter()
         .map(|width| {
             let mut parts = vec![

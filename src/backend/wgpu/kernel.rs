@@ -210,9 +210,19 @@ impl Kernel {
             Kernel::QuantMackoWorkgroup => {
                 quant_source!(int4; "quant_macko.wgsl", "quant_macko_wg.wgsl")
             }
-            Kernel::QuantDenseSubgroup => {
-                quant_source!(int4; "quant_dense.wgsl", "quant_dense_sg.wgsl")
-            }
+            // 16-byte words of codes: the word file instead of the width file.
+            Kernel::QuantDenseSubgroup if int4 => kernel_source!(
+                "quant.wgsl",
+                "quant_word_int4.wgsl",
+                "quant_dense.wgsl",
+                "quant_dense_sg.wgsl"
+            ),
+            Kernel::QuantDenseSubgroup => kernel_source!(
+                "quant.wgsl",
+                "quant_word_int8.wgsl",
+                "quant_dense.wgsl",
+                "quant_dense_sg.wgsl"
+            ),
             Kernel::QuantDenseWorkgroup => {
                 quant_source!(int4; "quant_dense.wgsl", "quant_dense_wg.wgsl")
             }

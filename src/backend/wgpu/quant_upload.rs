@@ -1,8 +1,8 @@
 //! Uploads of quantized matrices (int8 or int4 values with binary16 scales; shaders/README.md,
 //! "Quantized matrices"). MACKO keeps the format's own layout, so a group's index on the device
 //! is its index in the format and the storage-order scale index `i / G` holds; dense rows are
-//! padded with zero codes to whole chunks of 8 values (one load each), the scales kept in the
-//! format's storage order. Both are cut into row blocks that each fit a binding; each block
+//! padded with zero codes to whole 16-byte words (16 int8 or 32 int4 codes: one load each),
+//! the scales kept in the format's storage order. Both are cut into row blocks that each fit a binding; each block
 //! binds only the scales its rows use, from an even scale on (scales travel as binary16 pairs
 //! in u32 words), and tells its kernel where its first value lies in its scale group (the
 //! phase), so a block may start anywhere in a group.
@@ -111,9 +111,17 @@ impl ScaleSlice {
     }
 }
 
+/// Codes per 16-byte word of a quantized dense row (quant_dense_sg.wgsl's loads).
+fn word_codes(bits: QuantBits) -> usize {
+    match bits {
+        QuantBits::Int8 => 16,
+        QuantBits::Int4 => 32,
+    }
+}
+
 /// Dense rows `rows` of `v` (`cols` values each) padded with zero codes to `stride` chunks of
-/// 8 values: borrowed where the rows already are whole chunks, else repacked (an int4 row of
-/// odd length may start in the high nibble of a byte).
+/// 8 values (whole 16-byte words): borrowed where the rows already are whole words, else
+/// repacked (an int4 row of odd length may start in the high nibble of a byte).
 fn padded_rows<'a>(
     v: &'a QuantValues,
     cols: usize,
@@ -121,7 +129,7 @@ fn padded_rows<'a>(
     rows: &Range<usize>,
 ) -> Cow<'a, [u8]> {
     let bits = v.bits();
-    if cols % GROUP == 0 {
+    if cols == stride * GROUP {
         let range = bits.bytes_for(rows.start * cols)..bits.bytes_for(rows.end * cols);
         return Cow::Borrowed(&v.packed()[range]);
     }
@@ -130,6 +138,10 @@ fn padded_rows<'a>(
     for (r, row) in rows.clone().zip(out.chunks_exact_mut(row_bytes)) {
         match bits {
             QuantBits::Int8 => row[..cols].copy_from_slice(&v.packed()[r * cols..(r + 1) * cols]),
+            QuantBits::Int4 if cols % 2 == 0 => {
+                let bytes = &v.packed()[r * cols / 2..(r + 1) * cols / 2];
+                row[..cols / 2].copy_from_slice(bytes);
+            }
             QuantBits::Int4 => {
                 for c in 0..cols {
                     let code = (q_at(bits, v.packed(), r * cols + c) as u8) & 0x0f;
@@ -226,8 +238,8 @@ impl WgpuBackend {
         })
     }
 
-    /// A quantized dense matrix: blocks of whole rows, each row padded to whole chunks of 8
-    /// codes, with the block's scales.
+    /// A quantized dense matrix: blocks of whole rows, each row padded to whole 16-byte words
+    /// of codes (quant_dense_sg.wgsl reads them so), with the block's scales.
     pub(super) fn upload_dense_quant(&self, m: &QuantDenseMatrix) -> Result<GpuMatrix> {
         let (rows, cols) = (m.rows(), m.cols());
         let v = m.values();
@@ -236,7 +248,9 @@ impl WgpuBackend {
             .plan_for(MatrixKind::DenseQuant, rows, cols, 0)
             .quantized(quant_key(quant, false));
         let unit = scale_unit(quant.scales, false);
-        let stride = cols.div_ceil(GROUP);
+        // Chunks of 8 per row, rounded up to whole 16-byte words of codes.
+        let per_word = word_codes(v.bits());
+        let stride = cols.div_ceil(per_word) * (per_word / GROUP);
         let row_bytes = v.bits().bytes_for(stride * GROUP) as u64;
         let per_block = plan_dense_blocks(rows, row_bytes, self.matrix_limit)?
             .min((DENSE_BLOCK_VALUES / cols.max(1)).max(1));
