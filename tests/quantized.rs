@@ -358,3 +358,110 @@ fn long_quantized_dense_rows_agree_in_every_scale_mode() {
         }
     }
 }
+
+/// Quantized MACKO on the wgpu subgroup path in each way its kernel reads x, forced through
+/// the typed tuning: staged as f16 scalars (where the adapter has `SHADER_F16`), padded or
+/// not, or as f16 pairs; gathered from memory; with 3 workgroups, so that every subgroup works
+/// through many rows (sums held in lanes), and 512 invocations per workgroup. Rows of many
+/// pipelined steps and rows shorter than one, scales per row and per group (shift and
+/// division), finite x and x holding NaN and ±∞ (zero codes and zero scales must keep them
+/// out of every sum but those of live entries).
+#[cfg(feature = "wgpu")]
+#[test]
+fn quantized_macko_agrees_in_every_x_staging() {
+    use macko::backend::wgpu::{WgpuPlan, WgpuTuning, XForm, XStaging};
+    use macko::Plan;
+    let few = WgpuTuning {
+        macko_workgroups: Some(3),
+        ..WgpuTuning::default()
+    };
+    // Whether a plan is the one a tuning forces.
+    type Taken = fn(&WgpuPlan) -> bool;
+    let tunings: [(&str, WgpuTuning, Taken); 5] = [
+        ("x staged", few.clone(), |p| p.x == XStaging::Whole),
+        (
+            "x as pairs",
+            WgpuTuning {
+                x_f16: Some(false),
+                ..few.clone()
+            },
+            |p| p.x == XStaging::Whole && p.x_form == XForm::Pairs,
+        ),
+        (
+            "x padded",
+            WgpuTuning {
+                x_pad: Some(true),
+                ..few.clone()
+            },
+            |p| p.x == XStaging::Whole,
+        ),
+        (
+            "x from memory",
+            WgpuTuning {
+                x_in_workgroup: Some(false),
+                ..few.clone()
+            },
+            |p| p.x == XStaging::Memory,
+        ),
+        (
+            "512 invocations",
+            WgpuTuning {
+                macko_workgroup: Some(512),
+                ..WgpuTuning::default()
+            },
+            |p| p.x == XStaging::Whole,
+        ),
+    ];
+    let shapes = [
+        (40, 1030, 0.5),
+        (30, 9000, 0.3),
+        (2001, 200, 0.1),
+        (70, 1030, 0.05),
+        (1, 5000, 0.2),
+        (33, 129, 1.0),
+    ];
+    let quants = [
+        Quantization::int8_per_row(),
+        Quantization::int4_per_group(64),
+        Quantization {
+            bits: QuantBits::Int8,
+            scales: ScaleLayout::PerGroup(24),
+        },
+        Quantization {
+            bits: QuantBits::Int4,
+            scales: ScaleLayout::PerGroup(8),
+        },
+    ];
+    for (name, tuning, taken) in tunings {
+        let mut opts = DeviceOptions::for_backend(BackendKind::Wgpu);
+        opts.tuning.get_or_insert_with(Default::default).wgpu = tuning;
+        let label = format!("wgpu, {name}");
+        let Some(dev) = open_or_skip(&label, &opts) else {
+            return;
+        };
+        for (i, &(rows, cols, d)) in shapes.iter().enumerate() {
+            let dense = random_dense(rows, cols, d, 300 + i as u64);
+            for (k, &quant) in quants.iter().enumerate() {
+                let seed = (10 * i + k) as u64;
+                let qm = random_quant_macko(&dense, quant, seed);
+                if i == 0 && k == 0 {
+                    match dev.plan(&upload_quant(&label, &dev, (&qm).into())) {
+                        Ok(Plan::Wgpu(p)) if p.kernel.name() != "quant_macko_sg" => {
+                            println!("skipping {label}: no subgroup path");
+                            return;
+                        }
+                        Ok(Plan::Wgpu(p)) => assert!(taken(&p), "{label}: not taken: {p:?}"),
+                        other => panic!("{label}: not a wgpu plan: {other:?}"),
+                    }
+                }
+                for (kind, x) in [
+                    ("finite x", random_batch(cols, 1, seed)),
+                    ("x with NaN and ±∞", x_with_non_finite(cols, 1, seed)),
+                ] {
+                    let what = format!("macko {rows}×{cols} d={d} {quant:?} {kind}");
+                    check_product(&label, &dev, &what, (&qm).into(), &x, 1);
+                }
+            }
+        }
+    }
+}

@@ -73,6 +73,11 @@ fn kernel_sources(path: &Path) -> Vec<String> {
                 parts.push(read("batch.wgsl"));
                 parts.push(read("quant_batch.wgsl"));
             }
+            // The MACKO subgroup kernel's x layout, as macko_sg.wgsl's (f16 pairs here; the f16
+            // scalars are checked by the_f16_x_layout_validates_with_shader_f16_and_only_with_it).
+            if name == "quant_macko_sg.wgsl" {
+                parts.push(read("macko_x_words.wgsl"));
+            }
             parts.push(read(name));
             parts.join("\n")
         })
@@ -147,8 +152,27 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
     // `PipelineKey::constants`): Y_F16 both ways, and for MACKO, x gathered from memory or
     // staged in workgroup memory (f16 scalars, padded or not, or f16 pairs; whole or in column
     // tiles), and for the MACKO subgroup kernel its workgroup size, the value masks' source,
-    // row-aligned uploads, two rows per subgroup, bounded gathers and the gather probe.
-    let x_modes: &[&[(&str, f64)]] = if has("X_HALVES") {
+    // row-aligned uploads, two rows per subgroup, bounded gathers and the gather probe (the
+    // quantized one: x gathered or staged whole, and its workgroup size).
+    let x_modes: &[&[(&str, f64)]] = if has("PER_GROUP") && has("X_HALVES") {
+        // The quantized MACKO subgroup kernel: x gathered or staged whole, in either layout,
+        // and its workgroup size.
+        &[
+            &[("X_SHARED", 0.0)],
+            &[("X_SHARED", 1.0), ("X_HALVES", 4096.0)],
+            &[
+                ("X_SHARED", 1.0),
+                ("X_HALVES", 4096.0),
+                ("X_PAD", 1.0),
+                ("WORKGROUP", 512.0),
+            ],
+        ]
+    } else if has("PER_GROUP") && has("X_SHARED") {
+        &[
+            &[("X_SHARED", 0.0)],
+            &[("X_SHARED", 1.0), ("X_WORDS", 2048.0), ("WORKGROUP", 256.0)],
+        ]
+    } else if has("X_HALVES") {
         &[
             &[("X_SHARED", 0.0)],
             &[("X_SHARED", 1.0), ("X_HALVES", 4096.0)],
@@ -348,4 +372,22 @@ fn the_f16_x_layout_validates_with_shader_f16_and_only_with_it() {
     // The backend composes it only for adapters with SHADER_F16: without the capability naga
     // must refuse it (else an adapter without f16 could be handed this kernel unnoticed).
     assert!(check("macko_sg + macko_x_f16", &source, caps).is_err());
+    // The quantized MACKO subgroup kernel with the same layout, both widths.
+    for width in QUANT_WIDTHS {
+        let source = format!(
+            "enable f16;\n{}",
+            [
+                COMMON,
+                "quant.wgsl",
+                width,
+                "quant_macko.wgsl",
+                "macko_x_f16.wgsl",
+                "quant_macko_sg.wgsl",
+            ]
+            .map(read)
+            .join("\n")
+        );
+        let name = format!("quant_macko_sg + {width} + macko_x_f16");
+        check(&name, &source, caps | Capabilities::SHADER_FLOAT16).unwrap();
+    }
 }

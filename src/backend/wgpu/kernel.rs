@@ -167,7 +167,8 @@ impl Kernel {
         )
     }
 
-    /// The kernel's WGSL; `x_f16`: the MACKO subgroup kernel with x staged as f16 scalars.
+    /// The kernel's WGSL; `x_f16`: the MACKO subgroup kernels (binary16 or quantized) with x
+    /// staged as f16 scalars.
     /// `int4`: a quantized kernel's codes are int4 (else int8).
     pub(super) fn source(self, x_f16: bool, int4: bool) -> &'static str {
         match self {
@@ -204,9 +205,29 @@ impl Kernel {
             Kernel::CsrBatchWorkgroup => kernel_source!("batch.wgsl", "csr_batch_wg.wgsl"),
             Kernel::DenseBatch => kernel_source!("batch.wgsl", "dense_batch_wg.wgsl"),
             Kernel::BatchTranspose => kernel_source!("batch_xt.wgsl"),
-            Kernel::QuantMackoSubgroup => {
-                quant_source!(int4; "quant_macko.wgsl", "quant_macko_sg.wgsl")
-            }
+            // With macko_sg's x layouts: f16 scalars (x_f16) or f16 pairs.
+            Kernel::QuantMackoSubgroup if x_f16 && int4 => kernel_source!(
+                enable: "enable f16;\n";
+                "quant.wgsl",
+                "quant_int4.wgsl",
+                "quant_macko.wgsl",
+                "macko_x_f16.wgsl",
+                "quant_macko_sg.wgsl"
+            ),
+            Kernel::QuantMackoSubgroup if x_f16 => kernel_source!(
+                enable: "enable f16;\n";
+                "quant.wgsl",
+                "quant_int8.wgsl",
+                "quant_macko.wgsl",
+                "macko_x_f16.wgsl",
+                "quant_macko_sg.wgsl"
+            ),
+            Kernel::QuantMackoSubgroup => quant_source!(
+                int4;
+                "quant_macko.wgsl",
+                "macko_x_words.wgsl",
+                "quant_macko_sg.wgsl"
+            ),
             Kernel::QuantMackoWorkgroup => {
                 quant_source!(int4; "quant_macko.wgsl", "quant_macko_wg.wgsl")
             }
@@ -305,10 +326,16 @@ impl Kernel {
 
     /// Whether the kernel relies on workgroup memory starting at zero (the streaming read's
     /// atomic sum). The others write every word before reading it, and the staged x of the
-    /// MACKO subgroup kernel (up to 48 KiB) would otherwise be zeroed by every workgroup for
+    /// MACKO subgroup kernels (up to 48 KiB) would otherwise be zeroed by every workgroup for
     /// nothing; the small scan and sum arrays keep wgpu's zeroing.
     pub(super) fn needs_zeroed_workgroup_memory(self) -> bool {
-        self != Kernel::MackoSubgroup
+        !matches!(self, Kernel::MackoSubgroup | Kernel::QuantMackoSubgroup)
+    }
+
+    /// Whether x may be staged in workgroup memory for the kernel (plan.rs): the MACKO
+    /// subgroup kernels, binary16 and quantized.
+    pub fn stages_x(self) -> bool {
+        matches!(self, Kernel::MackoSubgroup | Kernel::QuantMackoSubgroup)
     }
 
     /// Whether the kernel writes y (and so has the `Y_F16` constant).

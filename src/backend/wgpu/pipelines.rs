@@ -178,7 +178,10 @@ impl PipelineKey {
             }
             return c;
         }
-        if !matches!(self.kernel, Kernel::MackoSubgroup | Kernel::MackoWorkgroup) {
+        if !matches!(
+            self.kernel,
+            Kernel::MackoSubgroup | Kernel::MackoWorkgroup | Kernel::QuantMackoSubgroup
+        ) {
             return c;
         }
         c.push(("X_SHARED", flag(self.x_words > 0)));
@@ -189,6 +192,13 @@ impl PipelineKey {
             } else {
                 c.push(("X_WORDS", f64::from(self.x_words)));
             }
+        }
+        if self.kernel == Kernel::QuantMackoSubgroup {
+            // x staged whole or gathered (no tiles), in the format's layout, with naga's clamps.
+            if self.workgroup > 0 {
+                c.push(("WORKGROUP", f64::from(self.workgroup)));
+            }
+            return c;
         }
         if self.kernel == Kernel::MackoSubgroup {
             c.push(("X_TILED", flag(self.x_tiled)));
@@ -494,6 +504,15 @@ impl Pipelines {
 /// the workgroup trees halve down to 0; the quantized few-token kernels' row steps grow by
 /// 2 · 64 towards the row's end group, their dense chunks by 64 up to the row stride, and
 /// their loops over a group's or a chunk's 8 entries count to 8.
+///
+/// `quant_loops_end`: the quantized MACKO subgroup kernel (quant_macko_sg.wgsl) is built
+/// without naga's loop bounding too, for the reason the MACKO subgroup kernel is (registers
+/// and the pipelining of its row loop), keeping the bounds and division checks. Each of its
+/// loops ends: `copy_x` as above; `row_dot_piped`'s `g0` grows by `2 · lanes >= 2` (lanes
+/// counted at entry or the builtin size) towards `gend <= 2²⁹`; `rows_loop` adds the
+/// dispatch's subgroup count (>= 1) to rows below `params.rows` < 2³¹; `exact_scan1` doubles up
+/// to the subgroup size (<= 128) and `lane_sum` halves down to 0; the prelude's loop over a
+/// group's 8 entries (unused there) counts to 8.
 fn create_module(gpu: &Gpu, key: &PipelineKey, module: naga::Module) -> wgpu::ShaderModule {
     let desc = wgpu::ShaderModuleDescriptor {
         label: Some(key.kernel.name()),
@@ -506,6 +525,12 @@ fn create_module(gpu: &Gpu, key: &PipelineKey, module: naga::Module) -> wgpu::Sh
         let mut checks = wgpu::ShaderRuntimeChecks::checked();
         checks.force_loop_bounding = false;
         // SAFETY: every loop of the few-token kernels ends (`batch_loops_end`).
+        return unsafe { gpu.device.create_shader_module_trusted(desc, checks) };
+    }
+    if key.kernel == Kernel::QuantMackoSubgroup {
+        let mut checks = wgpu::ShaderRuntimeChecks::checked();
+        checks.force_loop_bounding = false;
+        // SAFETY: every loop of the quantized MACKO subgroup kernel ends (`quant_loops_end`).
         return unsafe { gpu.device.create_shader_module_trusted(desc, checks) };
     }
     if key.kernel != Kernel::MackoSubgroup {

@@ -158,8 +158,9 @@ pub struct WgpuPlan {
     /// Invocations per workgroup.
     pub workgroup: u32,
     pub grid: Grid,
-    /// MACKO subgroup kernel: where x is read from, in which form and in how many words of
-    /// workgroup memory (0 from memory).
+    /// MACKO subgroup kernels (binary16 and quantized; the quantized one never in tiles):
+    /// where x is read from, in which form and in how many words of workgroup memory (0 from
+    /// memory).
     pub x: XStaging,
     pub x_form: XForm,
     pub x_words: u32,
@@ -216,7 +217,7 @@ impl WgpuPlan {
 
     /// The pipeline that runs the plan with f16 (`y_f16`) or f32 output.
     pub(super) fn pipeline_key(&self, y_f16: bool) -> PipelineKey {
-        let macko = self.kernel == Kernel::MackoSubgroup;
+        let macko = self.kernel.stages_x();
         PipelineKey {
             width: 0,
             kernel: self.kernel,
@@ -364,10 +365,8 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         max_x: max_dim,
     };
     match kernel {
-        Kernel::MackoSubgroup => {}
-        Kernel::CsrSubgroup | Kernel::QuantMackoSubgroup => {
-            return plain(per_subgroup(kernel.workgroup_size()))
-        }
+        Kernel::MackoSubgroup | Kernel::QuantMackoSubgroup => {}
+        Kernel::CsrSubgroup => return plain(per_subgroup(kernel.workgroup_size())),
         Kernel::DenseSubgroup
         | Kernel::DenseWorkgroup
         | Kernel::QuantDenseSubgroup
@@ -387,7 +386,15 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         | Kernel::BatchTranspose => return plain(spread(1)),
     }
     let (cols, fill) = (stats.cols, stats.fill);
-    let tiles = x_tiles(caps, tuning, cols, fill);
+    // The quantized kernel stages x whole or not at all (its binding 4 holds the scales, not
+    // the tiles' partial sums), in the format's own layout (no row-aligned upload), and keeps
+    // naga's clamps (no bounded gathers, so no gather probe).
+    let quant = kernel == Kernel::QuantMackoSubgroup;
+    let tiles = if quant {
+        None
+    } else {
+        x_tiles(caps, tuning, cols, fill)
+    };
     let staged = x_staging(caps, tuning, tiles.map_or(cols, |t| t.cols as usize), fill);
     let (x, (x_words, x_form)) = match (tiles, staged) {
         (Some(t), Some(s)) => (XStaging::Tiles(t), s),
@@ -414,7 +421,7 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
     } else {
         per_subgroup(workgroup)
     };
-    let aligned_rows = tuning.aligned_rows.unwrap_or(true);
+    let aligned_rows = !quant && tuning.aligned_rows.unwrap_or(true);
     WgpuPlan {
         kernel,
         workgroup,
@@ -422,12 +429,12 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         x,
         x_form,
         x_words,
-        mask_table: tuning.mask_table.unwrap_or(fill < X_PAD_MIN_FILL),
+        mask_table: !quant && tuning.mask_table.unwrap_or(fill < X_PAD_MIN_FILL),
         aligned_rows,
         half_rows: aligned_rows
             && x == XStaging::Whole
             && tuning.half_rows.unwrap_or(fill < HALF_ROWS_MAX_FILL),
-        gather_probe: tuning.gather_probe && x != XStaging::Memory && x_form.is_f16(),
+        gather_probe: !quant && tuning.gather_probe && x != XStaging::Memory && x_form.is_f16(),
         batch: Vec::new(),
         quant: None,
     }
