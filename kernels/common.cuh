@@ -211,15 +211,102 @@ __device__ __forceinline__ bool macko_stage_x_half(unsigned short* xh,
     return nonfinite;
 }
 
+// The values of a MACKO matrix, one word per aligned group of 8 entries (entry k of the group is
+// element k of the word, as nibble k of the group's code word): binary16 (MACKO-16-4, 16 bytes),
+// int8 codes (8 bytes, byte k) or int4 codes (4 bytes, nibble k), the last two with binary16
+// scales (MackoScales). Each layout loads a word, zeroes the entries a nibble mask leaves out, and
+// unpacks the 8 entries as f32 (the codes, not yet scaled).
+struct MackoF16 {
+    typedef uint4 Word;
+    static constexpr bool QUANT = false;
+    static __device__ __forceinline__ Word zero() { return make_uint4(0u, 0u, 0u, 0u); }
+    static __device__ __forceinline__ Word load(const Word* __restrict__ p, unsigned w) {
+        return macko_load_stream(p + w);
+    }
+    // Keeps entry k where nibble k of m is 0xf.
+    static __device__ __forceinline__ void mask(Word& v, unsigned m) {
+        // Byte j of ee (oo) is 0xff when entry 2j (2j + 1) is kept.
+        const unsigned ee = (m & 0x0f0f0f0fu) * 0x11u;
+        const unsigned oo = ((m >> 4) & 0x0f0f0f0fu) * 0x11u;
+        v.x &= __byte_perm(ee, oo, 0x4400);
+        v.y &= __byte_perm(ee, oo, 0x5511);
+        v.z &= __byte_perm(ee, oo, 0x6622);
+        v.w &= __byte_perm(ee, oo, 0x7733);
+    }
+    static __device__ __forceinline__ void unpack(const Word v, float (&a)[8]) {
+        macko_unpack2(v.x, a[0], a[1]);
+        macko_unpack2(v.y, a[2], a[3]);
+        macko_unpack2(v.z, a[4], a[5]);
+        macko_unpack2(v.w, a[6], a[7]);
+    }
+};
+
+// An f32 from the unsigned byte in the low 8 bits of `b` offset by 2^23: the word 0x4B0000bb is
+// the float 2^23 + b exactly, so one PRMT builds it and one FADD removes the offset (cheaper than
+// an integer-to-float conversion, which runs at a quarter of the FADD rate).
+#define MACKO_MAGIC 0x4B000000u
+
+// int8 codes: byte k of the word is entry k, two's complement.
+struct MackoI8 {
+    typedef uint2 Word;
+    static constexpr bool QUANT = true;
+    static __device__ __forceinline__ Word zero() { return make_uint2(0u, 0u); }
+    static __device__ __forceinline__ Word load(const Word* __restrict__ p, unsigned w) {
+        return macko_load_stream(p + w);
+    }
+    static __device__ __forceinline__ void mask(Word& v, unsigned m) {
+        const unsigned ee = (m & 0x0f0f0f0fu) * 0x11u;
+        const unsigned oo = ((m >> 4) & 0x0f0f0f0fu) * 0x11u;
+        v.x &= __byte_perm(ee, oo, 0x5140);
+        v.y &= __byte_perm(ee, oo, 0x7362);
+    }
+    static __device__ __forceinline__ void unpack(const Word v, float (&a)[8]) {
+        // Flipping the sign bits turns code q into the unsigned q + 128.
+        const unsigned lo = v.x ^ 0x80808080u, hi = v.y ^ 0x80808080u;
+        constexpr float OFFSET = 8388608.0f + 128.0f;
+#pragma unroll
+        for (unsigned k = 0; k < 4u; ++k) {
+            a[k] = __uint_as_float(__byte_perm(lo, MACKO_MAGIC, 0x7440u | k)) - OFFSET;
+            a[4u + k] = __uint_as_float(__byte_perm(hi, MACKO_MAGIC, 0x7440u | k)) - OFFSET;
+        }
+    }
+};
+
+// int4 codes: nibble k of the word is entry k, two's complement (the layout of the gap codes).
+struct MackoI4 {
+    typedef unsigned Word;
+    static constexpr bool QUANT = true;
+    static __device__ __forceinline__ Word zero() { return 0u; }
+    static __device__ __forceinline__ Word load(const Word* __restrict__ p, unsigned w) {
+        return macko_load_stream(p + w);
+    }
+    static __device__ __forceinline__ void mask(Word& v, unsigned m) { v &= m; }
+    static __device__ __forceinline__ void unpack(const Word v, float (&a)[8]) {
+        // Flipping the sign bits turns code q into the unsigned q + 8; the even entries' nibbles
+        // in bytes 0..3 of one word, the odd entries' in another.
+        const unsigned u = v ^ 0x88888888u;
+        const unsigned even = u & 0x0f0f0f0fu, odd = (u >> 4) & 0x0f0f0f0fu;
+        constexpr float OFFSET = 8388608.0f + 8.0f;
+#pragma unroll
+        for (unsigned k = 0; k < 4u; ++k) {
+            a[2u * k] = __uint_as_float(__byte_perm(even, MACKO_MAGIC, 0x7440u | k)) - OFFSET;
+            a[2u * k + 1u] = __uint_as_float(__byte_perm(odd, MACKO_MAGIC, 0x7440u | k)) - OFFSET;
+        }
+    }
+};
+
 // MACKO-16-4 decoding, shared by the single-vector kernels (macko.cu) and the few-token ones
 // (batch.cu).
 
 // Masks the entries of group `w` that lie outside the row's [start, end): their codes and values
-// become 0. Returns in lo/hi the range [lo, hi) of the group's 8 entries that belong to the row.
-// Only a row's first and last groups (and groups past the row's end, already zero) are partial,
-// so the masking runs on few lanes and the branch is usually skipped by the whole warp.
-__device__ __forceinline__ void macko_mask(unsigned w, unsigned start, unsigned end, uint4& v,
-                                           unsigned& c, unsigned& lo, unsigned& hi) {
+// (a word of layout V: binary16 unless the caller names another) become 0. Returns in lo/hi the
+// range [lo, hi) of the group's 8 entries that belong to the row. Only a row's first and last
+// groups (and groups past the row's end, already zero) are partial, so the masking runs on few
+// lanes and the branch is usually skipped by the whole warp.
+template <class V = MackoF16>
+__device__ __forceinline__ void macko_mask(unsigned w, unsigned start, unsigned end,
+                                           typename V::Word& v, unsigned& c, unsigned& lo,
+                                           unsigned& hi) {
     const unsigned first = w * 8u;
     lo = start > first ? min(start - first, 8u) : 0u;
     hi = end > first ? min(end - first, 8u) : 0u;
@@ -227,13 +314,7 @@ __device__ __forceinline__ void macko_mask(unsigned w, unsigned start, unsigned 
         // Nibble k of m is 0xf when entry k is in the row (hi >= lo always holds here).
         const unsigned m = (unsigned)((1ull << (4u * hi)) - (1ull << (4u * lo)));
         c &= m;
-        // Byte j of ee (oo) is 0xff when entry 2j (2j + 1) is in the row.
-        const unsigned ee = (m & 0x0f0f0f0fu) * 0x11u;
-        const unsigned oo = ((m >> 4) & 0x0f0f0f0fu) * 0x11u;
-        v.x &= __byte_perm(ee, oo, 0x4400);
-        v.y &= __byte_perm(ee, oo, 0x5511);
-        v.z &= __byte_perm(ee, oo, 0x6622);
-        v.w &= __byte_perm(ee, oo, 0x7733);
+        V::mask(v, m);
     }
 }
 
@@ -270,21 +351,22 @@ __device__ __forceinline__ void macko_scan_pair(unsigned pl_a, unsigned ph_a, un
     excl = incl - packed;
 }
 
-// Loads the batch of groups {w0 + L·u + sub : u < CH} below w_end (values and codes); groups at or
-// past w_end read as zero (no entries, no column advance).
-template <unsigned L, int CH>
-__device__ __forceinline__ void macko_load_batch(const uint4* __restrict__ values,
+// Loads the batch of groups {w0 + L·u + sub : u < CH} below w_end (values of layout V, binary16
+// unless the caller names another, and codes); groups at or past w_end read as zero (no entries,
+// no column advance).
+template <unsigned L, int CH, class V = MackoF16>
+__device__ __forceinline__ void macko_load_batch(const typename V::Word* __restrict__ values,
                                                  const unsigned* __restrict__ codes, unsigned w0,
-                                                 unsigned w_end, unsigned sub, uint4 (&v)[CH],
-                                                 unsigned (&c)[CH]) {
+                                                 unsigned w_end, unsigned sub,
+                                                 typename V::Word (&v)[CH], unsigned (&c)[CH]) {
 #pragma unroll
     for (int u = 0; u < CH; ++u) {
         const unsigned w = w0 + L * u + sub;
         if (w < w_end) {
-            v[u] = macko_load_stream(values + w);
+            v[u] = V::load(values, w);
             c[u] = macko_load_stream(codes + w);
         } else {
-            v[u] = make_uint4(0u, 0u, 0u, 0u);
+            v[u] = V::zero();
             c[u] = 0u;
         }
     }

@@ -1,7 +1,8 @@
 // The MACKO row kernel y = A·x (see ../docs/FORMAT.md and README.md), generic over the values'
 // layout: binary16 (MACKO-16-4, entry points in macko.cu) or int8 / int4 codes with binary16
 // scales (macko_quant.cu). Only the load, masking and unpacking of a group's value word and the
-// scaling differ (the value traits below); the decoding of the gap codes is one code.
+// scaling differ (the value layouts MackoF16, MackoI8 and MackoI4 of common.cuh); the decoding
+// of the gap codes is one code.
 //
 // One team per work item — a warp, or a half-warp (two items side by side) for short rows or
 // where that spreads the rows more evenly; the host chooses per matrix — items handed out
@@ -69,90 +70,6 @@
 // (kernels/README.md, "Warps numbered across blocks"): 5120² at d = 0.1 74 → 83 % of the ceiling,
 // 13824×5120 at d = 0.1 +5.6 points, 7168² and 9216² +2 to +3; the losses 20480×3584 −1.0 / −1.6
 // at d = 0.1 / 0.3 and 4096² −0.8 at d = 0.1.
-
-// The values of a MACKO matrix, one word per aligned group of 8 entries (entry k of the group is
-// element k of the word, as nibble k of the group's code word): binary16 (MACKO-16-4, 16 bytes),
-// int8 codes (8 bytes, byte k) or int4 codes (4 bytes, nibble k), the last two with binary16
-// scales (MackoScales). Each layout loads a word, zeroes the entries a nibble mask leaves out, and
-// unpacks the 8 entries as f32 (the codes, not yet scaled).
-struct MackoF16 {
-    typedef uint4 Word;
-    static constexpr bool QUANT = false;
-    static __device__ __forceinline__ Word zero() { return make_uint4(0u, 0u, 0u, 0u); }
-    static __device__ __forceinline__ Word load(const Word* __restrict__ p, unsigned w) {
-        return macko_load_stream(p + w);
-    }
-    // Keeps entry k where nibble k of m is 0xf.
-    static __device__ __forceinline__ void mask(Word& v, unsigned m) {
-        // Byte j of ee (oo) is 0xff when entry 2j (2j + 1) is kept.
-        const unsigned ee = (m & 0x0f0f0f0fu) * 0x11u;
-        const unsigned oo = ((m >> 4) & 0x0f0f0f0fu) * 0x11u;
-        v.x &= __byte_perm(ee, oo, 0x4400);
-        v.y &= __byte_perm(ee, oo, 0x5511);
-        v.z &= __byte_perm(ee, oo, 0x6622);
-        v.w &= __byte_perm(ee, oo, 0x7733);
-    }
-    static __device__ __forceinline__ void unpack(const Word v, float (&a)[8]) {
-        macko_unpack2(v.x, a[0], a[1]);
-        macko_unpack2(v.y, a[2], a[3]);
-        macko_unpack2(v.z, a[4], a[5]);
-        macko_unpack2(v.w, a[6], a[7]);
-    }
-};
-
-// An f32 from the unsigned byte in the low 8 bits of `b` offset by 2^23: the word 0x4B0000bb is
-// the float 2^23 + b exactly, so one PRMT builds it and one FADD removes the offset (cheaper than
-// an integer-to-float conversion, which runs at a quarter of the FADD rate).
-#define MACKO_MAGIC 0x4B000000u
-
-// int8 codes: byte k of the word is entry k, two's complement.
-struct MackoI8 {
-    typedef uint2 Word;
-    static constexpr bool QUANT = true;
-    static __device__ __forceinline__ Word zero() { return make_uint2(0u, 0u); }
-    static __device__ __forceinline__ Word load(const Word* __restrict__ p, unsigned w) {
-        return macko_load_stream(p + w);
-    }
-    static __device__ __forceinline__ void mask(Word& v, unsigned m) {
-        const unsigned ee = (m & 0x0f0f0f0fu) * 0x11u;
-        const unsigned oo = ((m >> 4) & 0x0f0f0f0fu) * 0x11u;
-        v.x &= __byte_perm(ee, oo, 0x5140);
-        v.y &= __byte_perm(ee, oo, 0x7362);
-    }
-    static __device__ __forceinline__ void unpack(const Word v, float (&a)[8]) {
-        // Flipping the sign bits turns code q into the unsigned q + 128.
-        const unsigned lo = v.x ^ 0x80808080u, hi = v.y ^ 0x80808080u;
-        constexpr float OFFSET = 8388608.0f + 128.0f;
-#pragma unroll
-        for (unsigned k = 0; k < 4u; ++k) {
-            a[k] = __uint_as_float(__byte_perm(lo, MACKO_MAGIC, 0x7440u | k)) - OFFSET;
-            a[4u + k] = __uint_as_float(__byte_perm(hi, MACKO_MAGIC, 0x7440u | k)) - OFFSET;
-        }
-    }
-};
-
-// int4 codes: nibble k of the word is entry k, two's complement (the layout of the gap codes).
-struct MackoI4 {
-    typedef unsigned Word;
-    static constexpr bool QUANT = true;
-    static __device__ __forceinline__ Word zero() { return 0u; }
-    static __device__ __forceinline__ Word load(const Word* __restrict__ p, unsigned w) {
-        return macko_load_stream(p + w);
-    }
-    static __device__ __forceinline__ void mask(Word& v, unsigned m) { v &= m; }
-    static __device__ __forceinline__ void unpack(const Word v, float (&a)[8]) {
-        // Flipping the sign bits turns code q into the unsigned q + 8; the even entries' nibbles
-        // in bytes 0..3 of one word, the odd entries' in another.
-        const unsigned u = v ^ 0x88888888u;
-        const unsigned even = u & 0x0f0f0f0fu, odd = (u >> 4) & 0x0f0f0f0fu;
-        constexpr float OFFSET = 8388608.0f + 8.0f;
-#pragma unroll
-        for (unsigned k = 0; k < 4u; ++k) {
-            a[2u * k] = __uint_as_float(__byte_perm(even, MACKO_MAGIC, 0x7440u | k)) - OFFSET;
-            a[2u * k + 1u] = __uint_as_float(__byte_perm(odd, MACKO_MAGIC, 0x7440u | k)) - OFFSET;
-        }
-    }
-};
 
 // The scales of int8 / int4 values (unused for binary16). Per row (grouped false): the row's sum
 // of codes times x is multiplied by scales[row] once, where it is stored. Per group of G values
@@ -277,40 +194,6 @@ __device__ __forceinline__ bool macko_stage_x_as(float* xs, const unsigned short
     return macko_stage_x<XM == MACKO_XP>(xs, x, cols);
 }
 
-// macko_mask and macko_load_batch (common.cuh) for values of any layout V.
-template <class V>
-__device__ __forceinline__ void macko_mask_v(unsigned w, unsigned start, unsigned end,
-                                             typename V::Word& v, unsigned& c, unsigned& lo,
-                                             unsigned& hi) {
-    const unsigned first = w * 8u;
-    lo = start > first ? min(start - first, 8u) : 0u;
-    hi = end > first ? min(end - first, 8u) : 0u;
-    if (lo != 0u || hi != 8u) {
-        // Nibble k of m is 0xf when entry k is in the row (hi >= lo always holds here).
-        const unsigned m = (unsigned)((1ull << (4u * hi)) - (1ull << (4u * lo)));
-        c &= m;
-        V::mask(v, m);
-    }
-}
-
-template <class V, unsigned L, int CH>
-__device__ __forceinline__ void macko_load_batch_v(const typename V::Word* __restrict__ values,
-                                                   const unsigned* __restrict__ codes, unsigned w0,
-                                                   unsigned w_end, unsigned sub,
-                                                   typename V::Word (&v)[CH], unsigned (&c)[CH]) {
-#pragma unroll
-    for (int u = 0; u < CH; ++u) {
-        const unsigned w = w0 + L * u + sub;
-        if (w < w_end) {
-            v[u] = V::load(values, w);
-            c[u] = macko_load_stream(codes + w);
-        } else {
-            v[u] = V::zero();
-            c[u] = 0u;
-        }
-    }
-}
-
 // Asks L2 for the groups {w + L·k + sub : k < CH} below w_end (values and codes).
 template <class V, unsigned L, int CH>
 __device__ __forceinline__ void macko_prefetch_batch(const typename V::Word* __restrict__ values,
@@ -369,13 +252,13 @@ __device__ __forceinline__ float macko_row(const typename V::Word* __restrict__ 
         const bool more = wb + L * CH < w_end;
         if (PIPE) {
             if (more) {
-                macko_load_batch_v<V, L, CH>(values, codes, wb + L * CH, w_end, sub, vn, cn);
+                macko_load_batch<L, CH, V>(values, codes, wb + L * CH, w_end, sub, vn, cn);
             } else if (!loaded_next) {
-                macko_load_batch_v<V, L, CH>(values, codes, next_start >> 3, next_w_end, sub, vn, cn);
+                macko_load_batch<L, CH, V>(values, codes, next_start >> 3, next_w_end, sub, vn, cn);
                 loaded_next = true;
             }
         } else {
-            macko_load_batch_v<V, L, CH>(values, codes, wb, w_end, sub, v, c);
+            macko_load_batch<L, CH, V>(values, codes, wb, w_end, sub, v, c);
         }
 #pragma unroll
         for (int p = 0; p < CH; p += 2) {
@@ -391,8 +274,8 @@ __device__ __forceinline__ float macko_row(const typename V::Word* __restrict__ 
                     hi_a = wa < w_end ? 8u : 0u;
                     hi_b = wa + L < w_end ? 8u : 0u;
                 } else {
-                    macko_mask_v<V>(wa, start, end, v[p], c[p], lo_a, hi_a);
-                    macko_mask_v<V>(wa + L, start, end, v[p + 1], c[p + 1], lo_b, hi_b);
+                    macko_mask<V>(wa, start, end, v[p], c[p], lo_a, hi_a);
+                    macko_mask<V>(wa + L, start, end, v[p + 1], c[p + 1], lo_b, hi_b);
                 }
             }
             unsigned pl_a, ph_a, pl_b, ph_b;
@@ -434,7 +317,7 @@ __device__ __forceinline__ float macko_row(const typename V::Word* __restrict__ 
     if (PIPE) {
         // An item without a batch (empty, group-aligned) never reached its last batch.
         if (!loaded_next) {
-            macko_load_batch_v<V, L, CH>(values, codes, next_start >> 3, next_w_end, sub, vn, cn);
+            macko_load_batch<L, CH, V>(values, codes, next_start >> 3, next_w_end, sub, vn, cn);
         }
 #pragma unroll
         for (int u = 0; u < CH; ++u) {
@@ -529,7 +412,7 @@ __device__ __forceinline__ void macko_spmv_impl(const unsigned* __restrict__ row
     unsigned c[CH];
     if (PIPE) {
         // The first batch is on its way while the block stages x.
-        macko_load_batch_v<V, L, CH>(values, codes, it.start >> 3, (it.end + 7u) >> 3, sub, v, c);
+        macko_load_batch<L, CH, V>(values, codes, it.start >> 3, (it.end + 7u) >> 3, sub, v, c);
     }
     bool finite_x = false;
     if (XM != MACKO_XG) {
