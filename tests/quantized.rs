@@ -39,7 +39,7 @@ fn upload_quant(label: &str, dev: &Device, m: MatrixRef<'_>) -> DeviceMatrix {
 }
 
 #[test]
-fn quantized_products_agree_or_are_refused_on_every_device() {
+fn quantized_products_agree_on_every_device() {
     let shapes = [
         (1, 1, 1.0),
         (31, 33, 0.3),
