@@ -1,6 +1,8 @@
 //! Every linear weight of a real checkpoint, pruned, encoded and multiplied on every available
-//! backend with activation-like inputs, each product checked against the f64 reference: the
-//! code behind the `pruned_checkpoint` example and the real-model test.
+//! backend with activation-like inputs, each product checked against the f64 reference
+//! ([`check_layer`], or [`check_product`] for the same matrix with quantized values), and how far
+//! the stored layer's output is from the original and the pruned f16 layer's
+//! ([`output_error`]): the code behind the `pruned_checkpoint` example and the real-model test.
 //!
 //! ```no_run
 //! use macko::checkpoint::{products, Checkpoint};
@@ -18,7 +20,7 @@
 //! ```
 
 use half::f16;
-use macko_format::{reference, DenseMatrix, MackoMatrix};
+use macko_format::{reference, DenseMatrix, MackoMatrix, MatrixRef};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -121,22 +123,43 @@ pub struct ProductCheck {
 
 /// Multiplies the layer's MACKO matrix by `x` on each device (f32 output), compares every row
 /// with the f64 reference product of the stored weights, and times `timed_runs` products (after
-/// two untimed ones) for the median.
+/// two untimed ones) for the median. [`check_product`] with `layer.macko`.
 pub fn check_layer(
     layer: &LinearLayer,
     x: &[f16],
     devices: &[Device],
     timed_runs: usize,
 ) -> Result<Vec<ProductCheck>> {
-    let reference = reference::spmv_macko(&layer.macko, x)?;
-    let rows = layer.macko.rows();
+    check_product((&layer.macko).into(), x, devices, timed_runs)
+}
+
+/// Multiplies `stored` (any format: a layer's MACKO matrix, or its values quantized) by `x` on
+/// each device (f32 output), compares every row with the f64 reference product of the stored
+/// matrix (for quantized values, the exact `scale · q`: the dequantized matrix), and times
+/// `timed_runs` products (after two untimed ones) for the median.
+pub fn check_product(
+    stored: MatrixRef<'_>,
+    x: &[f16],
+    devices: &[Device],
+    timed_runs: usize,
+) -> Result<Vec<ProductCheck>> {
+    let reference = reference::spmv(stored, x)?;
+    let rows = stored.rows();
     let mut out = Vec::with_capacity(devices.len());
     for dev in devices {
-        let a = dev.upload(&layer.macko)?;
+        let a = dev.upload(stored)?;
         let x_dev = dev.upload_vector(x)?;
         let mut y_dev = dev.zeros(rows, Precision::F32)?;
         dev.spmv(&a, &x_dev, &mut y_dev)?;
         let y = dev.download(&y_dev)?.to_f64();
+        if y.len() != rows {
+            return Err(crate::Error::ShapeMismatch {
+                what: "downloaded y (matrix rows)",
+                expected: rows,
+                found: y.len(),
+            }
+            .into());
+        }
         let mut max_abs_error = 0.0f64;
         let mut worst = 0.0f64;
         let mut disagreeing_rows = 0;
@@ -156,14 +179,6 @@ pub fn check_layer(
                 disagreeing_rows += 1;
             }
         }
-        if y.len() != rows {
-            return Err(crate::Error::ShapeMismatch {
-                what: "downloaded y (matrix rows)",
-                expected: rows,
-                found: y.len(),
-            }
-            .into());
-        }
         let mut times = dev.time_spmv(&[&a], &x_dev, &mut y_dev, 2, timed_runs.max(1))?;
         times.sort_by(f64::total_cmp);
         out.push(ProductCheck {
@@ -180,16 +195,118 @@ pub fn check_layer(
 /// How much pruning changes the layer's output for `x`: ‖W_pruned·x − W·x‖ / ‖W·x‖ in f64 (0
 /// when nothing was pruned). This is the cost of pruning, not an error of any backend.
 pub fn pruning_change(layer: &LinearLayer, x: &[f16]) -> Result<f64> {
-    let full = reference::spmv_dense(&layer.dense, x)?;
-    let pruned = reference::spmv_macko(&layer.macko, x)?;
-    let (mut diff, mut norm) = (0.0f64, 0.0f64);
-    for (a, b) in pruned.y.iter().zip(&full.y) {
-        diff += (a - b) * (a - b);
-        norm += b * b;
+    Ok(output_error(layer, (&layer.macko).into(), x)?.vs_dense)
+}
+
+/// How far a stored layer's output is from the layer's f16 outputs, for one input.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OutputError {
+    /// ‖y − y_dense‖ / ‖y_dense‖, y_dense = W·x with the original (unpruned) f16 weights:
+    /// everything the stored matrix loses, pruning and quantization together.
+    pub vs_dense: f64,
+    /// ‖y − y_pruned‖ / ‖y_pruned‖, y_pruned = W_pruned·x with the pruned f16 weights
+    /// (`layer.macko`): what storing the values differently (quantizing) adds; 0 for
+    /// `layer.macko` itself.
+    pub vs_pruned: f64,
+}
+
+/// The relative output errors of `stored`, a matrix made from the layer (its MACKO matrix, or
+/// that matrix's values quantized), for input `x`: y = stored·x against the dense and the
+/// pruned f16 products, all three exact f64 references ([`reference::spmv`]), so the figures
+/// are the format's, not any backend's. A relative error falls back to the absolute one when
+/// the f16 product is all zeros. A shape other than the layer's is an error naming both.
+pub fn output_error(layer: &LinearLayer, stored: MatrixRef<'_>, x: &[f16]) -> Result<OutputError> {
+    let (rows, cols) = (layer.dense.rows(), layer.dense.cols());
+    if stored.shape() != (rows, cols) {
+        return Err(macko_format::FormatError::Container {
+            context: format!("output error of {}", layer.name),
+            message: format!(
+                "the stored matrix is {}×{} but the layer is {rows}×{cols}",
+                stored.rows(),
+                stored.cols()
+            ),
+        }
+        .into());
     }
-    Ok(if norm > 0.0 {
+    let y = reference::spmv(stored, x)?.y;
+    let dense = reference::spmv_dense(&layer.dense, x)?.y;
+    let pruned = reference::spmv_macko(&layer.macko, x)?.y;
+    Ok(OutputError {
+        vs_dense: relative_distance(&y, &dense),
+        vs_pruned: relative_distance(&y, &pruned),
+    })
+}
+
+/// ‖y − want‖ / ‖want‖ (Euclidean norms, f64), or ‖y − want‖ where `want` is all zeros.
+fn relative_distance(y: &[f64], want: &[f64]) -> f64 {
+    let (diff, norm) = y
+        .iter()
+        .zip(want)
+        .fold((0.0f64, 0.0f64), |(diff, norm), (a, b)| {
+            (diff + (a - b) * (a - b), norm + b * b)
+        });
+    if norm > 0.0 {
         (diff / norm).sqrt()
     } else {
         diff.sqrt()
-    })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use macko_format::{QuantMackoMatrix, Quantization};
+
+    /// A 4×32 layer with no zero weight, pruned to half its weights.
+    fn layer() -> LinearLayer {
+        let values = (0..4 * 32)
+            .map(|i| f16::from_f32(((i * 7919 % 613) as f32 - 306.5) / 200.0))
+            .collect();
+        let dense = DenseMatrix::new(4, 32, values).expect("weights");
+        let pruned = prune::magnitude_per_row(&dense, 0.5).expect("prune");
+        LinearLayer {
+            name: "layer.weight".into(),
+            source_dtype: "F16".into(),
+            source_bytes: dense.bytes(),
+            nonzeros: pruned.count_nonzero(),
+            macko: MackoMatrix::from_dense(&pruned).expect("encode"),
+            dense,
+        }
+    }
+
+    #[test]
+    fn the_pruned_matrix_differs_from_the_dense_layer_only() {
+        let layer = layer();
+        let x = activation_like(32, 3);
+        let e = output_error(&layer, (&layer.macko).into(), &x).expect("errors");
+        assert_eq!(e.vs_pruned, 0.0);
+        assert!(e.vs_dense > 0.0 && e.vs_dense < 1.0, "{e:?}");
+        assert_eq!(pruning_change(&layer, &x).expect("change"), e.vs_dense);
+    }
+
+    #[test]
+    fn quantizing_adds_to_pruning_within_the_triangle_inequality() {
+        let layer = layer();
+        let x = activation_like(32, 4);
+        let pruning = output_error(&layer, (&layer.macko).into(), &x).expect("errors");
+        let q = QuantMackoMatrix::quantize(&layer.macko, Quantization::int4_per_group(8))
+            .expect("quantize");
+        let e = output_error(&layer, (&q).into(), &x).expect("errors");
+        assert!(e.vs_pruned > 0.0 && e.vs_pruned < 0.5, "{e:?}");
+        let c = pruning.vs_dense;
+        assert!(e.vs_dense <= c + e.vs_pruned * (1.0 + c) + 1e-12, "{e:?}");
+    }
+
+    #[test]
+    fn a_matrix_of_another_shape_is_an_error_naming_both() {
+        let layer = layer();
+        let other =
+            MackoMatrix::from_dense(&DenseMatrix::new(2, 32, vec![f16::ONE; 64]).expect("other"))
+                .expect("encode");
+        let e = output_error(&layer, (&other).into(), &activation_like(32, 5));
+        assert!(
+            e.is_err_and(|e| e.to_string().contains("2×32") && e.to_string().contains("4×32")),
+            "shape mismatch must be named"
+        );
+    }
 }
