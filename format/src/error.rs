@@ -331,6 +331,62 @@ pub enum FormatError {
         /// Its bits.
         bits: u16,
     },
+    /// 2:4: the arrays must have the lengths the shape gives.
+    #[error("2:4 (length): {what} needs {expected} elements, found {found}")]
+    Sparse24Length {
+        /// Which array.
+        what: &'static str,
+        /// Elements the shape needs.
+        expected: usize,
+        /// Elements given.
+        found: usize,
+    },
+    /// 2:4: the spare high nibble of an odd count of groups is 0.
+    #[error("2:4 (metadata tail): the spare nibble is {found:#x}, must be 0")]
+    Sparse24SpareNibble {
+        /// The nibble found.
+        found: u8,
+    },
+    /// 2:4: a group's two positions are increasing (first < second).
+    #[error(
+        "2:4 (positions): row {row}, group {group} stores positions {first} and {second}; the \
+         first must be below the second"
+    )]
+    Sparse24Positions {
+        /// Row of the group.
+        row: usize,
+        /// Group in the row.
+        group: usize,
+        /// The first position.
+        first: usize,
+        /// The second position.
+        second: usize,
+    },
+    /// 2:4: a position at or past the row's last column (padding) holds a zero value.
+    #[error("2:4 (padding): row {row} stores bits {bits:#06x} at column {col}, past the matrix")]
+    Sparse24PaddingNotZero {
+        /// Row.
+        row: usize,
+        /// The column past the end.
+        col: usize,
+        /// The value's bits.
+        bits: u16,
+    },
+    /// Encoding as given: a group of four columns holds at most two non-zeros.
+    #[error(
+        "not 2:4: row {row}, columns {first}..{end} hold {nonzeros} non-zeros (at most 2; prune \
+         to 2:4 instead)",
+        first = group * 4,
+        end = group * 4 + 4
+    )]
+    Not24 {
+        /// Row.
+        row: usize,
+        /// Group in the row (columns 4·group .. 4·group + 4).
+        group: usize,
+        /// Non-zeros found in it.
+        nonzeros: usize,
+    },
     /// A safetensors file could not be read or written, or holds something unexpected.
     #[error("{context}: {message}")]
     Container {

@@ -43,6 +43,7 @@ mod matrix;
 pub mod quant;
 pub mod reference;
 mod row_ptr;
+pub mod sparse24;
 pub mod storage;
 
 pub use container::MatrixFile;
@@ -56,3 +57,4 @@ pub use macko_quant::QuantMackoMatrix;
 pub use matrix::{AnyMatrix, MatrixKind, MatrixRef};
 pub use quant::{QuantBits, Quantization, ScaleLayout};
 pub use reference::OutputPrecision;
+pub use sparse24::Sparse24Matrix;

@@ -14,6 +14,7 @@ use crate::dense_quant::QuantDenseMatrix;
 use crate::error::{FormatError, Result};
 use crate::macko::MackoMatrix;
 use crate::macko_quant::QuantMackoMatrix;
+use crate::sparse24::Sparse24Matrix;
 
 /// The precision a backend returns y in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -167,6 +168,19 @@ pub fn spmv_dense(a: &DenseMatrix, x: &[f16]) -> Result<Reference> {
     let mut out = Reference::with_rows(a.rows());
     for r in 0..a.rows() {
         for (c, &v) in a.row(r).iter().enumerate() {
+            accumulate(&mut out, r, v, x[c]);
+        }
+    }
+    Ok(out)
+}
+
+/// Reference y = A·x for a 2:4 matrix; zero values (including the fill of groups with fewer
+/// than two non-zeros and the padding past the last column) contribute nothing, as in MACKO.
+pub fn spmv_sparse24(a: &Sparse24Matrix, x: &[f16]) -> Result<Reference> {
+    check_x(a.cols(), x)?;
+    let mut out = Reference::with_rows(a.rows());
+    for r in 0..a.rows() {
+        for (c, v) in a.row_entries(r).filter(|(_, v)| !is_zero(*v)) {
             accumulate(&mut out, r, v, x[c]);
         }
     }
