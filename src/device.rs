@@ -25,7 +25,22 @@ pub struct BackendStatus {
 
 static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
 
+/// A device, its matrices and its vectors can be shared by threads; this fails to compile if a
+/// change to a backend makes one of them lose `Send` or `Sync`.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<Device>();
+    send_sync::<DeviceMatrix>();
+    send_sync::<DeviceVector>();
+};
+
 /// A device that multiplies matrices by vectors: a CUDA GPU, a wgpu adapter or the CPU.
+///
+/// `Device` is `Send + Sync` and cheap to clone (clones share the device): any number of
+/// threads may upload, queue products, synchronize and download on it at once, and each gets
+/// the results it would get alone (tests/concurrency.rs checks this on every backend). On wgpu,
+/// uploads of large matrices and downloads go one at a time through the device's staging
+/// buffers, and a download also waits for the work other threads queued before it.
 ///
 /// ```
 /// use macko::{Device, MackoMatrix, Precision};

@@ -9,6 +9,7 @@
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
@@ -24,6 +25,16 @@ const STAGING_MIN: u64 = 64 << 10;
 /// the next submission) instead of a mapped staging buffer and a wait: uniform parameters and
 /// small vectors are written on every upload.
 const SMALL_WRITE: usize = 256 << 10;
+
+/// How long a map may take after the device has finished the work before it. The callback
+/// is due once the poll returns; only another thread, preempted while running it, can delay
+/// it, so this bound is only reached by a map that will never complete.
+const MAP_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long to wait for a map callback before polling the device again.
+const MAP_RECHECK: Duration = Duration::from_millis(5);
+
+/// What a map callback reports.
+type MapResult = std::result::Result<(), wgpu::BufferAsyncError>;
 
 /// Locks a mutex even if a panicking thread poisoned it: the data behind these locks (a
 /// staging buffer, a pending encoder) stays consistent between statements.
@@ -233,20 +244,60 @@ impl Gpu {
         Ok(b)
     }
 
-    /// Maps `buffer[..size]` and waits for it (the wait also covers the buffer's last use).
-    fn map(&self, buffer: &wgpu::Buffer, mode: wgpu::MapMode, size: u64) -> Result<()> {
+    /// Maps `buffer[..size]` and waits for this map's own callback (the wait also covers the
+    /// buffer's last use). The returned guard unmaps the buffer when dropped, on every path: a
+    /// map that failed or timed out still marks the buffer as mapped in wgpu, and left so it
+    /// would fail every later map of the same (shared) staging buffer.
+    pub(super) fn map<'b>(
+        &'b self,
+        buffer: &'b wgpu::Buffer,
+        mode: wgpu::MapMode,
+        size: u64,
+    ) -> Result<Mapped<'b>> {
         let (tx, rx) = mpsc::channel();
         buffer.slice(..size).map_async(mode, move |r| {
             let _ = tx.send(r);
         });
-        self.wait()?;
-        match rx.try_recv() {
-            Ok(Ok(())) => Ok(()),
-            Ok(Err(e)) => Err(backend_error(format!(
-                "mapping a staging buffer failed: {e}"
-            ))),
-            Err(_) => Err(backend_error("mapping a staging buffer never completed")),
+        let mapped = Mapped { gpu: self, buffer };
+        self.await_map(&rx)?;
+        Ok(mapped)
+    }
+
+    /// Polls the device until the map callback behind `rx` has run, or `MAP_TIMEOUT` passed.
+    ///
+    /// Whichever thread polls runs the callbacks that are due, so after this thread's poll
+    /// returns, its callback may still be about to run on another thread: hence the loop
+    /// rather than one look right after the poll.
+    pub(super) fn await_map(&self, rx: &mpsc::Receiver<MapResult>) -> Result<()> {
+        let deadline = Instant::now() + MAP_TIMEOUT;
+        loop {
+            self.wait()?;
+            match rx.recv_timeout(MAP_RECHECK) {
+                Ok(Ok(())) => return Ok(()),
+                Ok(Err(e)) => {
+                    return Err(backend_error(format!(
+                        "mapping a staging buffer failed: {e}"
+                    )))
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() < deadline => {}
+                Err(_) => {
+                    return Err(backend_error(format!(
+                        "mapping a staging buffer did not complete within {} s",
+                        MAP_TIMEOUT.as_secs()
+                    )))
+                }
+            }
         }
+    }
+
+    /// Unmaps `buffer`, whatever state its map is in: mapped, still pending (the map is
+    /// aborted), or failed. wgpu reports unmapping a buffer that is not mapped as a validation
+    /// error; that one is expected after a failed map, so it is caught here and dropped rather
+    /// than handed to the next call as someone else's error.
+    fn unmap(&self, buffer: &wgpu::Buffer) {
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
+        buffer.unmap();
+        let _ = pollster::block_on(scope.pop());
     }
 
     /// Copies `data` into `dst` from offset 0: small data through the queue, the rest through
@@ -274,16 +325,16 @@ impl Gpu {
                 wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
                 "upload staging",
             )?;
-            self.map(&staging, wgpu::MapMode::Write, n)?;
             {
+                let _mapped = self.map(&staging, wgpu::MapMode::Write, n)?;
                 let mut view = staging
                     .slice(..n)
                     .get_mapped_range_mut()
                     .map_err(|e| backend_error(format!("staging buffer not mapped: {e}")))?;
                 view.slice(..chunk.len()).copy_from_slice(chunk);
                 view.slice(chunk.len()..).fill(0);
+                // The view drops before `_mapped` unmaps (reverse order of declaration).
             }
-            staging.unmap();
             let mut encoder = self.encoder("upload");
             encoder.copy_buffer_to_buffer(&staging, 0, dst, i as u64 * STAGING_MAX, n);
             self.submit(encoder, what)?;
@@ -308,18 +359,33 @@ impl Gpu {
             let mut encoder = self.encoder("download");
             encoder.copy_buffer_to_buffer(src, offset, &staging, 0, n);
             self.submit(encoder, what)?;
-            self.map(&staging, wgpu::MapMode::Read, n)?;
             {
+                let _mapped = self.map(&staging, wgpu::MapMode::Read, n)?;
                 let view = staging
                     .slice(..n)
                     .get_mapped_range()
                     .map_err(|e| backend_error(format!("staging buffer not mapped: {e}")))?;
                 out.extend_from_slice(&view[..chunk as usize]);
             }
-            staging.unmap();
             offset += chunk;
         }
         Ok(out)
+    }
+}
+
+/// A buffer this thread has asked to map (and, once `Gpu::map` returns it, mapped), unmapped
+/// when dropped: after the copy through it, on an error, or when a panic unwinds.
+///
+/// The staging buffers are shared by every thread of the device; each is used by one thread at a
+/// time (its mutex is held from the map to the unmap), and none is ever left mapped.
+pub(super) struct Mapped<'b> {
+    gpu: &'b Gpu,
+    buffer: &'b wgpu::Buffer,
+}
+
+impl Drop for Mapped<'_> {
+    fn drop(&mut self) {
+        self.gpu.unmap(self.buffer);
     }
 }
 

@@ -244,6 +244,47 @@ mod tests {
         }
     }
 
+    /// Whichever thread polls runs the map callbacks that are due, so a thread's own callback
+    /// may run on another thread after its poll has returned; the wait must go on until it has.
+    #[test]
+    fn a_map_callback_run_late_by_another_thread_is_waited_for() {
+        let Some(b) = backend() else { return };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let _ = tx.send(Ok(()));
+        });
+        let waited = b.gpu.await_map(&rx);
+        late.join().unwrap();
+        assert!(waited.is_ok(), "{:?}", waited.err());
+    }
+
+    /// A map that fails must not leave the buffer marked as mapped: wgpu then fails every
+    /// later map of it, and the staging buffers are shared by all downloads and uploads.
+    #[test]
+    fn a_failed_map_leaves_the_buffer_usable() {
+        let Some(b) = backend() else { return };
+        let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
+        let buffer = b
+            .gpu
+            .create_buffer(256, usage, "staging under test")
+            .unwrap();
+        // A buffer made for writing cannot be mapped for reading: this map fails.
+        let failed = b.gpu.map(&buffer, wgpu::MapMode::Read, 256).map(|_| ());
+        assert!(failed.is_err(), "mapping for reading succeeded");
+        // Drop the validation error wgpu recorded for the failed map, if it is still there.
+        let _ = b.gpu.check();
+        for round in 0..3 {
+            let mapped = b.gpu.map(&buffer, wgpu::MapMode::Write, 256);
+            assert!(
+                mapped.is_ok(),
+                "map {round} after a failed one: {:?}",
+                mapped.err()
+            );
+        }
+        b.gpu.check().unwrap();
+    }
+
     #[test]
     fn a_lost_device_turns_every_later_call_into_an_error() {
         let Some(b) = backend() else { return };
