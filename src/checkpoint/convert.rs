@@ -16,6 +16,7 @@ use safetensors::SafeTensors;
 
 use super::accuracy::relative_error;
 use super::file::{Checkpoint, CheckpointError, Result, TensorEntry};
+use super::limits;
 use super::pattern::Pattern;
 use crate::prune;
 
@@ -254,6 +255,20 @@ fn select(ckpt: &Checkpoint, opts: &ConvertOptions) -> Result<Vec<String>> {
     Ok(selected)
 }
 
+/// The bounds of [`super::limits`] on every selected tensor, before the output is created or
+/// anything is decoded: a header can claim any shape, and only these checks keep a tiny file
+/// from asking for terabytes.
+fn check_limits(ckpt: &Checkpoint, selected: &[String]) -> Result<()> {
+    let limit = |error| CheckpointError::Limit {
+        file: ckpt.path().display().to_string(),
+        error,
+    };
+    for entry in selected.iter().filter_map(|n| ckpt.tensor(n)) {
+        limits::check_encodable(&entry.name, &entry.shape).map_err(limit)?;
+    }
+    Ok(())
+}
+
 /// ", e.g. a, b" listing names that share the longest prefix with `name`, to spot a typo.
 fn similar_names(tensors: &[TensorEntry], name: &str) -> String {
     let common = |t: &TensorEntry| {
@@ -383,6 +398,7 @@ pub fn convert(
     }
     let ckpt = Checkpoint::open(input)?;
     let selected = select(&ckpt, opts)?;
+    check_limits(&ckpt, &selected)?;
     // Created now, so an unwritable output fails before the work rather than after it.
     let temp = TempOutput::create(output)?;
     progress(Progress::Planned {

@@ -40,6 +40,16 @@ pub enum CheckpointError {
         /// What is wrong, naming the tensor or pattern.
         message: String,
     },
+    /// A selected tensor's shape, or the pruning asked for, breaks one of the bounds `convert`
+    /// checks before any work ([`super::limits`]).
+    #[error("{file}, {error}")]
+    Limit {
+        /// The checkpoint.
+        file: String,
+        /// The tensor, the value and the rule.
+        #[source]
+        error: super::limits::LimitError,
+    },
     /// The output could not be written (nothing is left behind).
     #[error("writing {path}: {message}")]
     Write {

@@ -27,6 +27,7 @@
 mod accuracy;
 mod convert;
 mod file;
+mod limits;
 mod pattern;
 pub mod products;
 mod verify;
@@ -36,6 +37,7 @@ pub use convert::{
     convert, describe_quantization, ConvertOptions, ConvertReport, CopiedTensor, Progress,
     TensorReport, CONVERT_METADATA_KEY, CONVERT_METADATA_PREFIX,
 };
+pub use limits::{LimitError, MAX_ROWS_BEYOND_ELEMENTS};
 pub use pattern::Pattern;
 pub use verify::{verify, MatrixCheck, VerifyReport, REL_ERROR_SLACK};
 

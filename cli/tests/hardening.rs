@@ -1,0 +1,143 @@
+//! Inputs a hostile user could give the `macko` command (issue 27): tiny checkpoints whose
+//! shapes ask for terabytes, converted files that claim huge matrices, tensor names holding
+//! newlines and terminal escapes, and bench arguments that measure nothing or cannot be held.
+//! Each must end in a one-line error and exit status 1, with nothing left behind.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+const BIN: &str = env!("CARGO_BIN_EXE_macko");
+
+/// A directory removed when the test ends.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(name: &str) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "macko-hardening-{}-{}-{name}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        Self(dir)
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+    /// Every file in the directory (hidden temporaries too), sorted.
+    fn files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .expect("read temp dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes a safetensors file of F32 tensors `(name, shape, values)` by hand, so that shapes
+/// and names no writer would produce can be tried.
+fn write_f32(path: &Path, tensors: &[(&str, Vec<usize>, Vec<f32>)]) {
+    let mut header = serde_json::Map::new();
+    let mut data = Vec::new();
+    for (name, shape, values) in tensors {
+        let start = data.len();
+        data.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+        header.insert(
+            name.to_string(),
+            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}),
+        );
+    }
+    let header = serde_json::Value::Object(header).to_string();
+    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+    bytes.extend_from_slice(header.as_bytes());
+    bytes.extend_from_slice(&data);
+    std::fs::write(path, bytes).expect("write test file");
+}
+
+fn macko(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
+    let mut cmd = Command::new(BIN);
+    for a in args {
+        cmd.arg(a);
+    }
+    cmd.output().expect("run the macko binary")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// Asserts exit status 1 and a single `error:` line on stderr holding every one of `needles`.
+fn assert_one_line_error(o: &Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "expected exit 1, stderr:\n{err}\nstdout:\n{}",
+        stdout(o)
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "not one line:\n{err}");
+    assert!(lines[0].starts_with("error: "), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
+    }
+}
+
+#[test]
+fn tiny_checkpoints_with_huge_shapes_are_refused_before_any_work() {
+    let dir = TempDir::new("shapes");
+    let output = dir.path("out.safetensors");
+    let cases: [(&str, Vec<usize>, &[&str]); 5] = [
+        // The 91-byte reproducer: 2^40 rows of no column aborted on an 8 TiB allocation.
+        (
+            "rows40",
+            vec![1 << 40, 0],
+            &["rows 1099511627776 exceed 4294967295"],
+        ),
+        // 2^62 rows panicked (capacity overflow).
+        (
+            "rows62",
+            vec![1 << 62, 0],
+            &["rows 4611686018427387904 exceed"],
+        ),
+        (
+            "cols40",
+            vec![0, 1 << 40],
+            &["columns 1099511627776 exceed"],
+        ),
+        // 2^26 rows fit u32 but took 1 GB and wrote 256 MiB from 86 bytes.
+        (
+            "rows26",
+            vec![1 << 26, 0],
+            &["67108864×0 holds 0 elements", "at most 65536 more rows"],
+        ),
+        ("rows65537", vec![65537, 0], &["65537×0", "at most 65536"]),
+    ];
+    for (file, shape, needles) in cases {
+        let input = dir.path(&format!("{file}.safetensors"));
+        write_f32(&input, &[("z.weight", shape.clone(), Vec::new())]);
+        let before = dir.files();
+        let o = macko(&[&"convert", &input, &output]);
+        let mut all = vec![file, "tensor `z.weight`"];
+        all.extend_from_slice(needles);
+        assert_one_line_error(&o, &all);
+        assert_eq!(dir.files(), before, "{shape:?} left something behind");
+    }
+    // At the bound, an empty matrix converts: its 65536 row offsets cost 256 KiB.
+    let input = dir.path("edge.safetensors");
+    write_f32(&input, &[("z.weight", vec![65536, 0], Vec::new())]);
+    let o = macko(&[&"convert", &input, &output]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}

@@ -1,0 +1,83 @@
+//! What a checkpoint's header may ask `convert` to do, checked before any work: every
+//! allocation the conversion makes must be justified by the bytes the input holds, or a small
+//! constant beyond them. A tensor's shape is the only thing a tiny file can make large, so the
+//! rules are on shapes:
+//!
+//! - rows and columns each fit in u32: the format's row offsets, column indices and the
+//!   kernels' indices are 32-bit, so a larger matrix could never be stored or multiplied;
+//! - a matrix has at most [`MAX_ROWS_BEYOND_ELEMENTS`] more rows than elements: encoding costs a
+//!   4-byte row offset (and a task) per row whatever the row holds, so a `[2^40, 0]` tensor of 0
+//!   data bytes would otherwise ask for 4 TiB;
+
+use thiserror::Error;
+
+/// How many more rows than elements a converted matrix may have: rows with no data still cost
+/// a 4-byte row offset each, and this bounds that cost (256 KiB) for a tensor of no data.
+pub const MAX_ROWS_BEYOND_ELEMENTS: u64 = 65_536;
+
+/// A selected tensor `convert` refuses before doing any work, naming the tensor, the value and
+/// the rule it breaks.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[non_exhaustive]
+pub enum LimitError {
+    /// A dimension does not fit in u32.
+    #[error(
+        "tensor `{tensor}`: {dim} {value} exceed {max}, the most a MACKO matrix can have \
+         (its offsets and indices are 32-bit)",
+        max = u32::MAX
+    )]
+    Dimension {
+        /// The tensor.
+        tensor: String,
+        /// `rows` or `columns`.
+        dim: &'static str,
+        /// The dimension's value.
+        value: usize,
+    },
+    /// Far more rows than the tensor has elements: its encoding would cost memory no byte of
+    /// the input accounts for.
+    #[error(
+        "tensor `{tensor}`: shape {rows}×{cols} holds {elements} elements, but encoding needs a \
+         4-byte row offset for each of its {rows} rows; a matrix may have at most \
+         {MAX_ROWS_BEYOND_ELEMENTS} more rows than elements"
+    )]
+    RowsWithoutData {
+        /// The tensor.
+        tensor: String,
+        /// Rows.
+        rows: usize,
+        /// Columns.
+        cols: usize,
+        /// rows × cols.
+        elements: u64,
+    },
+}
+
+/// Checks that tensor `name` of `shape` (selected for conversion) can be encoded within the
+/// bounds above; shapes of another rank are not matrices and pass. (Names and shapes rather
+/// than a `TensorEntry`, so that this leaf imports nothing of the module.) The shape's product saturates rather than wraps (it cannot overflow at all once both
+/// dimensions fit in u32).
+pub fn check_encodable(name: &str, shape: &[usize]) -> Result<(), LimitError> {
+    let [rows, cols] = shape[..] else {
+        return Ok(());
+    };
+    for (dim, value) in [("rows", rows), ("columns", cols)] {
+        if u32::try_from(value).is_err() {
+            return Err(LimitError::Dimension {
+                tensor: name.to_string(),
+                dim,
+                value,
+            });
+        }
+    }
+    let elements = (rows as u64).saturating_mul(cols as u64);
+    if rows as u64 > elements.saturating_add(MAX_ROWS_BEYOND_ELEMENTS) {
+        return Err(LimitError::RowsWithoutData {
+            tensor: name.to_string(),
+            rows,
+            cols,
+            elements,
+        });
+    }
+    Ok(())
+}
