@@ -7,6 +7,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use macko::format::container;
+use macko::half::f16;
+use macko::MackoMatrix;
+
 const BIN: &str = env!("CARGO_BIN_EXE_macko");
 
 /// A directory removed when the test ends.
@@ -140,4 +144,49 @@ fn tiny_checkpoints_with_huge_shapes_are_refused_before_any_work() {
     write_f32(&input, &[("z.weight", vec![65536, 0], Vec::new())]);
     let o = macko(&[&"convert", &input, &output]);
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// A valid MACKO file of one row and `cols` columns holding a single entry: a few hundred
+/// bytes, whatever `cols` claims.
+fn claimed_wide_matrix(path: &Path, cols: usize) {
+    let mut values = vec![f16::ZERO; 8];
+    values[0] = f16::from_f32(1.5);
+    let m = MackoMatrix::from_parts(1, cols, vec![0, 1], values, vec![0; 4]).expect("valid");
+    container::save(path, &[("w", (&m).into())]).expect("save");
+}
+
+#[test]
+fn verify_never_decodes_a_claimed_shape_to_dense() {
+    let dir = TempDir::new("verify");
+    let file = dir.path("wide.safetensors");
+    claimed_wide_matrix(&file, 1 << 45);
+    assert!(std::fs::metadata(&file).expect("stat").len() < 1000);
+    // Without a source: the structure is checked, nothing decoded.
+    let o = macko(&[&"verify", &file]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("1×35184372088832"), "{}", stdout(&o));
+    // With a source of another shape: the shapes differ, and nothing was decoded to find out
+    // (2^45 columns aborted on a 64 TiB allocation).
+    let source = dir.path("source.safetensors");
+    write_f32(&source, &[("w", vec![1, 4], vec![1.5, 0.0, 0.0, 0.0])]);
+    let o = macko(&[&"verify", &file, &"--against", &source]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("the source is 1×4, the stored matrix 1×35184372088832"),
+        "{}",
+        stderr(&o)
+    );
+    // Compared row by row, an equal source still passes and a different element is named.
+    let narrow = dir.path("narrow.safetensors");
+    claimed_wide_matrix(&narrow, 4);
+    let o = macko(&[&"verify", &narrow, &"--against", &source]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let other = dir.path("other.safetensors");
+    write_f32(&other, &[("w", vec![1, 4], vec![1.5, 0.0, 2.0, 0.0])]);
+    let o = macko(&[&"verify", &narrow, &"--against", &other]);
+    assert!(
+        stderr(&o).contains("element (0, 2) is 0 (0x0000) but the source has 2 (0x4000)"),
+        "{}",
+        stderr(&o)
+    );
 }

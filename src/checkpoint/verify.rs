@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use half::f16;
 use macko_format::container::{self, AnyMatrix, MatrixFile, MatrixKind};
 use macko_format::{is_zero, DenseMatrix, QuantBits, Quantization, ScaleLayout};
 
@@ -180,17 +181,22 @@ fn recorded_quant(
     Ok((quantization, rel_error))
 }
 
-/// A matrix as dense binary16, for the bit-for-bit comparison of f16 values with their source
-/// (decoded only then: a quantized matrix is held to its recorded error instead, and decoding a
-/// large matrix that is not compared would only cost memory).
-fn decode(m: &AnyMatrix) -> macko_format::Result<DenseMatrix> {
+/// Writes row `r` of a matrix of f16 values into `row` (its `cols` elements, zeros where
+/// nothing is stored), for the bit-for-bit comparison with the source. One row at a time, so
+/// that checking a matrix costs one row of memory beyond the source, whatever shape the file
+/// claims. Quantized matrices are never decoded (they are held to their recorded error), so they
+/// have no row here.
+fn decode_row(m: &AnyMatrix, r: usize, row: &mut [f16]) -> bool {
+    row.fill(f16::ZERO);
     match m {
-        AnyMatrix::Macko(m) => m.to_dense(),
-        AnyMatrix::Csr(m) => m.to_dense(),
-        AnyMatrix::Dense(m) => Ok(m.clone()),
-        AnyMatrix::MackoQuant(m) => m.dequantize(),
-        AnyMatrix::DenseQuant(m) => m.dequantize(),
+        AnyMatrix::Macko(m) => m.row_entries(r).for_each(|(c, v)| row[c] = v),
+        AnyMatrix::Csr(m) => m
+            .row_range(r)
+            .for_each(|i| row[m.col_idx()[i] as usize] = m.values()[i]),
+        AnyMatrix::Dense(m) => row.copy_from_slice(m.row(r)),
+        AnyMatrix::MackoQuant(_) | AnyMatrix::DenseQuant(_) => return false,
     }
+    true
 }
 
 /// `int8 per row`, or `f16 values` for none: a quantization as a problem names it.
@@ -200,31 +206,60 @@ fn describe(q: Option<Quantization>) -> String {
 
 /// The first element where `stored` and `expected` differ, as the rule-naming message. Equal
 /// means equal bits, except that ±0.0 are one value: the format does not preserve −0.0.
-fn first_difference(stored: &DenseMatrix, expected: &DenseMatrix, what: &str) -> Option<String> {
-    if (stored.rows(), stored.cols()) != (expected.rows(), expected.cols()) {
+///
+/// The shapes are compared before anything is decoded, and then one row at a time: a file that
+/// claims a huge shape costs nothing beyond the source it is compared with.
+fn first_difference(stored: &AnyMatrix, expected: &DenseMatrix, what: &str) -> Option<String> {
+    let (rows, cols) = (expected.rows(), expected.cols());
+    if (stored.rows(), stored.cols()) != (rows, cols) {
         return Some(format!(
-            "source check: the source{what} is {}×{}, the stored matrix {}×{}",
-            expected.rows(),
-            expected.cols(),
+            "source check: the source{what} is {rows}×{cols}, the stored matrix {}×{}",
             stored.rows(),
             stored.cols()
         ));
     }
-    let cols = stored.cols().max(1);
-    let (s, e) = (stored.values(), expected.values());
-    let differs = |i: usize| s[i].to_bits() != e[i].to_bits() && !(is_zero(s[i]) && is_zero(e[i]));
-    let first = (0..s.len()).find(|&i| differs(i))?;
-    let count = (first..s.len()).filter(|&i| differs(i)).count();
+    let differs = |s: f16, e: f16| s.to_bits() != e.to_bits() && !(is_zero(s) && is_zero(e));
+    // A row's worth is justified by the source only when it has a row.
+    let mut row = vec![f16::ZERO; if rows == 0 { 0 } else { cols }];
+    let (mut first, mut count) = (None, 0usize);
+    for r in 0..rows {
+        if !decode_row(stored, r, &mut row) {
+            return Some(format!(
+                "source check: a {} matrix has no f16 values to compare bit for bit",
+                stored.kind().as_str()
+            ));
+        }
+        for (c, (&s, &e)) in row.iter().zip(expected.row(r)).enumerate() {
+            if differs(s, e) {
+                first = first.or(Some((r, c, s, e)));
+                count += 1;
+            }
+        }
+    }
+    let (r, c, s, e) = first?;
     Some(format!(
-        "source check (decoded equals the f16 source{what}, bit for bit): element ({}, {}) is \
-         {} (0x{:04x}) but the source has {} (0x{:04x}); {count} element(s) differ",
-        first / cols,
-        first % cols,
-        s[first],
-        s[first].to_bits(),
-        e[first],
-        e[first].to_bits()
+        "source check (decoded equals the f16 source{what}, bit for bit): element ({r}, {c}) is \
+         {s} (0x{:04x}) but the source has {e} (0x{:04x}); {count} element(s) differ",
+        s.to_bits(),
+        e.to_bits()
     ))
+}
+
+/// The source check's first question, asked before the source is decoded or pruned: does the
+/// source's tensor of the same name have the stored matrix's shape? (Neither side's work may
+/// depend on a shape the other does not share.) `None` when they agree or the source has no
+/// such tensor (its decoding then names the problem).
+fn shape_difference(src: &Checkpoint, name: &str, stored: &AnyMatrix) -> Option<String> {
+    let entry = src.tensor(name)?;
+    let shape = [stored.rows(), stored.cols()];
+    (entry.shape != shape).then(|| {
+        format!(
+            "source check: the source is {}, the stored matrix {}×{}",
+            entry.shape_text(),
+            shape[0],
+            shape[1]
+        )
+    })
 }
 
 /// Checks every matrix the file's metadata describes.
@@ -234,8 +269,10 @@ fn first_difference(stored: &DenseMatrix, expected: &DenseMatrix, what: &str) ->
 /// `against`, each matrix is also compared with the tensor of the same name in the source,
 /// converted to binary16 as `convert` does and, where the conversion record
 /// (`macko-convert.NAME`) names a pruning density, pruned the same way. A matrix of f16 values
-/// is decoded to dense and must equal it bit for bit (±0.0 count as one value, since the format
-/// stores −0.0 as +0.0). A quantized matrix must be quantized as its record says (`quantize`,
+/// must have the source's shape (checked first, from the headers) and equal it bit for bit,
+/// decoded one row at a time (±0.0 count as one value, since the format stores −0.0 as +0.0).
+/// Without `against` nothing is decoded: the arrays' rules are checked where they lie, so a
+/// file claiming a huge shape costs no more than its bytes. A quantized matrix must be quantized as its record says (`quantize`,
 /// `group`), and the relative error of its products against the source's, recomputed with the
 /// same seeded vectors ([`super::relative_error`]), must not exceed the recorded `rel_error` by
 /// more than [`REL_ERROR_SLACK`]: that is exactly what `convert` promised.
@@ -313,6 +350,9 @@ pub fn verify(file: &std::path::Path, against: Option<&std::path::Path>) -> Resu
                 let record = conversion_record(&f, &info.name)?;
                 let prune_to = recorded_prune(record.as_ref())?;
                 check.prune_to = prune_to;
+                if let Some(problem) = shape_difference(src, &info.name, &matrix) {
+                    return Ok(vec![problem]);
+                }
                 let mut expected = src.dense(&info.name).map_err(|e| e.to_string())?;
                 let mut what = String::new();
                 if let Some(d) = prune_to {
@@ -334,8 +374,7 @@ pub fn verify(file: &std::path::Path, against: Option<&std::path::Path>) -> Resu
                     ));
                 }
                 if stored_quant.is_none() {
-                    let decoded = decode(&matrix).map_err(|e| format!("decoding: {e}"))?;
-                    problems.extend(first_difference(&decoded, &expected, &what));
+                    problems.extend(first_difference(&matrix, &expected, &what));
                     return Ok(problems);
                 }
                 // Quantized values are not the source's: what `convert` promised is that W·x
