@@ -9,6 +9,7 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::error::CliError;
+use crate::text::printable;
 use macko::checkpoint::{
     self, describe_quantization, human_bytes, CheckpointError, ConvertOptions, ConvertReport,
     Pattern, Progress, ERROR_VECTORS,
@@ -84,7 +85,7 @@ fn print_report(report: &ConvertReport) {
     let name_width = report
         .converted
         .iter()
-        .map(|t| t.name.chars().count())
+        .map(|t| printable(&t.name).chars().count())
         .max()
         .unwrap_or(6)
         .max(6);
@@ -115,7 +116,7 @@ fn print_report(report: &ConvertReport) {
     for t in &report.converted {
         println!(
             "{:<name_width$} {:>11} {:>5} {:>8.4} {:>11} {:>11} {:>11} {:>9.4}{}",
-            t.name,
+            printable(&t.name),
             format!("{}×{}", t.rows, t.cols),
             t.source_dtype,
             t.density(),
@@ -174,7 +175,8 @@ fn print_report(report: &ConvertReport) {
             },
             ERROR_VECTORS,
             worst.map_or(String::new(), |(e, name)| format!(
-                "; largest {e:.3e}, {name}"
+                "; largest {e:.3e}, {}",
+                printable(name)
             ))
         );
     }
@@ -203,17 +205,20 @@ pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
         Progress::Planned { tensors } => bar.set_length(tensors as u64),
         Progress::Converting { index, name } => {
             bar.set_position(index as u64);
-            bar.set_message(name.to_string());
+            bar.set_message(printable(name).into_owned());
         }
         Progress::Writing => {
             bar.set_position(bar.length().unwrap_or(0));
-            bar.set_message(format!("writing {}", args.output.display()));
+            bar.set_message(format!(
+                "writing {}",
+                printable(&args.output.display().to_string())
+            ));
         }
     });
     bar.finish_and_clear();
     let report = result.map_err(cli_error)?;
     print_report(&report);
-    println!("wrote {}", args.output.display());
+    println!("wrote {}", printable(&args.output.display().to_string()));
     Ok(())
 }
 

@@ -27,3 +27,13 @@ pub enum CliError {
     #[error("{0}")]
     Check(String),
 }
+
+impl CliError {
+    /// The message as the one line `main` prints: a backend's multi-line message joined, any
+    /// other (which may quote a tensor name or path from a file) with its control characters
+    /// escaped, so that no input can add a line or a terminal escape to the output.
+    pub fn one_line(&self) -> String {
+        let backend = matches!(self, CliError::Macko(_));
+        crate::text::one_line(&self.to_string(), !backend)
+    }
+}

@@ -9,6 +9,7 @@ mod convert;
 mod demo;
 mod error;
 mod info;
+mod text;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -56,7 +57,7 @@ fn main() {
         Command::Verify(args) => verify::run(&args),
     };
     if let Err(e) = result {
-        eprintln!("error: {e}");
+        eprintln!("error: {}", e.one_line());
         std::process::exit(1);
     }
 }

@@ -9,6 +9,7 @@ use clap::Args;
 
 use crate::convert::cli_error;
 use crate::error::CliError;
+use crate::text::printable;
 use macko::checkpoint::{self, describe_quantization};
 
 /// Arguments of `macko verify` (the help text is the fields' documentation).
@@ -55,7 +56,7 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
         println!(
             "{status:<4} {} {} {}×{}{}",
             m.kind,
-            m.name,
+            printable(&m.name),
             m.rows,
             m.cols,
             if notes.is_empty() {
@@ -65,13 +66,16 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
             }
         );
         for p in &m.problems {
-            eprintln!("  {}: {p}", m.name);
+            eprintln!("  {}: {}", printable(&m.name), printable(p));
         }
     }
     for p in &report.other_tensor_problems {
-        eprintln!("  {p}");
+        eprintln!("  {}", printable(p));
     }
-    let failed: Vec<&str> = report.failures().map(|m| m.name.as_str()).collect();
+    let failed: Vec<String> = report
+        .failures()
+        .map(|m| printable(&m.name).into_owned())
+        .collect();
     if report.against.is_some() {
         println!(
             "other tensors: {} compared with the source, {} differ",
@@ -82,9 +86,9 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
     if report.passed() {
         println!(
             "{}: all {} matrices pass{}",
-            report.file,
+            printable(&report.file),
             report.matrices.len(),
-            match &report.against {
+            match report.against.as_deref().map(printable) {
                 Some(a) if report.matrices.iter().any(|m| m.quantization.is_some()) => {
                     format!(" and match {a} (quantized ones within their recorded error)")
                 }

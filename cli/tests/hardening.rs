@@ -190,3 +190,37 @@ fn verify_never_decodes_a_claimed_shape_to_dense() {
         stderr(&o)
     );
 }
+
+#[test]
+fn names_with_control_characters_are_printed_escaped_on_one_line() {
+    let dir = TempDir::new("names");
+    let name = "w\nerror: forged\r\u{1b}[31mred";
+    let escaped = "w\\nerror: forged\\r\\u{1b}[31mred";
+    let input = dir.path("in.safetensors");
+    write_f32(&input, &[(name, vec![2, 4], vec![1.0; 8])]);
+    let output = dir.path("out.safetensors");
+    let clean = |text: &str| {
+        assert!(
+            !text.contains(['\r', '\u{1b}']) && !text.contains("\nerror: forged"),
+            "raw name printed:\n{text:?}"
+        );
+        assert!(text.contains(escaped), "escaped name missing:\n{text}");
+    };
+    let o = macko(&[&"convert", &input, &output]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    clean(&stdout(&o));
+    let o = macko(&[&"verify", &output, &"--against", &input]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    clean(&stdout(&o));
+    // A failing source check prints the name on stderr, and the final error names it.
+    let other = dir.path("other.safetensors");
+    write_f32(&other, &[(name, vec![2, 4], vec![2.0; 8])]);
+    let o = macko(&[&"verify", &output, &"--against", &other]);
+    assert_eq!(o.status.code(), Some(1));
+    clean(&stderr(&o));
+    // An error built around the name is one line.
+    let bad = dir.path("bad.safetensors");
+    write_f32(&bad, &[(name, vec![1, 2], vec![1.0, 1.0e6])]);
+    let o = macko(&[&"convert", &bad, &output]);
+    assert_one_line_error(&o, &[escaped, "1000000"]);
+}
