@@ -31,7 +31,8 @@ pub struct ConvertArgs {
     #[arg(long, value_name = "PAT")]
     exclude: Vec<String>,
     /// Prune each output row to this density first (keep the ⌊d·cols⌋ largest |w| of every
-    /// row), for checkpoints that are not pruned yet. In (0, 1].
+    /// row), for checkpoints that are not pruned yet. In (0, 1], and keeping at least one weight
+    /// of each row of the narrowest converted matrix (⌊d·cols⌋ ≥ 1).
     #[arg(long, value_name = "DENSITY", allow_negative_numbers = true)]
     prune_to: Option<f64>,
     /// Leave matrices with fewer elements than this unconverted (names given literally to

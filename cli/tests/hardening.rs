@@ -146,6 +146,34 @@ fn tiny_checkpoints_with_huge_shapes_are_refused_before_any_work() {
     assert!(o.status.success(), "{}", stderr(&o));
 }
 
+#[test]
+fn pruning_that_would_empty_every_row_is_refused() {
+    let dir = TempDir::new("prune");
+    let input = dir.path("in.safetensors");
+    let w = |n: usize| (0..n).map(|i| i as f32 + 1.0).collect::<Vec<_>>();
+    write_f32(
+        &input,
+        &[("wide", vec![2, 64], w(128)), ("narrow", vec![3, 4], w(12))],
+    );
+    let output = dir.path("out.safetensors");
+    let before = dir.files();
+    for density in ["1e-300", "0.2"] {
+        let o = macko(&[&"convert", &input, &output, &"--prune-to", &density]);
+        assert_one_line_error(
+            &o,
+            &[
+                "tensor `narrow`",
+                "keeps ⌊density·4⌋ = 0 of the 4 weights",
+                "1/4",
+            ],
+        );
+        assert_eq!(dir.files(), before);
+    }
+    // 1/4 keeps one weight of each row of the narrowest matrix: accepted.
+    let o = macko(&[&"convert", &input, &output, &"--prune-to", &"0.25"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+}
+
 /// A valid MACKO file of one row and `cols` columns holding a single entry: a few hundred
 /// bytes, whatever `cols` claims.
 fn claimed_wide_matrix(path: &Path, cols: usize) {
@@ -223,4 +251,39 @@ fn names_with_control_characters_are_printed_escaped_on_one_line() {
     write_f32(&bad, &[(name, vec![1, 2], vec![1.0, 1.0e6])]);
     let o = macko(&[&"convert", &bad, &output]);
     assert_one_line_error(&o, &[escaped, "1000000"]);
+}
+
+#[test]
+fn bench_refuses_what_it_cannot_measure_before_allocating() {
+    let dir = TempDir::new("bench");
+    let out = dir.path("results");
+    // Each case is cheap even if it were run: one tiny shape at one density (the memory limit
+    // itself is tested in `limits`, where nothing is allocated either way).
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["--shapes", "8x8", "--iters", "0"],
+            "--iters 0: each measurement is the median",
+        ),
+        (
+            &["--shapes", "1x1099511627776"],
+            "--shapes 1x1099511627776: columns must be from 1 to 4294967295",
+        ),
+        (&["--shapes", "0x8"], "--shapes 0x8: rows must be from 1"),
+    ];
+    for (extra, says) in cases {
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![
+            &"bench",
+            &"--backend",
+            &"cpu",
+            &"--densities",
+            &"1",
+            &"--out",
+            &out,
+        ];
+        args.extend(extra.iter().map(|a| a as &dyn AsRef<std::ffi::OsStr>));
+        let o = macko(&args);
+        assert_one_line_error(&o, &[says]);
+        assert!(stdout(&o).is_empty(), "{}", stdout(&o));
+        assert!(!out.exists(), "{extra:?} wrote results");
+    }
 }

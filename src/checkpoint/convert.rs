@@ -258,13 +258,21 @@ fn select(ckpt: &Checkpoint, opts: &ConvertOptions) -> Result<Vec<String>> {
 /// The bounds of [`super::limits`] on every selected tensor, before the output is created or
 /// anything is decoded: a header can claim any shape, and only these checks keep a tiny file
 /// from asking for terabytes.
-fn check_limits(ckpt: &Checkpoint, selected: &[String]) -> Result<()> {
+fn check_limits(ckpt: &Checkpoint, selected: &[String], prune_to: Option<f64>) -> Result<()> {
     let limit = |error| CheckpointError::Limit {
         file: ckpt.path().display().to_string(),
         error,
     };
-    for entry in selected.iter().filter_map(|n| ckpt.tensor(n)) {
-        limits::check_encodable(&entry.name, &entry.shape).map_err(limit)?;
+    let matrices: Vec<(&str, &[usize])> = selected
+        .iter()
+        .filter_map(|n| ckpt.tensor(n))
+        .map(|e| (e.name.as_str(), e.shape.as_slice()))
+        .collect();
+    for &(name, shape) in &matrices {
+        limits::check_encodable(name, shape).map_err(limit)?;
+    }
+    if let Some(d) = prune_to {
+        limits::check_pruning(matrices.iter().copied(), d).map_err(limit)?;
     }
     Ok(())
 }
@@ -398,7 +406,7 @@ pub fn convert(
     }
     let ckpt = Checkpoint::open(input)?;
     let selected = select(&ckpt, opts)?;
-    check_limits(&ckpt, &selected)?;
+    check_limits(&ckpt, &selected, opts.prune_to)?;
     // Created now, so an unwritable output fails before the work rather than after it.
     let temp = TempOutput::create(output)?;
     progress(Progress::Planned {

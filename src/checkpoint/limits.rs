@@ -8,8 +8,12 @@
 //! - a matrix has at most [`MAX_ROWS_BEYOND_ELEMENTS`] more rows than elements: encoding costs a
 //!   4-byte row offset (and a task) per row whatever the row holds, so a `[2^40, 0]` tensor of 0
 //!   data bytes would otherwise ask for 4 TiB;
+//! - pruning keeps at least one weight in each row of every converted matrix: a density so low
+//!   that ⌊d·cols⌋ = 0 would silently empty every row.
 
 use thiserror::Error;
+
+use crate::prune;
 
 /// How many more rows than elements a converted matrix may have: rows with no data still cost
 /// a 4-byte row offset each, and this bounds that cost (256 KiB) for a tensor of no data.
@@ -51,6 +55,21 @@ pub enum LimitError {
         /// rows × cols.
         elements: u64,
     },
+    /// Pruning to `density` keeps no weight of a row.
+    #[error(
+        "tensor `{tensor}`: pruning to density {density:?} keeps ⌊density·{cols}⌋ = 0 of the \
+         {cols} weights of each row, so every row would be empty; the smallest density that \
+         keeps one weight a row is 1/{cols} ≈ {min:.3e}",
+        min = 1.0 / *cols as f64
+    )]
+    PrunesEveryWeight {
+        /// The tensor with the fewest columns.
+        tensor: String,
+        /// The density asked for.
+        density: f64,
+        /// Its columns.
+        cols: usize,
+    },
 }
 
 /// Checks that tensor `name` of `shape` (selected for conversion) can be encoded within the
@@ -80,4 +99,30 @@ pub fn check_encodable(name: &str, shape: &[usize]) -> Result<(), LimitError> {
         });
     }
     Ok(())
+}
+
+/// Checks that pruning to `density` keeps at least one weight in each row of every selected
+/// matrix, given as `(name, shape)` (those of no column have nothing to keep), naming the one
+/// with the fewest columns.
+pub fn check_pruning<'a>(
+    matrices: impl IntoIterator<Item = (&'a str, &'a [usize])>,
+    density: f64,
+) -> Result<(), LimitError> {
+    let narrowest = matrices
+        .into_iter()
+        .filter_map(|(name, shape)| match shape[..] {
+            [_, cols] if cols > 0 => Some((cols, name)),
+            _ => None,
+        })
+        .min_by_key(|(cols, _)| *cols);
+    match narrowest {
+        Some((cols, name)) if prune::keep_count(cols, density) == 0 => {
+            Err(LimitError::PrunesEveryWeight {
+                tensor: name.to_string(),
+                density,
+                cols,
+            })
+        }
+        _ => Ok(()),
+    }
 }

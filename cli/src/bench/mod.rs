@@ -10,6 +10,7 @@
 //! `--merge DIR…` it measures nothing and combines earlier runs' results instead (merge.rs).
 
 mod check;
+mod limits;
 mod merge;
 mod plots;
 mod record;
@@ -204,6 +205,11 @@ struct Plan {
     quants: Vec<Quantization>,
 }
 
+/// A refused argument as the command's usage error.
+fn usage(e: limits::BenchLimit) -> CliError {
+    CliError::Usage(e.to_string())
+}
+
 fn plan(args: &BenchArgs) -> Result<Plan, CliError> {
     let shapes = if !args.shapes.is_empty() {
         args.shapes.clone()
@@ -219,6 +225,10 @@ fn plan(args: &BenchArgs) -> Result<Plan, CliError> {
     } else {
         DEFAULT_DENSITIES.to_vec()
     };
+    limits::check_iters(args.iters).map_err(usage)?;
+    for &(rows, cols) in &shapes {
+        limits::check_shape(rows, cols).map_err(usage)?;
+    }
     if let Some(d) = densities.iter().find(|d| !(**d > 0.0 && **d <= 1.0)) {
         return Err(CliError::Usage(format!("density {d} is outside (0, 1]")));
     }
