@@ -41,7 +41,7 @@ pub enum CheckpointError {
         message: String,
     },
     /// A selected tensor's shape, or the pruning asked for, breaks one of the bounds `convert`
-    /// checks before any work ([`super::limits`]).
+    /// checks before any work ([`LimitError`](super::LimitError)).
     #[error("{file}, {error}")]
     Limit {
         /// The checkpoint.
