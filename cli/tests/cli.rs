@@ -8,9 +8,12 @@
 //! kernels' records, bytes and table, the scale groups it refuses, and a backend without
 //! quantized kernels skipped with one note.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{macko, stderr, stdout, Arg, TempDir};
 
 use macko::checkpoint::{Checkpoint, CONVERT_METADATA_KEY, CONVERT_METADATA_PREFIX};
 use macko::format::container::{self, AnyMatrix, MatrixFile};
@@ -19,45 +22,6 @@ use macko::{
     synthetic, DenseMatrix, MackoMatrix, QuantBits, QuantDenseMatrix, QuantMackoMatrix,
     Quantization, ScaleLayout,
 };
-
-const BIN: &str = env!("CARGO_BIN_EXE_macko");
-
-/// One command-line argument: a string or a path.
-type Arg<'a> = &'a dyn AsRef<std::ffi::OsStr>;
-
-/// A directory removed when the test ends.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "macko-cli-{}-{}-{name}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        Self(dir)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-    /// Every file in the directory, sorted.
-    fn files(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .expect("read temp dir")
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// One tensor of a hand-written file.
 struct T {
@@ -166,21 +130,6 @@ fn checkpoint(path: &Path) {
         ],
         &[("format", "pt")],
     );
-}
-
-fn macko(args: &[Arg<'_>]) -> Output {
-    let mut cmd = Command::new(BIN);
-    for a in args {
-        cmd.arg(a);
-    }
-    cmd.output().expect("run the macko binary")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Asserts a failed run whose stderr contains every one of `needles`.

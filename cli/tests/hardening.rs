@@ -3,49 +3,16 @@
 //! newlines and terminal escapes, and bench arguments that measure nothing or cannot be held.
 //! Each must end in a one-line error and exit status 1, with nothing left behind.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::atomic::{AtomicUsize, Ordering};
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::{macko, stderr, stdout, TempDir};
 
 use macko::format::container;
 use macko::half::f16;
 use macko::MackoMatrix;
-
-const BIN: &str = env!("CARGO_BIN_EXE_macko");
-
-/// A directory removed when the test ends.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new(name: &str) -> Self {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let dir = std::env::temp_dir().join(format!(
-            "macko-hardening-{}-{}-{name}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
-        std::fs::create_dir_all(&dir).expect("create temp dir");
-        Self(dir)
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.join(name)
-    }
-    /// Every file in the directory (hidden temporaries too), sorted.
-    fn files(&self) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(&self.0)
-            .expect("read temp dir")
-            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// Writes a safetensors file of F32 tensors `(name, shape, values)` by hand, so that shapes
 /// and names no writer would produce can be tried.
@@ -65,21 +32,6 @@ fn write_f32(path: &Path, tensors: &[(&str, Vec<usize>, Vec<f32>)]) {
     bytes.extend_from_slice(header.as_bytes());
     bytes.extend_from_slice(&data);
     std::fs::write(path, bytes).expect("write test file");
-}
-
-fn macko(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Output {
-    let mut cmd = Command::new(BIN);
-    for a in args {
-        cmd.arg(a);
-    }
-    cmd.output().expect("run the macko binary")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Asserts exit status 1 and a single `error:` line on stderr holding every one of `needles`.

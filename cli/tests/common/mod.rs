@@ -1,0 +1,63 @@
+//! What the command-line tests share: the binary, running it, and a scratch directory.
+#![allow(dead_code)] // each test file uses its own part of it
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// The `macko` binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_macko");
+
+/// One command-line argument: a string or a path.
+pub type Arg<'a> = &'a dyn AsRef<std::ffi::OsStr>;
+
+/// A directory removed when the test ends.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    pub fn new(name: &str) -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "macko-cli-{}-{}-{name}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        std::fs::create_dir_all(&dir).expect("create temp dir");
+        Self(dir)
+    }
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+    /// Every file in the directory (hidden temporaries too), sorted.
+    pub fn files(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .expect("read temp dir")
+            .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Runs the binary with `args`.
+pub fn macko(args: &[Arg<'_>]) -> Output {
+    let mut cmd = Command::new(BIN);
+    for a in args {
+        cmd.arg(a);
+    }
+    cmd.output().expect("run the macko binary")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
