@@ -22,7 +22,7 @@ pub const FORMAT_VERSION: u32 = 1;
 
 /// A validated MACKO-16-4 matrix. Every instance satisfies rules 1–4 of docs/FORMAT.md
 /// ("Validity of untrusted arrays"), so any backend can multiply it without further checks.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct MackoMatrix {
     rows: usize,
     cols: usize,
@@ -30,6 +30,26 @@ pub struct MackoMatrix {
     values: Vec<f16>,
     codes: Vec<u8>,
 }
+
+/// Equal when every array is the same bit for bit: the values are stored binary16 bits, not
+/// numbers, so a stored NaN equals itself (`load(save(m)) == m` holds for every valid matrix)
+/// and a stored −0.0 differs from +0.0.
+impl PartialEq for MackoMatrix {
+    fn eq(&self, other: &Self) -> bool {
+        self.rows == other.rows
+            && self.cols == other.cols
+            && self.row_ptr == other.row_ptr
+            && self.codes == other.codes
+            && self.values.len() == other.values.len()
+            && self
+                .values
+                .iter()
+                .zip(&other.values)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+    }
+}
+
+impl Eq for MackoMatrix {}
 
 /// Padded length P = ⌈N/8⌉·8, refused when it does not fit u32.
 pub fn padded_len(entries: u64) -> Result<usize> {

@@ -82,6 +82,34 @@ fn message(e: &FormatError) -> String {
 }
 
 #[test]
+fn a_macko_matrix_with_nan_and_negative_zero_loads_equal_to_itself() {
+    // NaN is stored (it is not zero); −0.0 padding is valid (not canonical). Equality is of the
+    // stored bits, so the loaded matrix equals the saved one, and −0.0 is told from +0.0.
+    let mut w = vec![f16::ZERO; 40];
+    w[0] = f16::NAN;
+    w[30] = h(2.0);
+    let m = MackoMatrix::from_dense(&DenseMatrix::new(1, 40, w).unwrap()).unwrap();
+    assert_eq!(m, m.clone());
+    let path = temp_path("nan-equality");
+    container::save(&path, &[("w", (&m).into())]).unwrap();
+    let loaded = container::load_matrix(&path, "w").unwrap();
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(loaded, AnyMatrix::Macko(m.clone()));
+    let mut values = m.values().to_vec();
+    let pad = values.iter().position(|v| v.to_bits() == 0).unwrap();
+    values[pad] = -f16::ZERO;
+    let negative = MackoMatrix::from_parts(
+        m.rows(),
+        m.cols(),
+        m.row_ptr().to_vec(),
+        values,
+        m.codes().to_vec(),
+    )
+    .unwrap();
+    assert_ne!(negative, m);
+}
+
+#[test]
 fn every_format_round_trips_through_one_file() {
     let dense = random_dense(37, 300, 0.3, 1);
     let macko = MackoMatrix::from_dense(&dense).unwrap();
