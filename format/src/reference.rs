@@ -137,10 +137,21 @@ fn accumulate(out: &mut Reference, r: usize, a: f16, x: f16) {
 
 /// Reference y = A·x for a MACKO matrix; zero-valued entries (padding) contribute nothing.
 pub fn spmv_macko(a: &MackoMatrix, x: &[f16]) -> Result<Reference> {
-    check_x(a.cols(), x)?;
-    let mut out = Reference::with_rows(a.rows());
-    for r in 0..a.rows() {
-        for (c, v) in a.row_entries(r).filter(|(_, v)| !is_zero(*v)) {
+    spmv_stored_entries(a.rows(), a.cols(), x, |r| a.row_entries(r))
+}
+
+/// Reference y = A·x over the stored (column, value) entries of each row, as `entries(r)` gives
+/// them; zero-valued entries contribute nothing (the sparse formats' semantics).
+fn spmv_stored_entries<I: Iterator<Item = (usize, f16)>>(
+    rows: usize,
+    cols: usize,
+    x: &[f16],
+    entries: impl Fn(usize) -> I,
+) -> Result<Reference> {
+    check_x(cols, x)?;
+    let mut out = Reference::with_rows(rows);
+    for r in 0..rows {
+        for (c, v) in entries(r).filter(|(_, v)| !is_zero(*v)) {
             accumulate(&mut out, r, v, x[c]);
         }
     }
@@ -177,14 +188,7 @@ pub fn spmv_dense(a: &DenseMatrix, x: &[f16]) -> Result<Reference> {
 /// Reference y = A·x for a 2:4 matrix; zero values (including the fill of groups with fewer
 /// than two non-zeros and the padding past the last column) contribute nothing, as in MACKO.
 pub fn spmv_sparse24(a: &Sparse24Matrix, x: &[f16]) -> Result<Reference> {
-    check_x(a.cols(), x)?;
-    let mut out = Reference::with_rows(a.rows());
-    for r in 0..a.rows() {
-        for (c, v) in a.row_entries(r).filter(|(_, v)| !is_zero(*v)) {
-            accumulate(&mut out, r, v, x[c]);
-        }
-    }
-    Ok(out)
+    spmv_stored_entries(a.rows(), a.cols(), x, |r| a.row_entries(r))
 }
 
 /// Adds one term of a quantized matrix, whose value `scale · q` is exact in f64. It counts as
