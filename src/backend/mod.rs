@@ -89,7 +89,8 @@ impl HostVector {
 pub struct DeviceInfo {
     /// The backend.
     pub backend: BackendKind,
-    /// Human-readable device name ("NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)").
+    /// Human-readable device name, with the graphics API where there is a choice of one
+    /// ("NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits) via Vulkan").
     pub name: String,
     /// Key properties as `(name, value)` pairs, in display order.
     pub properties: Vec<(String, String)>,

@@ -229,7 +229,7 @@ pub fn merge(inputs: Vec<(PathBuf, Results)>) -> Result<Merged, MergeError> {
             .chain(doc.results.iter().map(|r| (&r.backend, &r.device)));
         for (backend, name) in named {
             match device_of.get(backend) {
-                Some((known, at)) if known != name => {
+                Some((known, at)) if !same_device(known, name) => {
                     return Err(MergeError::Incompatible {
                         what: format!("the {backend} device"),
                         first: at.clone(),
@@ -446,6 +446,24 @@ pub fn run(dirs: &[PathBuf], out: &Path) -> Result<(), CliError> {
         if replaced == 1 { "" } else { "s" }
     );
     report::finish(&merged.results, Some(out))
+}
+
+/// The graphics APIs a wgpu device name may end with (" via Vulkan"), since labels named them.
+const APIS: [&str; 6] = ["Vulkan", "Metal", "DX12", "GL", "WebGPU", "no API"];
+
+/// A device name without its " via <API>" ending, and whether it had one.
+fn without_api(name: &str) -> (&str, bool) {
+    APIS.iter()
+        .find_map(|api| name.strip_suffix(api)?.strip_suffix(" via "))
+        .map_or((name, false), |bare| (bare, true))
+}
+
+/// Whether two records name the same device: equal names, or the same adapter where one name
+/// was written before labels named the graphics API ("NVIDIA H100 80GB HBM3" and "NVIDIA H100
+/// 80GB HBM3 via Vulkan"). The same adapter through two APIs is two devices.
+fn same_device(a: &str, b: &str) -> bool {
+    let ((bare_a, api_a), (bare_b, api_b)) = (without_api(a), without_api(b));
+    a == b || (bare_a == bare_b && !(api_a && api_b))
 }
 
 #[cfg(test)]
@@ -667,5 +685,19 @@ mod tests {
         let back: Results = serde_json::from_str(&text).unwrap();
         assert!(back.results.iter().all(|r| r.min_us.is_nan()));
         assert_eq!(back.results.len(), a.results.len());
+    }
+
+    #[test]
+    fn a_name_without_its_api_is_the_same_device() {
+        assert!(same_device(
+            "NVIDIA H100 80GB HBM3",
+            "NVIDIA H100 80GB HBM3 via Vulkan"
+        ));
+        assert!(same_device(
+            "llvmpipe (LLVM 15.0.6, 256 bits) via GL",
+            "llvmpipe (LLVM 15.0.6, 256 bits)"
+        ));
+        assert!(!same_device("llvmpipe via GL", "llvmpipe via Vulkan"));
+        assert!(!same_device("NVIDIA H100 80GB HBM3", "NVIDIA H200"));
     }
 }

@@ -46,9 +46,82 @@ fn instance(backends: wgpu::Backends) -> wgpu::Instance {
     wgpu::Instance::new(desc)
 }
 
-/// The adapters of some APIs.
+/// The adapters of some APIs (`WGPU_BACKEND` narrows them). Where Vulkan has window-system
+/// extensions that probe a display server, its instance is made without them ([`headless`]).
 fn enumerate(backends: wgpu::Backends) -> Vec<wgpu::Adapter> {
-    pollster::block_on(instance(backends).enumerate_adapters(wgpu::Backends::all()))
+    #[allow(unused_mut)] // only the platforms with display-server probing take Vulkan out
+    let mut backends = backends.with_env();
+    let mut adapters = Vec::new();
+    #[cfg(any(target_os = "linux", target_os = "freebsd"))]
+    if backends.contains(wgpu::Backends::VULKAN) {
+        backends.remove(wgpu::Backends::VULKAN);
+        if let Some(vulkan) = headless::vulkan_instance() {
+            adapters.extend(pollster::block_on(
+                vulkan.enumerate_adapters(wgpu::Backends::VULKAN),
+            ));
+        }
+    }
+    if !backends.is_empty() {
+        adapters.extend(pollster::block_on(
+            instance(backends).enumerate_adapters(wgpu::Backends::all()),
+        ));
+    }
+    adapters
+}
+
+/// A Vulkan instance without window-system extensions, on the platforms where they make
+/// instance creation talk to a display server.
+///
+/// wgpu enables every surface extension the loader offers. With `VK_KHR_wayland_surface`
+/// enabled, Mesa's implicit `VK_LAYER_MESA_device_select` layer (installed with every Mesa
+/// Vulkan driver, lavapipe included) connects to a Wayland compositor while the physical
+/// devices are enumerated, to find the default GPU, and libwayland prints `error:
+/// XDG_RUNTIME_DIR is invalid or not set in the environment.` on any machine without a
+/// session (a server, a container, CI) — once per device opened. macko only computes, never
+/// presents, so it needs none of them. Measured on lavapipe (Mesa 22.3): an instance with
+/// `VK_KHR_wayland_surface` prints the line at enumeration, one with only the X11 extensions or
+/// none does not; the device-selection layer still runs and still orders the GPUs.
+#[cfg(any(target_os = "linux", target_os = "freebsd"))]
+mod headless {
+    use std::ffi::CStr;
+    use wgpu::hal::vulkan::CreateInstanceCallbackArgs;
+
+    /// Surface extensions of the window systems on these platforms.
+    const WINDOW_SYSTEM_EXTENSIONS: [&CStr; 3] = [
+        c"VK_KHR_wayland_surface",
+        c"VK_KHR_xcb_surface",
+        c"VK_KHR_xlib_surface",
+    ];
+
+    /// The instance, or `None` where Vulkan cannot be loaded (no loader or driver: the
+    /// machine has no Vulkan adapter to offer, as wgpu's own instance would find).
+    pub(super) fn vulkan_instance() -> Option<wgpu::Instance> {
+        let flags = wgpu::InstanceFlags::empty().with_env();
+        let desc = wgpu::InstanceDescriptor::new_without_display_handle();
+        let hal_desc = wgpu::hal::InstanceDescriptor {
+            name: "macko",
+            flags,
+            memory_budget_thresholds: desc.memory_budget_thresholds,
+            backend_options: desc.backend_options.with_env(),
+            telemetry: None,
+            display: None,
+        };
+        let without_window_systems = Box::new(|args: CreateInstanceCallbackArgs| {
+            args.extensions
+                .retain(|name| !WINDOW_SYSTEM_EXTENSIONS.contains(name));
+        });
+        // SAFETY: the descriptor is fully initialised, and the callback only removes surface
+        // extensions, which nothing in macko uses (it creates no surface: wgpu-hal refuses to
+        // make one whose extension was not enabled, rather than using it).
+        let hal = unsafe {
+            wgpu::hal::vulkan::Instance::init_with_callback(&hal_desc, Some(without_window_systems))
+        };
+        match hal {
+            // SAFETY: `hal` is a live Vulkan instance made just above, handed over whole.
+            Ok(hal) => Some(unsafe { wgpu::Instance::from_hal::<wgpu::hal::api::Vulkan>(hal) }),
+            Err(_) => None,
+        }
+    }
 }
 
 /// Lower is better: the kind of device first, then the API (GL lacks subgroups and is slower).
@@ -67,9 +140,62 @@ fn rank(info: &wgpu::AdapterInfo) -> (u8, u8) {
     (kind, api)
 }
 
-/// "llvmpipe (LLVM 15.0.6, 256 bits) (vulkan)".
-fn describe(info: &wgpu::AdapterInfo) -> String {
-    format!("{} ({})", info.name, info.backend)
+/// The graphics API an adapter runs on, as users know it: "Vulkan", "Metal", "DX12", "GL".
+pub(super) fn api_name(backend: wgpu::Backend) -> &'static str {
+    match backend {
+        wgpu::Backend::Vulkan => "Vulkan",
+        wgpu::Backend::Metal => "Metal",
+        wgpu::Backend::Dx12 => "DX12",
+        wgpu::Backend::Gl => "GL",
+        wgpu::Backend::BrowserWebGpu => "WebGPU",
+        wgpu::Backend::Noop => "no API",
+    }
+}
+
+/// The adapter and the API it runs on: "llvmpipe (LLVM 15.0.6, 256 bits) via Vulkan". The same
+/// software rasterizer runs 2.6× slower through GL than through Vulkan, so a label without
+/// the API does not say what was measured.
+pub(super) fn describe(info: &wgpu::AdapterInfo) -> String {
+    format!("{} via {}", info.name, api_name(info.backend))
+}
+
+/// Whether wgpu was asked for GL alone (`WGPU_BACKEND=gl`): the one way to ask for a GL
+/// software adapter by name.
+fn gl_asked_for() -> bool {
+    wgpu::Backends::from_env() == Some(wgpu::Backends::GL)
+}
+
+/// What [`pick`] makes of one adapter.
+#[derive(Debug, PartialEq)]
+enum Verdict {
+    Usable,
+    /// It lacks downlevel capabilities the kernels need (named).
+    Incapable(String),
+    /// A software adapter, and software adapters were not allowed.
+    SoftwareSkipped,
+    /// A software rasterizer behind GL (Mesa's llvmpipe), which is not used unless GL is asked
+    /// for by name, even where software adapters are allowed: it is what wgpu finds on a Linux
+    /// machine without a Vulkan driver, and it would run every product 2.6× slower than
+    /// lavapipe, Mesa's Vulkan driver of the same rasterizer, without saying so.
+    GlSoftwareSkipped,
+}
+
+fn verdict(
+    info: &wgpu::AdapterInfo,
+    missing: wgpu::DownlevelFlags,
+    config: &WgpuConfig,
+    gl_asked: bool,
+) -> Verdict {
+    let software = info.device_type == wgpu::DeviceType::Cpu;
+    if !missing.is_empty() {
+        Verdict::Incapable(format!("{} lacks {missing:?}", describe(info)))
+    } else if software && !config.allow_software_adapter {
+        Verdict::SoftwareSkipped
+    } else if software && info.backend == wgpu::Backend::Gl && !gl_asked {
+        Verdict::GlSoftwareSkipped
+    } else {
+        Verdict::Usable
+    }
 }
 
 /// The best usable adapter: of Vulkan, Metal or DX12 if one is usable, else of GL (which lacks
@@ -113,18 +239,19 @@ fn pick(
     if adapters.is_empty() {
         return Err(Choice::NoAdapter);
     }
+    let gl_asked = gl_asked_for();
     let mut software_skipped = Vec::new();
+    let mut gl_software_skipped = Vec::new();
     let mut incapable = Vec::new();
     let mut usable: Vec<(wgpu::Adapter, wgpu::AdapterInfo)> = Vec::new();
     for adapter in adapters {
         let info = adapter.get_info();
         let missing = REQUIRED_DOWNLEVEL - adapter.get_downlevel_capabilities().flags;
-        if !missing.is_empty() {
-            incapable.push(format!("{} lacks {missing:?}", describe(&info)));
-        } else if info.device_type == wgpu::DeviceType::Cpu && !config.allow_software_adapter {
-            software_skipped.push(describe(&info));
-        } else {
-            usable.push((adapter, info));
+        match verdict(&info, missing, config, gl_asked) {
+            Verdict::Usable => usable.push((adapter, info)),
+            Verdict::Incapable(why) => incapable.push(why),
+            Verdict::SoftwareSkipped => software_skipped.push(describe(&info)),
+            Verdict::GlSoftwareSkipped => gl_software_skipped.push(describe(&info)),
         }
     }
     usable.sort_by_key(|(_, info)| rank(info));
@@ -137,6 +264,14 @@ fn pick(
             "only a software adapter was found ({}); software adapters are used only when wgpu \
              is asked for by name (MACKO_BACKEND=wgpu, or DeviceOptions::allow_software_adapter)",
             software_skipped.join(", ")
+        ));
+    }
+    if !gl_software_skipped.is_empty() {
+        reasons.push(format!(
+            "only a GL software rasterizer was found ({}), 2.6× slower than the same rasterizer \
+             through Vulkan; install a Vulkan driver (without a GPU, Mesa's lavapipe: \
+             `apt-get install mesa-vulkan-drivers`), or ask for GL by name (WGPU_BACKEND=gl)",
+            gl_software_skipped.join(", ")
         ));
     }
     if !incapable.is_empty() {
@@ -179,4 +314,73 @@ pub(super) fn open_device(config: &WgpuConfig) -> Result<Opened> {
         limits,
         features,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(backend: wgpu::Backend, device_type: wgpu::DeviceType) -> wgpu::AdapterInfo {
+        wgpu::AdapterInfo {
+            name: "llvmpipe (LLVM 15.0.6, 256 bits)".into(),
+            vendor: 0x10005,
+            device: 0,
+            device_type,
+            device_pci_bus_id: String::new(),
+            driver: "llvmpipe".into(),
+            driver_info: "Mesa 22.3.6".into(),
+            backend,
+            subgroup_min_size: 8,
+            subgroup_max_size: 8,
+            transient_saves_memory: None,
+            limit_bucket: None,
+        }
+    }
+
+    fn software_allowed() -> WgpuConfig {
+        WgpuConfig {
+            allow_software_adapter: true,
+            ..WgpuConfig::default()
+        }
+    }
+
+    #[test]
+    fn labels_name_the_api() {
+        let gl = info(wgpu::Backend::Gl, wgpu::DeviceType::Cpu);
+        assert_eq!(describe(&gl), "llvmpipe (LLVM 15.0.6, 256 bits) via GL");
+        let vk = info(wgpu::Backend::Vulkan, wgpu::DeviceType::Cpu);
+        assert_eq!(describe(&vk), "llvmpipe (LLVM 15.0.6, 256 bits) via Vulkan");
+        assert_eq!(api_name(wgpu::Backend::Dx12), "DX12");
+        assert_eq!(api_name(wgpu::Backend::Metal), "Metal");
+    }
+
+    #[test]
+    fn a_gl_software_rasterizer_is_used_only_when_gl_is_asked_for() {
+        let none = wgpu::DownlevelFlags::empty();
+        let gl = info(wgpu::Backend::Gl, wgpu::DeviceType::Cpu);
+        let allowed = software_allowed();
+        assert_eq!(
+            verdict(&gl, none, &allowed, false),
+            Verdict::GlSoftwareSkipped
+        );
+        assert_eq!(verdict(&gl, none, &allowed, true), Verdict::Usable);
+        // Software adapters not allowed at all: skipped as any software adapter.
+        let strict = WgpuConfig::default();
+        assert_eq!(verdict(&gl, none, &strict, true), Verdict::SoftwareSkipped);
+        // lavapipe (Vulkan) where software adapters are allowed, and a GL hardware adapter.
+        let lavapipe = info(wgpu::Backend::Vulkan, wgpu::DeviceType::Cpu);
+        assert_eq!(verdict(&lavapipe, none, &allowed, false), Verdict::Usable);
+        let gl_gpu = info(wgpu::Backend::Gl, wgpu::DeviceType::IntegratedGpu);
+        assert_eq!(verdict(&gl_gpu, none, &strict, false), Verdict::Usable);
+    }
+
+    #[test]
+    fn missing_capabilities_are_named_first() {
+        let gl = info(wgpu::Backend::Gl, wgpu::DeviceType::Cpu);
+        let missing = wgpu::DownlevelFlags::COMPUTE_SHADERS;
+        match verdict(&gl, missing, &software_allowed(), true) {
+            Verdict::Incapable(why) => assert!(why.contains("COMPUTE_SHADERS"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+    }
 }

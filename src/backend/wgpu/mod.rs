@@ -94,7 +94,7 @@ impl WgpuBackend {
         let a = &self.gpu.adapter;
         let l = &self.gpu.limits;
         let mut p = vec![
-            ("API".to_string(), format!("{:?}", a.backend)),
+            ("API".to_string(), adapter::api_name(a.backend).to_string()),
             ("device type".to_string(), format!("{:?}", a.device_type)),
             (
                 "driver".to_string(),
@@ -161,7 +161,7 @@ impl Backend for WgpuBackend {
     fn info(&self) -> DeviceInfo {
         DeviceInfo {
             backend: BackendKind::Wgpu,
-            name: self.gpu.adapter.name.clone(),
+            name: adapter::describe(&self.gpu.adapter),
             properties: self.properties(),
         }
     }
