@@ -1,8 +1,7 @@
-//! The golden vectors of the reference implementation (shared/golden/macko-reference): our
-//! encoder must reproduce its arrays bit for bit, and its arrays must validate and decode back
-//! to the dense input. The folder is found through `MACKO_SHARED` (default: the workspace's
-//! ../shared); a missing folder fails the test rather than skipping it, so that CI cannot pass
-//! without having compared anything.
+//! The golden vectors of the reference implementation (fixtures/macko-reference, with their
+//! provenance in its README): our encoder must reproduce its arrays bit for bit, and its arrays
+//! must validate and decode back to the dense input. A missing folder fails the test rather than
+//! skipping it, so that CI cannot pass without having compared anything.
 
 mod common;
 
@@ -12,18 +11,23 @@ use common::bits;
 use macko_format::container::{self, AnyMatrix};
 use macko_format::{f16, DenseMatrix, MackoMatrix};
 
+/// The fixtures folder: beside this crate in the workspace where the test was built, else
+/// relative to the working directory (a test binary run from a copy of the repository, as on a
+/// GPU machine, from its root or from format/).
 fn golden_dir() -> PathBuf {
-    let shared = std::env::var_os("MACKO_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
-    let dir = shared.join("golden/macko-reference");
-    assert!(
-        dir.join("manifest.tsv").is_file(),
-        "golden vectors not found at {} (no manifest.tsv): set MACKO_SHARED to the folder that \
-         holds golden/macko-reference (the project's shared/ folder)",
-        dir.display()
-    );
-    dir
+    let candidates = [
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../fixtures/macko-reference"),
+        PathBuf::from("fixtures/macko-reference"),
+        PathBuf::from("../fixtures/macko-reference"),
+    ];
+    let found = candidates.iter().find(|d| d.join("manifest.tsv").is_file());
+    match found {
+        Some(dir) => dir.clone(),
+        None => panic!(
+            "golden vectors not found (no manifest.tsv) in any of {candidates:?}: they live in \
+             the repository's fixtures/macko-reference"
+        ),
+    }
 }
 
 struct Case {

@@ -109,23 +109,25 @@ pub fn assert_agrees(label: &str, what: &str, r: &reference::Reference, y: &Host
     }
 }
 
-/// The folder of the shared fixtures: `MACKO_SHARED`, else `../shared` beside the workspace.
-pub fn shared_dir() -> std::path::PathBuf {
-    match std::env::var_os("MACKO_SHARED") {
-        Some(p) => p.into(),
-        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+/// The golden vectors' folder (fixtures/macko-reference): in the workspace where the test was
+/// built, else relative to the working directory (a test binary run from the root of a copy of
+/// the repository, as on a GPU machine).
+pub fn golden_dir() -> std::path::PathBuf {
+    let candidates = [
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/macko-reference"),
+        std::path::PathBuf::from("fixtures/macko-reference"),
+    ];
+    match candidates.iter().find(|d| d.join("manifest.tsv").is_file()) {
+        Some(dir) => dir.clone(),
+        None => panic!("golden vectors not found (no manifest.tsv) in any of {candidates:?}"),
     }
 }
 
 /// The golden cases as `(name, dense matrix)`.
 pub fn golden_cases() -> Vec<(String, DenseMatrix)> {
-    let dir = shared_dir().join("golden/macko-reference");
-    let manifest = std::fs::read_to_string(dir.join("manifest.tsv")).unwrap_or_else(|e| {
-        panic!(
-            "golden vectors not found at {} ({e}); set MACKO_SHARED to the shared/ folder",
-            dir.display()
-        )
-    });
+    let dir = golden_dir();
+    let manifest = std::fs::read_to_string(dir.join("manifest.tsv"))
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
     manifest
         .lines()
         .skip(1)
