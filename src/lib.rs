@@ -7,7 +7,7 @@
 //!
 //! ```
 //! use macko::{Device, MackoMatrix, Precision, reference};
-//! use half::f16;
+//! use macko::half::f16;
 //!
 //! let (rows, cols) = (256, 512);
 //! // A 50%-pruned matrix: every other weight is zero.
@@ -30,6 +30,14 @@
 //! ```
 
 #![deny(missing_docs)]
+// Doc tests, the README's among them, are code users paste: no warning may hide in them.
+#![doc(test(attr(deny(warnings))))]
+
+/// The README's code blocks, compiled and run as doc tests, so that every block a user pastes
+/// into a new crate builds and runs as written.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
 
 pub mod backend;
 pub mod checkpoint;
