@@ -4,6 +4,8 @@
 //! and pass, unless `MACKO_REQUIRE_NVRTC=1`.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use macko::backend::cuda::caps::Kernel;
 use macko::backend::cuda::nvrtc::{self, KernelSource, KERNELS, QUANT_KERNELS};
 use macko::Error;
@@ -46,40 +48,79 @@ fn save_cubin(kernel: &KernelSource, arch: &str, cubin: &[u8]) {
     }
 }
 
-#[test]
-fn every_kernel_compiles_without_warnings_for_ampere_and_hopper() {
-    if !nvrtc_or_skip("kernel compile") {
-        return;
-    }
+/// What compiling one kernel file for one architecture found wrong, if anything.
+fn check_compile(kernel: &KernelSource, arch: &str) -> Vec<String> {
     let mut failures = Vec::new();
-    for kernel in KERNELS.iter().chain(&QUANT_KERNELS) {
-        for arch in ARCHS {
-            match nvrtc::compile(kernel, arch, &[]) {
-                Ok(c) if !c.log.is_empty() => failures.push(format!(
-                    "kernels/{} for {arch}: warnings:\n{}",
-                    kernel.label(),
-                    c.log
-                )),
-                Ok(c) => {
-                    save_cubin(kernel, arch, &c.cubin);
-                    for entry in kernel.entries {
-                        if !contains(&c.cubin, entry) {
-                            failures.push(format!(
-                                "kernels/{} for {arch}: no entry point {entry} in the CUBIN",
-                                kernel.label()
-                            ));
-                        }
-                    }
-                    println!(
-                        "kernels/{} for {arch}: {} bytes of CUBIN",
-                        kernel.label(),
-                        c.cubin.len()
-                    );
+    match nvrtc::compile(kernel, arch, &[]) {
+        Ok(c) if !c.log.is_empty() => failures.push(format!(
+            "kernels/{} for {arch}: warnings:\n{}",
+            kernel.label(),
+            c.log
+        )),
+        Ok(c) => {
+            save_cubin(kernel, arch, &c.cubin);
+            for entry in kernel.entries {
+                if !contains(&c.cubin, entry) {
+                    failures.push(format!(
+                        "kernels/{} for {arch}: no entry point {entry} in the CUBIN",
+                        kernel.label()
+                    ));
                 }
-                Err(e) => failures.push(e.to_string()),
             }
         }
+        Err(e) => failures.push(e.to_string()),
     }
+    failures
+}
+
+/// Compiles every kernel file for every architecture, on as many threads as there are cores
+/// (NVRTC takes up to a minute for one file on CI's two cores), saying on the terminal as each
+/// one is done.
+#[test]
+fn every_kernel_compiles_without_warnings_for_ampere_and_hopper() {
+    const TEST: &str = "kernel compile";
+    if !nvrtc_or_skip(TEST) {
+        return;
+    }
+    let jobs: Vec<(&KernelSource, &str)> = KERNELS
+        .iter()
+        .chain(&QUANT_KERNELS)
+        .flat_map(|k| ARCHS.map(|arch| (k, arch)))
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..threads {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(&(kernel, arch)) = jobs.get(i) else {
+                    break;
+                };
+                let start = std::time::Instant::now();
+                let found = check_compile(kernel, arch);
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                common::progress(
+                    TEST,
+                    format_args!(
+                        "{n}/{}: kernels/{} for {arch} in {:.0} s{}",
+                        jobs.len(),
+                        kernel.label(),
+                        start.elapsed().as_secs_f64(),
+                        if found.is_empty() { "" } else { ": FAILED" }
+                    ),
+                );
+                failures
+                    .lock()
+                    .unwrap_or_else(|poisoned| poisoned.into_inner())
+                    .extend(found);
+            });
+        }
+    });
+    let failures = failures
+        .into_inner()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 

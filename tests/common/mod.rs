@@ -21,12 +21,42 @@ pub fn required(kind: BackendKind) -> bool {
         .any(|s| s.trim().eq_ignore_ascii_case(kind.name()))
 }
 
-/// Opens a device, or prints why it is skipped; panics when the backend is required.
+/// Says what a long test is doing, on the terminal while it runs: written straight to the
+/// process's stderr, which the test harness does not capture (it captures `print!` and
+/// `eprint!`, whose output it shows only for a failed test). For the steps that take seconds to
+/// minutes on CI's two cores: kernels compiled by NVRTC or by a software adapter, real models.
+pub fn progress(test: &str, what: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    // A failed write to the terminal is no reason to fail a test.
+    let _ = writeln!(std::io::stderr().lock(), "    [{test}] {what}");
+}
+
+/// Opens a device, or prints why it is skipped; panics when the backend is required. The first
+/// wgpu device of a test binary that runs on a software adapter says, on the terminal, why the
+/// next tests are slow: each kernel is compiled on first use, seconds each on lavapipe.
 pub fn open_or_skip(label: &str, opts: &DeviceOptions) -> Option<Device> {
+    static SOFTWARE_NOTED: std::sync::Once = std::sync::Once::new();
     let kind = opts.backend.expect("tests name their backend");
     match Device::with_options(opts) {
         Ok(dev) => {
             println!("testing {label}: {}", dev.describe());
+            let software = dev
+                .info()
+                .properties
+                .iter()
+                .any(|(k, v)| k == "device type" && v == "Cpu");
+            if kind == BackendKind::Wgpu && software {
+                SOFTWARE_NOTED.call_once(|| {
+                    progress(
+                        label,
+                        format_args!(
+                            "{}: a software adapter; kernels compile on their first use, \
+                             seconds each, so the first tests of this binary take a while",
+                            dev.describe()
+                        ),
+                    )
+                });
+            }
             Some(dev)
         }
         Err(e) if required(kind) => {
