@@ -34,13 +34,44 @@ fn median_us(mut t: Vec<f64>) -> f64 {
     t.get(t.len() / 2).map_or(f64::NAN, |s| s * 1e6)
 }
 
-pub fn run(args: &DemoArgs) -> Result<(), CliError> {
-    if !(args.density > 0.0 && args.density <= 1.0) {
-        return Err(CliError::Usage(format!(
-            "--density {} is outside (0, 1]",
-            args.density
-        )));
+/// A `demo` argument that describes no product to measure, naming the value and the rule.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DemoLimit {
+    /// `--rows 0` or `--cols 0`: an empty matrix has no bytes to time, so its effective density
+    /// and GB/s would be 0/0.
+    #[error("--{flag} {value}: must be at least 1 (an empty matrix has no product to measure)")]
+    Empty {
+        /// `rows` or `cols`.
+        flag: &'static str,
+        /// The value given.
+        value: usize,
+    },
+    /// `--iters 0`: the time printed is the median of the timed products.
+    #[error("--iters 0: the time is the median of the timed products, so at least one is needed")]
+    NoIterations,
+    /// A density outside (0, 1].
+    #[error("--density {0} is outside (0, 1]")]
+    Density(f64),
+}
+
+/// Checks the arguments before any device is opened or matrix built.
+fn check(args: &DemoArgs) -> Result<(), DemoLimit> {
+    for (flag, value) in [("rows", args.rows), ("cols", args.cols)] {
+        if value == 0 {
+            return Err(DemoLimit::Empty { flag, value });
+        }
     }
+    if args.iters == 0 {
+        return Err(DemoLimit::NoIterations);
+    }
+    if !(args.density > 0.0 && args.density <= 1.0) {
+        return Err(DemoLimit::Density(args.density));
+    }
+    Ok(())
+}
+
+pub fn run(args: &DemoArgs) -> Result<(), CliError> {
+    check(args).map_err(|e| CliError::Usage(e.to_string()))?;
     let dev = match args.backend {
         Some(kind) => Device::with_options(&DeviceOptions {
             backend: Some(kind),

@@ -1,6 +1,6 @@
 //! `macko info`: what each backend found here.
 
-use macko::Device;
+use macko::{Device, ENV_BACKEND};
 
 pub fn run() -> Result<(), crate::error::CliError> {
     for status in Device::available() {
@@ -15,8 +15,19 @@ pub fn run() -> Result<(), crate::error::CliError> {
         }
     }
     match Device::from_env() {
-        Ok(dev) => println!("\nselected: {} (MACKO_BACKEND overrides)", dev.describe()),
+        Ok(dev) => println!("\nselected: {}{}", dev.describe(), chosen_by()),
         Err(e) => println!("\nno device selected: {e}"),
     }
     Ok(())
+}
+
+/// Why the selected device is the one printed: " (MACKO_BACKEND=cpu chose it)" where the
+/// variable names a backend, nothing where the automatic order chose (a blank variable chooses
+/// nothing, as `DeviceOptions::from_env` reads it), so the line never claims an override that
+/// did not happen.
+fn chosen_by() -> String {
+    match std::env::var(ENV_BACKEND) {
+        Ok(name) if !name.trim().is_empty() => format!(" ({ENV_BACKEND}={} chose it)", name.trim()),
+        _ => String::new(),
+    }
 }

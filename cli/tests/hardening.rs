@@ -8,31 +8,11 @@ mod common;
 use std::path::Path;
 use std::process::Output;
 
-use common::{macko, stderr, stdout, TempDir};
+use common::{macko, stderr, stdout, write_f32, TempDir};
 
 use macko::format::container;
 use macko::half::f16;
 use macko::MackoMatrix;
-
-/// Writes a safetensors file of F32 tensors `(name, shape, values)` by hand, so that shapes
-/// and names no writer would produce can be tried.
-fn write_f32(path: &Path, tensors: &[(&str, Vec<usize>, Vec<f32>)]) {
-    let mut header = serde_json::Map::new();
-    let mut data = Vec::new();
-    for (name, shape, values) in tensors {
-        let start = data.len();
-        data.extend(values.iter().flat_map(|v| v.to_le_bytes()));
-        header.insert(
-            name.to_string(),
-            serde_json::json!({"dtype": "F32", "shape": shape, "data_offsets": [start, data.len()]}),
-        );
-    }
-    let header = serde_json::Value::Object(header).to_string();
-    let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
-    bytes.extend_from_slice(header.as_bytes());
-    bytes.extend_from_slice(&data);
-    std::fs::write(path, bytes).expect("write test file");
-}
 
 /// Asserts exit status 1 and a single `error:` line on stderr holding every one of `needles`.
 fn assert_one_line_error(o: &Output, needles: &[&str]) {

@@ -305,6 +305,10 @@ fn similar_names(tensors: &[TensorEntry], name: &str) -> String {
 struct TempOutput {
     temp: PathBuf,
     target: PathBuf,
+    /// The permissions a plain file creation gives here (0666 less the umask on Unix), read
+    /// off the placeholder `create` makes: the writer replaces the placeholder with a private
+    /// (0600) file of its own, and the output must not stay private because of that.
+    permissions: std::fs::Permissions,
     persisted: bool,
 }
 
@@ -332,13 +336,23 @@ impl TempOutput {
             temp_name.push(name);
             temp_name.push(format!(".tmp-{pid}-{attempt}"));
             let temp = dir.join(temp_name);
+            // The default creation mode (0666 on Unix), which the kernel masks by the umask.
             match OpenOptions::new().write(true).create_new(true).open(&temp) {
-                Ok(_) => {
-                    return Ok(Self {
-                        temp,
-                        target: target.to_path_buf(),
-                        persisted: false,
-                    })
+                Ok(file) => {
+                    let permissions = file.metadata().map(|m| m.permissions());
+                    drop(file);
+                    return match permissions {
+                        Ok(permissions) => Ok(Self {
+                            temp,
+                            target: target.to_path_buf(),
+                            permissions,
+                            persisted: false,
+                        }),
+                        Err(e) => {
+                            let _ = std::fs::remove_file(&temp);
+                            Err(write_err(format!("reading {}: {e}", temp.display())))
+                        }
+                    };
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
                 Err(e) => {
@@ -356,13 +370,16 @@ impl TempOutput {
         )))
     }
 
-    /// Flushes the temporary file to disk and renames it over the target.
+    /// Gives the temporary file the permissions a plain creation would, flushes it to disk and
+    /// renames it over the target.
     fn persist(mut self) -> Result<()> {
         let label = self.target.display().to_string();
         let write_err = |message: String| CheckpointError::Write {
             path: label.clone(),
             message,
         };
+        std::fs::set_permissions(&self.temp, self.permissions.clone())
+            .map_err(|e| write_err(format!("setting the mode of {}: {e}", self.temp.display())))?;
         File::open(&self.temp)
             .and_then(|f| f.sync_all())
             .map_err(|e| write_err(format!("flushing {}: {e}", self.temp.display())))?;
