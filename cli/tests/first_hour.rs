@@ -113,3 +113,67 @@ fn convert_output_gets_the_mode_of_a_new_file_under_the_umask() {
         );
     }
 }
+
+/// Every `%` of bench's output is a labelled share of the ceiling: "(N% of ceiling)" in a case
+/// line, above 100 with its reason beside it, or a summary column headed "%ceil" whose footnote
+/// says what it is.
+#[test]
+fn bench_labels_every_percentage_and_explains_any_above_100() {
+    let o = macko(&[
+        &"bench",
+        &"--backend",
+        &"cpu",
+        &"--shapes",
+        &"64x64",
+        &"--densities",
+        &"1,0.5",
+        &"--iters",
+        &"3",
+        &"--warmup",
+        &"1",
+    ]);
+    let out = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{}\n{out}", stderr(&o));
+    assert!(
+        out.contains("%ceil: a kernel's GB/s over its own bytes"),
+        "{out}"
+    );
+    for line in out
+        .lines()
+        .filter(|l| l.starts_with("cpu ") && l.contains('×'))
+    {
+        for (i, _) in line.match_indices('%') {
+            let after = &line[i..];
+            assert!(
+                after.starts_with("% of ceiling"),
+                "unlabelled % in {line:?}"
+            );
+            let percent: String = line[..i]
+                .chars()
+                .rev()
+                .take_while(|c| c.is_ascii_digit())
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+                .collect();
+            let above = percent.parse::<u32>().is_ok_and(|p| p > 100);
+            assert!(
+                !above || after.starts_with("% of ceiling, above it: "),
+                "{line:?}"
+            );
+        }
+    }
+    let summary = out
+        .lines()
+        .skip_while(|l| !l.starts_with("backend"))
+        .skip(1);
+    for row in summary.filter(|l| l.starts_with("cpu ")) {
+        for cell in row.split_whitespace().rev().take(2) {
+            let above = cell
+                .trim_end_matches('*')
+                .parse::<f64>()
+                .is_ok_and(|p| p > 100.0);
+            assert_eq!(above, cell.ends_with('*'), "{row:?}");
+        }
+    }
+}

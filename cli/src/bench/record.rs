@@ -53,7 +53,8 @@ pub struct Record {
     /// bytes / median time, GB/s.
     #[serde(deserialize_with = "nan_if_null")]
     pub gbps: f64,
-    /// gbps over the streaming-read ceiling measured in the same run over the same bytes.
+    /// gbps over the streaming-read ceiling measured in the same run over the same bytes (the
+    /// streaming read's median pass, or its fastest where the timer is the wall clock).
     pub fraction_of_ceiling: Option<f64>,
     /// Time of the backend's dense baseline (cuBLAS on CUDA, our dense elsewhere) over this
     /// kernel's time, same shape, same run.

@@ -240,12 +240,42 @@ fn spmv(data: &CpuData, plan: CpuPlan, x: &CpuVector, y: &mut CpuVector) -> Resu
 /// matrices, so the ceiling and the products read from the same level of the memory hierarchy.
 const STREAM_ROTATION_BYTES: u64 = 256 << 20;
 
+/// Words one rayon task of the streaming read sums: 128 KiB, tasks as fine as the products'
+/// (32 rows, 64 KiB of a 1024-column dense matrix), so that when another process takes a core
+/// mid-pass the other thread steals the rest, as it does in a product.
+const STREAM_TASK_WORDS: usize = 1 << 14;
+
+/// Independent running sums of one task (four AVX2 registers of four u64): with a single sum
+/// each add waits for the previous one, and one core then summed ~19 GB/s, below what the
+/// dense product reads; with 16 the loop is bound by loads, as a ceiling must be.
+const STREAM_LANES: usize = 16;
+
 /// The CPU's ceiling: seconds per pass of a multi-threaded sum over `bytes` bytes (as u64
 /// words), cycling through copies like the benchmark cycles through matrices. The sum is kept
 /// (`black_box`) so the reads cannot be optimised away.
 fn stream_read(bytes: u64, warmup: usize, iters: usize) -> Result<Vec<f64>> {
     let words = bytes.div_ceil(8).max(1);
     let copies = STREAM_ROTATION_BYTES.div_ceil(words * 8).clamp(1, 8);
+    let buffer = stream_buffer(bytes, words, copies)?;
+    let words = words as usize;
+    let mut times = Vec::with_capacity(iters);
+    for i in 0..warmup + iters {
+        let copy = &buffer[(i % copies as usize) * words..][..words];
+        let start = std::time::Instant::now();
+        let sum = copy
+            .par_chunks(STREAM_TASK_WORDS)
+            .map(sum_words)
+            .reduce(|| 0, u64::wrapping_add);
+        std::hint::black_box(sum);
+        if i >= warmup {
+            times.push(start.elapsed().as_secs_f64());
+        }
+    }
+    Ok(times)
+}
+
+/// `copies` copies of `words` u64 words, back to back, filled with distinct values.
+fn stream_buffer(bytes: u64, words: u64, copies: u64) -> Result<Vec<u64>> {
     let total = words
         .checked_mul(copies)
         .and_then(|n| usize::try_from(n).ok())
@@ -264,20 +294,24 @@ fn stream_read(bytes: u64, warmup: usize, iters: usize) -> Result<Vec<f64>> {
             what: "streaming-read buffer".into(),
         })?;
     buffer.extend((0..total as u64).map(|i| i.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
-    let mut times = Vec::with_capacity(iters);
-    for i in 0..warmup + iters {
-        let copy = &buffer[(i % copies as usize) * words as usize..][..words as usize];
-        let start = std::time::Instant::now();
-        let sum = copy
-            .par_chunks(1 << 14)
-            .map(|c| c.iter().fold(0u64, |a, &w| a.wrapping_add(w)))
-            .reduce(|| 0, u64::wrapping_add);
-        std::hint::black_box(sum);
-        if i >= warmup {
-            times.push(start.elapsed().as_secs_f64());
+    Ok(buffer)
+}
+
+/// The wrapping sum of `words` in [`STREAM_LANES`] independent lanes (vectorised by the
+/// compiler), the tail added to the first.
+fn sum_words(words: &[u64]) -> u64 {
+    let mut lanes = [0u64; STREAM_LANES];
+    let mut blocks = words.chunks_exact(STREAM_LANES);
+    for block in &mut blocks {
+        for (lane, w) in lanes.iter_mut().zip(block) {
+            *lane = lane.wrapping_add(*w);
         }
     }
-    Ok(times)
+    let tail = blocks
+        .remainder()
+        .iter()
+        .fold(0u64, |a, &w| a.wrapping_add(w));
+    lanes.iter().fold(tail, |a, &l| a.wrapping_add(l))
 }
 
 fn cpu_features() -> String {
@@ -406,6 +440,17 @@ mod tests {
                     a.to_bits()
                 );
             }
+        }
+    }
+
+    #[test]
+    fn stream_sum_is_the_wrapping_sum_of_every_word() {
+        for n in [0usize, 1, 15, 16, 17, 100, 1000] {
+            let words: Vec<u64> = (0..n as u64)
+                .map(|i| i.wrapping_mul(u64::MAX / 3))
+                .collect();
+            let want = words.iter().fold(0u64, |a, &w| a.wrapping_add(w));
+            assert_eq!(sum_words(&words), want, "{n} words");
         }
     }
 
