@@ -451,7 +451,7 @@ pub fn run(dirs: &[PathBuf], out: &Path) -> Result<(), CliError> {
 /// The graphics APIs a wgpu device name may end with (" via Vulkan"), since labels named them.
 const APIS: [&str; 6] = ["Vulkan", "Metal", "DX12", "GL", "WebGPU", "no API"];
 
-/// A device name without its " via <API>" ending, and whether it had one.
+/// A device name without its ` via API` ending (" via Vulkan"), and whether it had one.
 fn without_api(name: &str) -> (&str, bool) {
     APIS.iter()
         .find_map(|api| name.strip_suffix(api)?.strip_suffix(" via "))
