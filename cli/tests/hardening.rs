@@ -219,3 +219,95 @@ fn bench_refuses_what_it_cannot_measure_before_allocating() {
         assert!(!out.exists(), "{extra:?} wrote results");
     }
 }
+
+/// A valid one-tensor checkpoint to convert.
+fn small_checkpoint(dir: &TempDir) -> std::path::PathBuf {
+    let input = dir.path("in.safetensors");
+    let values: Vec<f32> = (0..64).map(|i| i as f32 - 31.5).collect();
+    write_f32(&input, &[("layer.weight", vec![8, 8], values)]);
+    input
+}
+
+/// Finding 1: `convert good.safetensors /dev/null` as root left /dev/null a regular 840-byte
+/// file; a FIFO and a symbolic link (even dangling) were replaced by regular files. Anything at
+/// OUT but a regular file is refused, named, and left as it was.
+#[cfg(unix)]
+#[test]
+fn convert_refuses_to_replace_what_is_not_a_regular_file() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = TempDir::new("special");
+    let input = small_checkpoint(&dir);
+
+    let o = macko(&[&"convert", &input, &"/dev/null"]);
+    assert_one_line_error(&o, &["/dev/null", "not a regular file"]);
+    let null = std::fs::metadata("/dev/null").expect("/dev/null");
+    assert!(null.file_type().is_char_device(), "/dev/null was replaced");
+
+    let fifo = dir.path("fifo");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if made.is_ok_and(|s| s.success()) {
+        let o = macko(&[&"convert", &input, &fifo]);
+        assert_one_line_error(&o, &["fifo", "not a regular file"]);
+        let kind = std::fs::symlink_metadata(&fifo).expect("fifo").file_type();
+        assert!(kind.is_fifo(), "the FIFO was replaced");
+    } else {
+        println!("no mkfifo here: the FIFO case is not run");
+    }
+
+    let target = dir.path("target.safetensors");
+    std::fs::write(&target, b"not a checkpoint").expect("write target");
+    for (name, points_to) in [("link", target.clone()), ("dangling", dir.path("nowhere"))] {
+        let link = dir.path(name);
+        std::os::unix::fs::symlink(&points_to, &link).expect("symlink");
+        let o = macko(&[&"convert", &input, &link]);
+        assert_one_line_error(&o, &[name, "symbolic link"]);
+        let kind = std::fs::symlink_metadata(&link).expect("link").file_type();
+        assert!(kind.is_symlink(), "{name} was replaced");
+    }
+    assert_eq!(
+        std::fs::read(&target).expect("read target"),
+        b"not a checkpoint",
+        "the link's target was written"
+    );
+    // Nothing left behind: no temporary file in the directory.
+    assert!(
+        dir.files().iter().all(|f| !f.contains(".tmp-")),
+        "{:?}",
+        dir.files()
+    );
+}
+
+/// A file this user cannot write is not replaced, even where its directory is writable; one it
+/// can write is replaced and keeps its mode. (As root every file is writable: the refusal is
+/// then not observable, and only the second half runs.)
+#[cfg(unix)]
+#[test]
+fn convert_replaces_only_files_it_may_write_and_keeps_their_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("readonly");
+    let input = small_checkpoint(&dir);
+
+    let locked = dir.path("locked.safetensors");
+    std::fs::write(&locked, b"keep me").expect("write");
+    std::fs::set_permissions(&locked, std::fs::Permissions::from_mode(0o444)).expect("chmod");
+    let privileged = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&locked)
+        .is_ok();
+    if privileged {
+        println!("running with privileges that write a 0444 file: its refusal is not checked");
+    } else {
+        let o = macko(&[&"convert", &input, &locked]);
+        assert_one_line_error(&o, &["locked.safetensors", "may not write it"]);
+        assert_eq!(std::fs::read(&locked).expect("read"), b"keep me");
+    }
+
+    let shared = dir.path("shared.safetensors");
+    std::fs::write(&shared, b"old").expect("write");
+    std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o664)).expect("chmod");
+    let o = macko(&[&"convert", &input, &shared]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let meta = std::fs::metadata(&shared).expect("output");
+    assert_eq!(meta.permissions().mode() & 0o777, 0o664);
+    assert!(meta.len() > 3, "the output was not written");
+}

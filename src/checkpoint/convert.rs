@@ -326,9 +326,7 @@ impl TempOutput {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
-        if target.is_dir() {
-            return Err(write_err("is a directory".into()));
-        }
+        let existing = check_target(target).map_err(write_err)?;
         let pid = std::process::id();
         let mut last = None;
         for attempt in 0..100u32 {
@@ -339,7 +337,11 @@ impl TempOutput {
             // The default creation mode (0666 on Unix), which the kernel masks by the umask.
             match OpenOptions::new().write(true).create_new(true).open(&temp) {
                 Ok(file) => {
-                    let permissions = file.metadata().map(|m| m.permissions());
+                    // An output replaced keeps its mode; a new one gets a plain creation's.
+                    let permissions = match &existing {
+                        Some(permissions) => Ok(permissions.clone()),
+                        None => file.metadata().map(|m| m.permissions()),
+                    };
                     drop(file);
                     return match permissions {
                         Ok(permissions) => Ok(Self {
@@ -387,6 +389,48 @@ impl TempOutput {
             .map_err(|e| write_err(format!("renaming {}: {e}", self.temp.display())))?;
         self.persisted = true;
         Ok(())
+    }
+}
+
+/// What may stand at the output path: nothing, or a regular file this user may write, whose
+/// permissions the output then keeps. The output is a new file renamed over the path, so
+/// anything else would be replaced rather than written: a device such as /dev/null or a FIFO
+/// would become a regular file (as root, even /dev/null), a symbolic link would become a file
+/// instead of writing where it points, and a read-only file of another user in a writable
+/// directory would be replaced although it cannot be written. The message names what is there.
+fn check_target(target: &Path) -> std::result::Result<Option<std::fs::Permissions>, String> {
+    let meta = match std::fs::symlink_metadata(target) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot inspect the output path: {e}")),
+    };
+    let kind = meta.file_type();
+    if kind.is_symlink() {
+        return Err(
+            "is a symbolic link: convert writes a new file and renames it into place, \
+                    which would replace the link, not write where it points; name the file \
+                    itself"
+                .into(),
+        );
+    }
+    if kind.is_dir() {
+        return Err("is a directory".into());
+    }
+    if !kind.is_file() {
+        return Err(
+            "is not a regular file (a device, FIFO or socket): convert writes only \
+                    regular files, which it renames into place"
+                .into(),
+        );
+    }
+    // Opening for writing without truncating changes nothing, and asks the system (ownership,
+    // mode, ACLs, a read-only mount) whether this user may write the file.
+    match OpenOptions::new().write(true).open(target) {
+        Ok(_) => Ok(Some(meta.permissions())),
+        Err(e) => Err(format!(
+            "exists and this user may not write it ({e}); convert does not replace a file it \
+             could not write"
+        )),
     }
 }
 
