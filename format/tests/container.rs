@@ -671,3 +671,72 @@ proptest! {
         }
     }
 }
+
+/// A file whose tensors were not all written (issue 27, finding 5: after `kill -9` during
+/// writing, a full-size file whose last tensors read as zeros, which form a valid matrix) fails
+/// to load, naming the tensor; every tensor the record lists is checked.
+#[test]
+fn a_file_not_completely_written_is_refused_on_load() {
+    let dense = random_dense(12, 70, 0.4, 7);
+    let m = MackoMatrix::from_dense(&dense).unwrap();
+    let bytes = container::to_bytes(&[("w", (&m).into())]).unwrap();
+    let file = MatrixFile::from_bytes("whole", bytes.clone()).unwrap();
+    let record = file.metadata().unwrap()[container::CHECKSUMS_KEY].clone();
+    for tensor in ["w.row_ptr", "w.values", "w.codes"] {
+        assert!(record.contains(&format!("\"{tensor}\"")), "{record}");
+    }
+    assert_eq!(file.matrix("w").unwrap(), AnyMatrix::Macko(m.clone()));
+
+    // The values zeroed, as an unwritten tail reads: still a valid MACKO matrix, but refused.
+    let values = tensor_range(&bytes, "w.values");
+    let mut truncated = bytes.clone();
+    truncated[values].fill(0);
+    let err = MatrixFile::from_bytes("cut", truncated).unwrap_err();
+    let text = message(&err);
+    assert!(
+        text.contains("w.values") && text.contains("not completely written"),
+        "{text}"
+    );
+    // One flipped bit of the row pointers is caught too.
+    let row_ptr = tensor_range(&bytes, "w.row_ptr");
+    let mut flipped = bytes;
+    flipped[row_ptr.start + 5] ^= 1;
+    let text = message(&MatrixFile::from_bytes("flip", flipped).unwrap_err());
+    assert!(text.contains("w.row_ptr"), "{text}");
+}
+
+/// A file written by another tool (no record) loads as before.
+#[test]
+fn a_file_without_checksums_loads() {
+    let dense = random_dense(5, 33, 0.5, 3);
+    let m = MackoMatrix::from_dense(&dense).unwrap();
+    let file = raw_file(
+        &[
+            (
+                "w.row_ptr",
+                raw(Dtype::U32, &[m.row_ptr().len()], u32_le(m.row_ptr())),
+            ),
+            (
+                "w.values",
+                raw(Dtype::F16, &[m.values().len()], f16_le(m.values())),
+            ),
+            (
+                "w.codes",
+                raw(Dtype::U8, &[m.codes().len()], m.codes().to_vec()),
+            ),
+        ],
+        &[("macko.w", &meta("macko", 5, 33))],
+    );
+    assert!(!file
+        .metadata()
+        .unwrap()
+        .contains_key(container::CHECKSUMS_KEY));
+    assert_eq!(file.matrix("w").unwrap(), AnyMatrix::Macko(m));
+}
+
+/// The byte range of a tensor's data in a safetensors file's bytes.
+fn tensor_range(bytes: &[u8], name: &str) -> std::ops::Range<usize> {
+    let (header_len, meta) = safetensors::SafeTensors::read_metadata(bytes).unwrap();
+    let (start, end) = meta.info(name).unwrap().data_offsets;
+    (8 + header_len + start)..(8 + header_len + end)
+}

@@ -28,6 +28,9 @@
 //! checks that the tensors cover exactly the data that the file holds, checks every tensor's
 //! dtype and rank, and builds matrices only through `from_parts`, which checks every validity
 //! rule of docs/FORMAT.md. Nothing on this path panics or allocates more than the file's size.
+//! Where the file records checksums of its tensors ([`CHECKSUMS_KEY`]; this crate's writer
+//! and `macko convert` do), each is checked on loading, so a file that was not completely
+//! written is an error rather than a valid matrix of zeros.
 //!
 //! ```
 //! use half::f16;
@@ -64,10 +67,12 @@ use crate::error::{FormatError, Result};
 use crate::macko::{MackoMatrix, FORMAT_NAME, FORMAT_VERSION};
 use crate::macko_quant::QuantMackoMatrix;
 pub use crate::matrix::{AnyMatrix, MatrixKind, MatrixRef};
+pub use checksum::{record as checksum_record, CHECKSUMS_KEY};
 use layout::q_dtype;
 pub use layout::{tensor_names, METADATA_PREFIX};
 pub use save::{save, to_bytes, OutTensor};
 
+mod checksum;
 mod layout;
 mod save;
 use crate::quant::{QuantBits, Quantization, ScaleLayout};
@@ -214,12 +219,16 @@ impl MatrixFile {
                  {available} after the header"
             )));
         }
-        Ok(Self {
+        let file = Self {
             label,
             bytes,
             data_start,
             metadata,
-        })
+        };
+        checksum::check(&file.label, file.metadata(), |name| {
+            file.tensor(name).ok().map(|(_, data)| data)
+        })?;
+        Ok(file)
     }
 
     /// The label errors name the file by (its path, for [`MatrixFile::open`]).

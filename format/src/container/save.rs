@@ -161,6 +161,10 @@ fn prepare<'a>(
             tensors.push((tensor_name, OutTensor { dtype, shape, data }));
         }
     }
+    metadata.insert(
+        super::CHECKSUMS_KEY.to_string(),
+        super::checksum_record(tensors.iter().map(|(n, t)| (n.as_str(), t.data.as_ref()))),
+    );
     Ok((tensors, metadata))
 }
 
