@@ -47,8 +47,29 @@ enum Command {
     Verify(verify::VerifyArgs),
 }
 
+/// On Ctrl-C or SIGTERM during `convert`: remove the temporary file being written beside the
+/// output (the output itself is only ever replaced by a complete file), say so, and exit 130.
+/// Without it the process would die with the temporary left behind.
+fn remove_temporaries_on_interrupt() {
+    let installed = ctrlc::set_handler(|| {
+        let removed = macko::checkpoint::remove_unfinished_outputs();
+        eprintln!(
+            "error: interrupted; the output is unchanged and {removed} unfinished temporary \
+             file{} removed",
+            if removed == 1 { " was" } else { "s were" }
+        );
+        std::process::exit(130);
+    });
+    if let Err(e) = installed {
+        eprintln!("warning: no interrupt handler ({e}): an interrupt may leave a temporary file");
+    }
+}
+
 fn main() {
     let cli = Cli::parse();
+    if matches!(cli.command, Command::Convert(_)) {
+        remove_temporaries_on_interrupt();
+    }
     let result = match cli.command {
         Command::Info => info::run(),
         Command::Demo(args) => demo::run(&args),

@@ -311,3 +311,96 @@ fn convert_replaces_only_files_it_may_write_and_keeps_their_mode() {
     assert_eq!(meta.permissions().mode() & 0o777, 0o664);
     assert!(meta.len() > 3, "the output was not written");
 }
+
+/// Finding 5: after `kill -9` during `convert`, the writer's full-size temporary held zeros past
+/// what was written, and `verify` said `all 8 matrices pass` (zeros form valid matrices). The
+/// output records a CRC-32 per tensor; a file with its tail unwritten is refused, naming the
+/// first damaged tensor, on one line with exit 1.
+#[test]
+fn verify_refuses_a_file_whose_tail_was_never_written() {
+    let dir = TempDir::new("truncated");
+    let values: Vec<f32> = (0..4096).map(|i| ((i * 7919) % 97) as f32 - 48.0).collect();
+    let input = dir.path("in.safetensors");
+    write_f32(
+        &input,
+        &[
+            ("a.weight", vec![64, 64], values.clone()),
+            ("b.weight", vec![64, 64], values),
+        ],
+    );
+    let output = dir.path("out.safetensors");
+    let o = macko(&[&"convert", &input, &output, &"--prune-to", &"0.5"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = macko(&[&"verify", &output]);
+    assert!(o.status.success(), "{}", stderr(&o));
+
+    // The last quarter of the file as a crash leaves it: allocated, never written.
+    let mut bytes = std::fs::read(&output).expect("read output");
+    let cut = bytes.len() - bytes.len() / 4;
+    bytes[cut..].fill(0);
+    std::fs::write(&output, &bytes).expect("write");
+    let o = macko(&[&"verify", &output]);
+    assert_one_line_error(&o, &["out.safetensors", "CRC-32", "not completely written"]);
+}
+
+/// SIGINT during `convert` removes the temporary file being written and exits 130, the output
+/// untouched (issue 27: temporaries removed on SIGINT/SIGTERM). The conversion is made long
+/// enough (64 MiB of f32, quantized) that the signal lands while the temporary exists.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_convert_leaves_nothing_behind() {
+    let dir = TempDir::new("interrupt");
+    let values: Vec<f32> = (0..1024u64 * 4096)
+        .map(|i| ((i * 7919) % 201) as f32 - 100.0)
+        .collect();
+    let input = dir.path("in.safetensors");
+    let tensors: Vec<(String, Vec<usize>, Vec<f32>)> = (0..4)
+        .map(|i| (format!("l{i}.weight"), vec![1024, 4096], values.clone()))
+        .collect();
+    let refs: Vec<(&str, Vec<usize>, Vec<f32>)> = tensors
+        .iter()
+        .map(|(n, s, v)| (n.as_str(), s.clone(), v.clone()))
+        .collect();
+    write_f32(&input, &refs);
+    let output = dir.path("out.safetensors");
+    std::fs::write(&output, b"the old output").expect("write");
+    let before = dir.files();
+
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_macko"))
+        .arg("convert")
+        .arg(&input)
+        .arg(&output)
+        .args(["--prune-to", "0.5", "--quantize", "int8"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn macko");
+    // Wait for the temporary to appear, then interrupt.
+    let started = std::time::Instant::now();
+    let temp_seen = loop {
+        if dir.files().iter().any(|f| f.contains(".tmp-")) {
+            break true;
+        }
+        if child.try_wait().expect("try_wait").is_some()
+            || started.elapsed() > std::time::Duration::from_secs(60)
+        {
+            break false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    assert!(temp_seen, "convert finished before it could be interrupted");
+    let pid = child.id().to_string();
+    let sent = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status();
+    assert!(sent.is_ok_and(|s| s.success()), "kill -INT failed");
+    let out = child.wait_with_output().expect("wait");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted") && err.contains("removed"),
+        "{err}"
+    );
+    assert_eq!(dir.files(), before, "something was left behind");
+    assert_eq!(std::fs::read(&output).expect("read"), b"the old output");
+}

@@ -4,8 +4,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
-use std::fs::{File, OpenOptions};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use macko_format::container::{self, OutTensor};
 use macko_format::{
@@ -17,6 +16,7 @@ use safetensors::SafeTensors;
 use super::accuracy::relative_error;
 use super::file::{Checkpoint, CheckpointError, Result, TensorEntry};
 use super::limits;
+use super::output::{write_safetensors, TempOutput};
 use super::pattern::Pattern;
 use crate::prune;
 
@@ -300,148 +300,6 @@ fn similar_names(tensors: &[TensorEntry], name: &str) -> String {
     }
 }
 
-/// A file in the output's directory that becomes the output on [`TempOutput::persist`] and is
-/// removed if dropped before (an error, a panic): the output is never half written.
-struct TempOutput {
-    temp: PathBuf,
-    target: PathBuf,
-    /// The permissions a plain file creation gives here (0666 less the umask on Unix), read
-    /// off the placeholder `create` makes: the writer replaces the placeholder with a private
-    /// (0600) file of its own, and the output must not stay private because of that.
-    permissions: std::fs::Permissions,
-    persisted: bool,
-}
-
-impl TempOutput {
-    fn create(target: &Path) -> Result<Self> {
-        let label = target.display().to_string();
-        let write_err = |message: String| CheckpointError::Write {
-            path: label.clone(),
-            message,
-        };
-        let Some(name) = target.file_name() else {
-            return Err(write_err("the output path names no file".into()));
-        };
-        let dir = match target.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let existing = check_target(target).map_err(write_err)?;
-        let pid = std::process::id();
-        let mut last = None;
-        for attempt in 0..100u32 {
-            let mut temp_name = std::ffi::OsString::from(".");
-            temp_name.push(name);
-            temp_name.push(format!(".tmp-{pid}-{attempt}"));
-            let temp = dir.join(temp_name);
-            // The default creation mode (0666 on Unix), which the kernel masks by the umask.
-            match OpenOptions::new().write(true).create_new(true).open(&temp) {
-                Ok(file) => {
-                    // An output replaced keeps its mode; a new one gets a plain creation's.
-                    let permissions = match &existing {
-                        Some(permissions) => Ok(permissions.clone()),
-                        None => file.metadata().map(|m| m.permissions()),
-                    };
-                    drop(file);
-                    return match permissions {
-                        Ok(permissions) => Ok(Self {
-                            temp,
-                            target: target.to_path_buf(),
-                            permissions,
-                            persisted: false,
-                        }),
-                        Err(e) => {
-                            let _ = std::fs::remove_file(&temp);
-                            Err(write_err(format!("reading {}: {e}", temp.display())))
-                        }
-                    };
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
-                Err(e) => {
-                    return Err(write_err(format!(
-                        "cannot create a temporary file in {}: {e}",
-                        dir.display()
-                    )))
-                }
-            }
-        }
-        Err(write_err(format!(
-            "cannot create a temporary file in {}: {}",
-            dir.display(),
-            last.map_or_else(|| "every name is taken".to_string(), |e| e.to_string())
-        )))
-    }
-
-    /// Gives the temporary file the permissions a plain creation would, flushes it to disk and
-    /// renames it over the target.
-    fn persist(mut self) -> Result<()> {
-        let label = self.target.display().to_string();
-        let write_err = |message: String| CheckpointError::Write {
-            path: label.clone(),
-            message,
-        };
-        std::fs::set_permissions(&self.temp, self.permissions.clone())
-            .map_err(|e| write_err(format!("setting the mode of {}: {e}", self.temp.display())))?;
-        File::open(&self.temp)
-            .and_then(|f| f.sync_all())
-            .map_err(|e| write_err(format!("flushing {}: {e}", self.temp.display())))?;
-        std::fs::rename(&self.temp, &self.target)
-            .map_err(|e| write_err(format!("renaming {}: {e}", self.temp.display())))?;
-        self.persisted = true;
-        Ok(())
-    }
-}
-
-/// What may stand at the output path: nothing, or a regular file this user may write, whose
-/// permissions the output then keeps. The output is a new file renamed over the path, so
-/// anything else would be replaced rather than written: a device such as /dev/null or a FIFO
-/// would become a regular file (as root, even /dev/null), a symbolic link would become a file
-/// instead of writing where it points, and a read-only file of another user in a writable
-/// directory would be replaced although it cannot be written. The message names what is there.
-fn check_target(target: &Path) -> std::result::Result<Option<std::fs::Permissions>, String> {
-    let meta = match std::fs::symlink_metadata(target) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot inspect the output path: {e}")),
-    };
-    let kind = meta.file_type();
-    if kind.is_symlink() {
-        return Err(
-            "is a symbolic link: convert writes a new file and renames it into place, \
-                    which would replace the link, not write where it points; name the file \
-                    itself"
-                .into(),
-        );
-    }
-    if kind.is_dir() {
-        return Err("is a directory".into());
-    }
-    if !kind.is_file() {
-        return Err(
-            "is not a regular file (a device, FIFO or socket): convert writes only \
-                    regular files, which it renames into place"
-                .into(),
-        );
-    }
-    // Opening for writing without truncating changes nothing, and asks the system (ownership,
-    // mode, ACLs, a read-only mount) whether this user may write the file.
-    match OpenOptions::new().write(true).open(target) {
-        Ok(_) => Ok(Some(meta.permissions())),
-        Err(e) => Err(format!(
-            "exists and this user may not write it ({e}); convert does not replace a file it \
-             could not write"
-        )),
-    }
-}
-
-impl Drop for TempOutput {
-    fn drop(&mut self) {
-        if !self.persisted {
-            let _ = std::fs::remove_file(&self.temp);
-        }
-    }
-}
-
 /// Converts a checkpoint: every selected tensor (by default, every 2-D F16/BF16/F32 tensor) is
 /// rounded to binary16 (a finite value beyond binary16's range is an error naming the tensor,
 /// element and value), pruned per row if `opts.prune_to` says so, encoded as MACKO-16-4,
@@ -639,14 +497,16 @@ pub fn convert(
         );
     }
 
+    // Checksums of every tensor written, converted or copied (replacing the partial records of
+    // the container's images and any of the input's): a file cut short by a crash is refused
+    // when loaded, by `verify` and every reader of the container.
+    metadata.insert(
+        container::CHECKSUMS_KEY.to_string(),
+        container::checksum_record(tensors.iter().map(|(n, t)| (n.as_str(), t.data.as_ref()))),
+    );
     let label = output.display().to_string();
-    safetensors::serialize_to_file(tensors, Some(metadata), &temp.temp).map_err(|e| {
-        CheckpointError::Write {
-            path: label.clone(),
-            message: e.to_string(),
-        }
-    })?;
-    let output_bytes = std::fs::metadata(&temp.temp)
+    write_safetensors(temp.path(), tensors, metadata)?;
+    let output_bytes = std::fs::metadata(temp.path())
         .map(|m| m.len())
         .map_err(|e| CheckpointError::Write {
             path: label.clone(),

@@ -28,6 +28,7 @@ mod accuracy;
 mod convert;
 mod file;
 mod limits;
+mod output;
 mod pattern;
 pub mod products;
 mod verify;
@@ -38,6 +39,7 @@ pub use convert::{
     TensorReport, CONVERT_METADATA_KEY, CONVERT_METADATA_PREFIX,
 };
 pub use limits::{LimitError, MAX_ROWS_BEYOND_ELEMENTS};
+pub use output::remove_unfinished_outputs;
 pub use pattern::Pattern;
 pub use verify::{verify, MatrixCheck, VerifyReport, REL_ERROR_SLACK};
 
