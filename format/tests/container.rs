@@ -740,3 +740,27 @@ fn tensor_range(bytes: &[u8], name: &str) -> std::ops::Range<usize> {
     let (start, end) = meta.info(name).unwrap().data_offsets;
     (8 + header_len + start)..(8 + header_len + end)
 }
+
+/// Issue 27, finding 7: a header naming a tensor twice, or a metadata key twice, is refused
+/// rather than read as its last value (another reader might keep the first).
+#[test]
+fn duplicate_keys_in_a_header_are_refused() {
+    let file = |header: &str, data: &[u8]| {
+        let mut bytes = (header.len() as u64).to_le_bytes().to_vec();
+        bytes.extend_from_slice(header.as_bytes());
+        bytes.extend_from_slice(data);
+        MatrixFile::from_bytes("dup", bytes)
+    };
+    let one = r#""dtype":"F16","shape":[1],"data_offsets":[0,2]"#;
+    let ok = format!(r#"{{"a":{{{one}}}}}"#);
+    assert!(file(&ok, &[0, 60]).is_ok());
+    let twice = format!(r#"{{"a":{{{one}}},"a":{{{one}}}}}"#);
+    let text = message(&file(&twice, &[0, 60]).unwrap_err());
+    assert!(text.contains("`a` appears twice"), "{text}");
+    let meta = format!(r#"{{"__metadata__":{{"macko.a":"x","macko.a":"y"}},"a":{{{one}}}}}"#);
+    let text = message(&file(&meta, &[0, 60]).unwrap_err());
+    assert!(
+        text.contains("metadata key `macko.a` appears twice"),
+        "{text}"
+    );
+}

@@ -75,6 +75,7 @@ pub use save::{save, to_bytes, OutTensor};
 mod checksum;
 mod layout;
 mod save;
+mod unique_keys;
 use crate::quant::{QuantBits, Quantization, ScaleLayout};
 
 /// Largest header accepted, as in the safetensors crate: a header is JSON text describing the
@@ -206,6 +207,8 @@ impl MatrixFile {
                 bytes.len()
             )));
         };
+        serde_json::from_slice::<unique_keys::UniqueKeys>(header)
+            .map_err(|e| corrupt(format!("header: {e}")))?;
         let metadata: Metadata = serde_json::from_slice(header)
             .map_err(|e| corrupt(format!("header is not a valid tensor table: {e}")))?;
         // `Metadata` has checked that the tensors are contiguous from 0 and that each one's
