@@ -274,6 +274,16 @@ fn check_limits(ckpt: &Checkpoint, selected: &[String], prune_to: Option<f64>) -
     if let Some(d) = prune_to {
         limits::check_pruning(matrices.iter().copied(), d).map_err(limit)?;
     }
+    let converted: BTreeSet<&str> = selected.iter().map(String::as_str).collect();
+    let copied = ckpt
+        .tensors()
+        .iter()
+        .map(|t| t.name.as_str())
+        .filter(|n| !converted.contains(n));
+    let metadata_bytes: u64 = ckpt.file().metadata().map_or(0, |m| {
+        m.iter().map(|(k, v)| (k.len() + v.len() + 6) as u64).sum()
+    });
+    limits::check_header(converted.iter().copied(), copied, metadata_bytes).map_err(limit)?;
     Ok(())
 }
 

@@ -9,11 +9,16 @@
 //!   4-byte row offset (and a task) per row whatever the row holds, so a `[2^40, 0]` tensor of 0
 //!   data bytes would otherwise ask for 4 TiB;
 //! - pruning keeps at least one weight in each row of every converted matrix: a density so low
-//!   that ⌊d·cols⌋ = 0 would silently empty every row.
+//!   that ⌊d·cols⌋ = 0 would silently empty every row;
+//! - the output's header fits the container's limit ([`MAX_HEADER_BYTES`]): every converted
+//!   matrix adds three or four tensors and three metadata entries, so a file of many tiny
+//!   tensors could otherwise be converted for seconds and gigabytes, then fail at writing.
 
 use thiserror::Error;
 
 use crate::prune;
+
+pub use macko_format::container::MAX_HEADER_BYTES;
 
 /// How many more rows than elements a converted matrix may have: rows with no data still cost
 /// a 4-byte row offset each, and this bounds that cost (256 KiB) for a tensor of no data.
@@ -55,6 +60,18 @@ pub enum LimitError {
         /// rows × cols.
         elements: u64,
     },
+    /// The output's header would exceed the container's limit.
+    #[error(
+        "the output would hold {tensors} tensors whose header takes at least {bytes} bytes, \
+         over the limit of {MAX_HEADER_BYTES} that readers of safetensors files accept; \
+         convert part of the tensors (--include / --exclude) into each of several files"
+    )]
+    HeaderTooLarge {
+        /// Tensors converted or copied.
+        tensors: u64,
+        /// The header's size, at least.
+        bytes: u64,
+    },
     /// Pruning to `density` keeps no weight of a row.
     #[error(
         "tensor `{tensor}`: pruning to density {density:?} keeps ⌊density·{cols}⌋ = 0 of the \
@@ -70,6 +87,37 @@ pub enum LimitError {
         /// Its columns.
         cols: usize,
     },
+}
+
+/// Header bytes every converted matrix adds at least, beyond 8 times its name: three tensor
+/// entries (`"w.values":{"dtype":"F16","shape":[1],"data_offsets":[0,2]},`, about 55 bytes each
+/// beyond the name), its container description (`"macko.w":"{\"format\":…}"`, about 90), its
+/// conversion record (about 150) and three checksums (about 14 each beyond the name).
+const HEADER_BYTES_PER_MATRIX: u64 = 3 * 55 + 90 + 150 + 3 * 14;
+
+/// The same for a copied tensor: its entry and its checksum, beyond twice its name.
+const HEADER_BYTES_PER_COPY: u64 = 55 + 14;
+
+/// Checks, before any work, that the output's header cannot exceed [`MAX_HEADER_BYTES`]: a lower
+/// bound of its size from the names converted and copied and the input's metadata bytes.
+pub fn check_header<'a>(
+    converted: impl IntoIterator<Item = &'a str>,
+    copied: impl IntoIterator<Item = &'a str>,
+    metadata_bytes: u64,
+) -> Result<(), LimitError> {
+    let (mut tensors, mut bytes) = (0u64, metadata_bytes);
+    for name in converted {
+        tensors += 1;
+        bytes = bytes.saturating_add(8 * name.len() as u64 + HEADER_BYTES_PER_MATRIX);
+    }
+    for name in copied {
+        tensors += 1;
+        bytes = bytes.saturating_add(2 * name.len() as u64 + HEADER_BYTES_PER_COPY);
+    }
+    if bytes > MAX_HEADER_BYTES {
+        return Err(LimitError::HeaderTooLarge { tensors, bytes });
+    }
+    Ok(())
 }
 
 /// Checks that tensor `name` of `shape` (selected for conversion) can be encoded within the

@@ -244,6 +244,16 @@ pub(super) fn write_safetensors(
     let mut header =
         serde_json::to_vec(&header).map_err(|e| write_err(format!("the tensor table: {e}")))?;
     header.resize(header.len().next_multiple_of(8), b' ');
+    // A file no reader would open is not written (convert's estimate before the work is a lower
+    // bound; this is the exact size).
+    if header.len() as u64 > super::limits::MAX_HEADER_BYTES {
+        return Err(write_err(format!(
+            "the header takes {} bytes, over the limit of {} that readers of safetensors files \
+             accept; convert part of the tensors into each of several files",
+            header.len(),
+            super::limits::MAX_HEADER_BYTES
+        )));
+    }
     let file = OpenOptions::new()
         .write(true)
         .truncate(true)

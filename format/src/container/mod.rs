@@ -80,7 +80,7 @@ use crate::quant::{QuantBits, Quantization, ScaleLayout};
 
 /// Largest header accepted, as in the safetensors crate: a header is JSON text describing the
 /// tensors, and a bound keeps a corrupt length from asking for an absurd read.
-const MAX_HEADER_BYTES: u64 = 100_000_000;
+pub const MAX_HEADER_BYTES: u64 = 100_000_000;
 
 /// At most this many names are listed when a name is not found.
 const NAMES_IN_ERRORS: usize = 8;
