@@ -8,6 +8,7 @@ use std::path::Path;
 use half::f16;
 use safetensors::{Dtype, SafeTensorError, View};
 
+use super::checksum::{self, CHECKSUMS_KEY};
 use super::layout::{q_dtype, tensor_names, METADATA_PREFIX};
 use crate::error::{FormatError, Result};
 use crate::macko::{FORMAT_NAME, FORMAT_VERSION};
@@ -162,8 +163,8 @@ fn prepare<'a>(
         }
     }
     metadata.insert(
-        super::CHECKSUMS_KEY.to_string(),
-        super::checksum_record(tensors.iter().map(|(n, t)| (n.as_str(), t.data.as_ref()))),
+        CHECKSUMS_KEY.to_string(),
+        checksum::record(tensors.iter().map(|(n, t)| (n.as_str(), t.data.as_ref()))),
     );
     Ok((tensors, metadata))
 }
