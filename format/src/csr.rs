@@ -10,7 +10,7 @@ use crate::row_ptr::check_row_ptr;
 
 /// A validated CSR matrix: `row_ptr` (rows + 1, from 0, non-decreasing), column indices strictly
 /// increasing within each row and below `cols`, one binary16 value per index.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct CsrMatrix {
     rows: usize,
     cols: usize,
@@ -18,6 +18,19 @@ pub struct CsrMatrix {
     col_idx: Vec<u32>,
     values: Vec<f16>,
 }
+
+/// Equal when every array is the same, the values bit for bit (a stored NaN equals itself).
+impl PartialEq for CsrMatrix {
+    fn eq(&self, other: &Self) -> bool {
+        self.rows == other.rows
+            && self.cols == other.cols
+            && self.row_ptr == other.row_ptr
+            && self.col_idx == other.col_idx
+            && crate::dense::same_bits(&self.values, &other.values)
+    }
+}
+
+impl Eq for CsrMatrix {}
 
 impl CsrMatrix {
     /// Builds a matrix from untrusted arrays, checking every rule (see [`FormatError`]).

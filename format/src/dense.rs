@@ -6,12 +6,28 @@ use half::f16;
 use crate::error::{FormatError, Result};
 
 /// A `rows × cols` matrix of binary16 values in row-major order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct DenseMatrix {
     rows: usize,
     cols: usize,
     values: Vec<f16>,
 }
+
+/// Whether two arrays of binary16 hold the same bits. Matrices compare their stored values this
+/// way, not as numbers: a stored NaN equals itself, so `load(save(m)) == m` holds for every
+/// valid matrix, and a stored −0.0 differs from +0.0, as the arrays do.
+pub(crate) fn same_bits(a: &[f16], b: &[f16]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
+}
+
+/// Equal when the shapes match and the values are the same bits ([`same_bits`]).
+impl PartialEq for DenseMatrix {
+    fn eq(&self, other: &Self) -> bool {
+        self.rows == other.rows && self.cols == other.cols && same_bits(&self.values, &other.values)
+    }
+}
+
+impl Eq for DenseMatrix {}
 
 /// `rows × cols`, checked: every size the library derives from a shape goes through here.
 pub(crate) fn element_count(rows: usize, cols: usize) -> Result<usize> {

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::quant::{QuantValues, Quantization};
 
 /// A validated `rows × cols` matrix of quantized values in row-major order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuantDenseMatrix {
     rows: usize,
     cols: usize,

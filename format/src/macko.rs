@@ -40,12 +40,7 @@ impl PartialEq for MackoMatrix {
             && self.cols == other.cols
             && self.row_ptr == other.row_ptr
             && self.codes == other.codes
-            && self.values.len() == other.values.len()
-            && self
-                .values
-                .iter()
-                .zip(&other.values)
-                .all(|(a, b)| a.to_bits() == b.to_bits())
+            && crate::dense::same_bits(&self.values, &other.values)
     }
 }
 

@@ -13,7 +13,7 @@ use crate::row_ptr::check_row_ptr;
 
 /// A validated MACKO matrix with quantized values: every instance satisfies the rules of
 /// docs/FORMAT.md for its row pointers and codes, and those of quantized values.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QuantMackoMatrix {
     rows: usize,
     cols: usize,

@@ -147,7 +147,7 @@ impl MatrixRef<'_> {
 }
 
 /// An owned, validated matrix of any format, as loaded from a file.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AnyMatrix {
     /// A MACKO-16-4 matrix.
     Macko(MackoMatrix),

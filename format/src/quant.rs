@@ -141,7 +141,7 @@ impl Quantization {
 
 /// Quantized values in storage order with their scales: the `values` array of a quantized
 /// layout. `len` values; `q` holds them packed ([`QuantBits::bytes_for`]).
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct QuantValues {
     bits: QuantBits,
     layout: ScaleLayout,
@@ -149,6 +149,20 @@ pub struct QuantValues {
     q: Vec<u8>,
     scales: Vec<f16>,
 }
+
+/// Equal when every field is the same, the scales bit for bit (a stored NaN scale equals
+/// itself).
+impl PartialEq for QuantValues {
+    fn eq(&self, other: &Self) -> bool {
+        self.bits == other.bits
+            && self.layout == other.layout
+            && self.len == other.len
+            && self.q == other.q
+            && crate::dense::same_bits(&self.scales, &other.scales)
+    }
+}
+
+impl Eq for QuantValues {}
 
 /// Code `i` of packed values (sign-extended).
 #[inline(always)]

@@ -34,13 +34,25 @@ pub const KEPT24: usize = 2;
 /// `meta` (byte g / 2, the low nibble for even g: bits 0–1 the first position, bits 2–3 the
 /// second, first < second). Positions at or past `cols` in a row's last group are padding and
 /// hold zero values.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Sparse24Matrix {
     rows: usize,
     cols: usize,
     values: Vec<f16>,
     meta: Vec<u8>,
 }
+
+/// Equal when every array is the same, the values bit for bit (a stored NaN equals itself).
+impl PartialEq for Sparse24Matrix {
+    fn eq(&self, other: &Self) -> bool {
+        self.rows == other.rows
+            && self.cols == other.cols
+            && self.meta == other.meta
+            && crate::dense::same_bits(&self.values, &other.values)
+    }
+}
+
+impl Eq for Sparse24Matrix {}
 
 /// Groups per row of a matrix of `cols` columns.
 pub fn groups_per_row(cols: usize) -> usize {

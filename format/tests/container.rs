@@ -764,3 +764,42 @@ fn duplicate_keys_in_a_header_are_refused() {
         "{text}"
     );
 }
+
+/// Every kind compares its stored values as bits (issue 27, finding 8, for the formats beside
+/// MACKO): a matrix holding NaN equals itself after a round trip, and −0.0 differs from +0.0.
+#[test]
+fn every_kind_with_nan_loads_equal_to_itself() {
+    let mut values = vec![h(0.0); 3 * 20];
+    values[1] = f16::NAN;
+    values[22] = h(-3.5);
+    values[45] = f16::INFINITY;
+    let dense = DenseMatrix::new(3, 20, values.clone()).unwrap();
+    let csr = CsrMatrix::from_dense(&dense).unwrap();
+    let q = macko_format::Quantization {
+        bits: macko_format::QuantBits::Int8,
+        scales: macko_format::ScaleLayout::PerRow,
+    };
+    let finite = DenseMatrix::new(
+        3,
+        20,
+        values
+            .iter()
+            .map(|v| if v.is_finite() { *v } else { h(1.0) })
+            .collect(),
+    )
+    .unwrap();
+    let qd = macko_format::QuantDenseMatrix::quantize(&finite, q).unwrap();
+    let bytes = container::to_bytes(&[
+        ("d", (&dense).into()),
+        ("c", (&csr).into()),
+        ("q", (&qd).into()),
+    ])
+    .unwrap();
+    let file = MatrixFile::from_bytes("nan", bytes).unwrap();
+    assert_eq!(file.matrix("d").unwrap(), AnyMatrix::Dense(dense.clone()));
+    assert_eq!(file.matrix("c").unwrap(), AnyMatrix::Csr(csr));
+    assert_eq!(file.matrix("q").unwrap(), AnyMatrix::DenseQuant(qd));
+    let mut negative = values;
+    negative[0] = f16::NEG_ZERO;
+    assert_ne!(DenseMatrix::new(3, 20, negative).unwrap(), dense);
+}
