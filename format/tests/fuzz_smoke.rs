@@ -1,6 +1,7 @@
-//! Fuzzing that stays (issue 27): a bounded, seeded mutation run over the two doors untrusted
-//! bytes come in by — the container parser (`MatrixFile::from_bytes`, then every matrix it
-//! describes) and `MackoMatrix::from_parts` — with the properties every input must keep:
+//! Fuzzing that stays (issue 27): a bounded, seeded mutation run over the doors untrusted bytes
+//! come in by — the container parser (`MatrixFile::from_bytes`, then every matrix it describes,
+//! and every tensor read as `convert` reads a checkpoint's weights: `dense_tensor`, then
+//! encoded) and `MackoMatrix::from_parts` — with the properties every input must keep:
 //!
 //! - nothing panics (each input runs under `catch_unwind`; a panicking input is written to
 //!   `target/fuzz-crashes/` and named in the failure, so it can join the corpus);
@@ -33,6 +34,7 @@ use macko_format::{
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
+use safetensors::tensor::TensorView;
 
 /// Container inputs per run: every seed and corpus file, then mutations of them up to this.
 const CONTAINER_INPUTS: usize = if cfg!(debug_assertions) {
@@ -144,6 +146,8 @@ fn seeds() -> Vec<Vec<u8>> {
         .map(|m| container::to_bytes(std::slice::from_ref(m)).expect("seed"))
         .collect();
     out.push(container::to_bytes(&all).expect("seed"));
+    // A checkpoint as `convert` reads one: plain 2-D F32, BF16 and F16 weights, and a 1-D bias.
+    out.push(checkpoint_seed());
     // A larger one, so that the allocation per input byte means something.
     let big = MackoMatrix::from_dense(&random_dense(256, 320, 0.5, 12)).expect("seed");
     out.push(container::to_bytes(&[("big", (&big).into())]).expect("seed"));
@@ -152,6 +156,36 @@ fn seeds() -> Vec<Vec<u8>> {
     let bare: Vec<Vec<u8>> = out.iter().map(|b| without_checksums(b)).collect();
     out.extend(bare);
     out
+}
+
+/// A small model checkpoint: what `macko convert` reads through `MatrixFile::dense_tensor`.
+fn checkpoint_seed() -> Vec<u8> {
+    let f32s: Vec<u8> = (0..6 * 10)
+        .flat_map(|i| (i as f32 * 0.37 - 9.0).to_le_bytes())
+        .collect();
+    let bf16s: Vec<u8> = (0..4 * 8)
+        .flat_map(|i| half::bf16::from_f32(i as f32 - 15.5).to_le_bytes())
+        .collect();
+    let f16s: Vec<u8> = (0..3 * 5)
+        .flat_map(|i| h(i as f32 * 0.25).to_le_bytes())
+        .collect();
+    let bias: Vec<u8> = (0..6).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    fn view(dtype: safetensors::Dtype, shape: Vec<usize>, data: &[u8]) -> TensorView<'_> {
+        TensorView::new(dtype, shape, data).expect("seed")
+    }
+    let tensors = vec![
+        (
+            "a.weight",
+            view(safetensors::Dtype::F32, vec![6, 10], &f32s),
+        ),
+        (
+            "b.weight",
+            view(safetensors::Dtype::BF16, vec![4, 8], &bf16s),
+        ),
+        ("c.weight", view(safetensors::Dtype::F16, vec![3, 5], &f16s)),
+        ("a.bias", view(safetensors::Dtype::F32, vec![6], &bias)),
+    ];
+    safetensors::serialize(tensors, None).expect("seed")
 }
 
 /// The same file without the `macko-checksums` metadata entry.
@@ -325,16 +359,32 @@ fn run_container(rng: &mut StdRng, bytes: Vec<u8>) -> Result<(Outcome, usize), S
     let len = bytes.len();
     let (loaded, peak) = measured(|| {
         let file = MatrixFile::from_bytes("fuzz", bytes).ok()?;
-        file.matrices().ok()
+        let matrices = file.matrices().ok()?;
+        Some((file, matrices))
     });
     if peak > ALLOC_PER_INPUT_BYTE * len + ALLOC_SLACK {
         return Err(format!("loading {len} bytes allocated {peak} at its peak"));
     }
-    let Some(matrices) = loaded else {
+    let Some((file, matrices)) = loaded else {
         return Ok((Outcome::Refused, peak));
     };
     for (name, m) in &matrices {
         check_product(rng, m).map_err(|e| format!("matrix `{name}`: {e}"))?;
+    }
+    // What `convert` does with each tensor: read it as binary16 weights (2-D F32/BF16/F16
+    // only; others are errors), encode it, and multiply it.
+    for name in file.tensor_names() {
+        let (dense, peak) = measured(|| file.dense_tensor(&name));
+        if peak > ALLOC_PER_INPUT_BYTE * len + ALLOC_SLACK {
+            return Err(format!(
+                "tensor `{name}` of {len} bytes allocated {peak} as dense"
+            ));
+        }
+        let Ok(dense) = dense else { continue };
+        if dense.rows().saturating_mul(dense.cols()) <= 1 << 20 {
+            let m = MackoMatrix::from_dense(&dense).map_err(|e| format!("`{name}`: {e}"))?;
+            check_product(rng, &AnyMatrix::Macko(m)).map_err(|e| format!("`{name}`: {e}"))?;
+        }
     }
     Ok((Outcome::Loaded, peak))
 }
