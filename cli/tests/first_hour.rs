@@ -6,22 +6,7 @@ mod common;
 
 use std::process::{Command, Output};
 
-use common::{macko, stderr, stdout, write_f32, TempDir, BIN};
-
-/// Asserts exit status 1 and an `error:` line on stderr holding every one of `needles`.
-fn assert_refused(o: &Output, needles: &[&str]) {
-    let err = stderr(o);
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "stderr:\n{err}\nstdout:\n{}",
-        stdout(o)
-    );
-    assert!(err.starts_with("error: "), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
-    }
-}
+use common::{assert_one_line_error, macko, stderr, stdout, write_f32, TempDir, BIN};
 
 #[test]
 fn bench_refuses_an_empty_shape_naming_it() {
@@ -30,7 +15,7 @@ fn bench_refuses_an_empty_shape_naming_it() {
         ("10x0", "--shapes 10x0: columns must be from 1"),
     ] {
         let o = macko(&[&"bench", &"--backend", &"cpu", &"--shapes", &shape]);
-        assert_refused(&o, &[says]);
+        assert_one_line_error(&o, &[says]);
         assert!(!stdout(&o).contains("ceiling"), "{}", stdout(&o));
     }
 }
@@ -43,7 +28,7 @@ fn demo_refuses_an_empty_matrix_or_no_iterations_naming_the_value() {
         (["--iters", "0"], "--iters 0"),
     ] {
         let o = macko(&[&"demo", &"--backend", &"cpu", &args[0], &args[1]]);
-        assert_refused(&o, &[says]);
+        assert_one_line_error(&o, &[says]);
         let out = stdout(&o);
         assert!(!out.contains("inf") && !out.contains("NaN"), "{out}");
     }

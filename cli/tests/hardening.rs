@@ -6,30 +6,12 @@
 mod common;
 
 use std::path::Path;
-use std::process::Output;
 
-use common::{macko, stderr, stdout, write_f32, TempDir};
+use common::{assert_one_line_error, macko, stderr, stdout, write_f32, TempDir};
 
 use macko::format::container;
 use macko::half::f16;
 use macko::MackoMatrix;
-
-/// Asserts exit status 1 and a single `error:` line on stderr holding every one of `needles`.
-fn assert_one_line_error(o: &Output, needles: &[&str]) {
-    let err = stderr(o);
-    assert_eq!(
-        o.status.code(),
-        Some(1),
-        "expected exit 1, stderr:\n{err}\nstdout:\n{}",
-        stdout(o)
-    );
-    let lines: Vec<&str> = err.lines().collect();
-    assert_eq!(lines.len(), 1, "not one line:\n{err}");
-    assert!(lines[0].starts_with("error: "), "{err}");
-    for n in needles {
-        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
-    }
-}
 
 #[test]
 fn tiny_checkpoints_with_huge_shapes_are_refused_before_any_work() {

@@ -81,3 +81,20 @@ pub fn write_f32(path: &Path, tensors: &[(&str, Vec<usize>, Vec<f32>)]) {
     bytes.extend_from_slice(&data);
     std::fs::write(path, bytes).expect("write test file");
 }
+
+/// Asserts exit status 1 and a single `error:` line on stderr holding every one of `needles`.
+pub fn assert_one_line_error(o: &std::process::Output, needles: &[&str]) {
+    let err = stderr(o);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "expected exit 1, stderr:\n{err}\nstdout:\n{}",
+        stdout(o)
+    );
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "not one line:\n{err}");
+    assert!(lines[0].starts_with("error: "), "{err}");
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
+    }
+}
