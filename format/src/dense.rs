@@ -20,7 +20,8 @@ pub(crate) fn same_bits(a: &[f16], b: &[f16]) -> bool {
     a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
-/// Equal when the shapes match and the values are the same bits ([`same_bits`]).
+/// Equal when the shapes match and the values are the same bits (`same_bits`): a stored NaN
+/// equals itself, −0.0 differs from +0.0.
 impl PartialEq for DenseMatrix {
     fn eq(&self, other: &Self) -> bool {
         self.rows == other.rows && self.cols == other.cols && same_bits(&self.values, &other.values)
