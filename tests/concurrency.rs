@@ -185,3 +185,74 @@ fn threads_sharing_one_device_get_the_single_threaded_results() {
         );
     }
 }
+
+/// Threads timing products at once, each checking its own result.
+const TIMERS: usize = 4;
+/// Timed calls per thread, and products per call.
+const TIMED_CALLS: usize = 6;
+const TIMED_ITERS: usize = 3;
+
+/// One thread's timing rounds: every call returns `TIMED_ITERS` finite, positive seconds, and y
+/// afterwards holds the product (the timed products write it).
+fn time_rounds(dev: &Device, work: &Work) -> Result<(HostVector, usize), String> {
+    fn e(what: &'static str) -> impl Fn(macko::Error) -> String {
+        move |e| format!("{what}: {e}")
+    }
+    let a = dev.upload(&work.matrix).map_err(e("upload A"))?;
+    let copy = dev.upload(&work.matrix).map_err(e("upload A"))?;
+    let x = dev.upload_vector(&work.xs[0]).map_err(e("upload x"))?;
+    let mut y = dev.zeros(ROWS, Precision::F32).map_err(e("zeros"))?;
+    let mut timed = 0;
+    for call in 0..TIMED_CALLS {
+        let times = dev
+            .time_spmv(&[&a, &copy], &x, &mut y, 1, TIMED_ITERS)
+            .map_err(e("time_spmv"))?;
+        if times.len() != TIMED_ITERS || !times.iter().all(|s| s.is_finite() && *s > 0.0) {
+            return Err(format!("call {call}: times {times:?}"));
+        }
+        timed += times.len();
+    }
+    Ok((dev.download(&y).map_err(e("download"))?, timed))
+}
+
+/// Issue 27: `time_spmv` from several threads at once on one device (the device timer: CUDA
+/// events, wgpu timestamp queries, the CPU's clock). Every timing is a finite, positive number
+/// of seconds, every y is the product, and the device works single-threaded afterwards.
+#[test]
+fn threads_timing_products_at_once_get_sane_times_and_right_products() {
+    let works: Vec<Work> = (0..TIMERS).map(|t| Work::new(100 + t)).collect();
+    for (label, dev) in devices() {
+        let results: Vec<Result<(HostVector, usize), String>> = thread::scope(|s| {
+            let handles: Vec<_> = works
+                .iter()
+                .map(|w| s.spawn(|| time_rounds(&dev, w)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err("the thread panicked".into()))
+                })
+                .collect()
+        });
+        let mut timed = 0;
+        for (t, r) in results.iter().enumerate() {
+            match r {
+                Ok((y, n)) => {
+                    assert_agrees(
+                        &label,
+                        &format!("thread {t}, timed y"),
+                        &works[t].refs[0],
+                        y,
+                    );
+                    timed += n;
+                }
+                Err(e) => panic!("{label}, thread {t}: {e}"),
+            }
+        }
+        assert_eq!(timed, TIMERS * TIMED_CALLS * TIMED_ITERS);
+        if let Err(e) = time_rounds(&dev, &works[0]) {
+            panic!("{label}: single-threaded timing afterwards fails: {e}");
+        }
+    }
+}
