@@ -123,6 +123,24 @@ fn run_rounds(dev: &Device, work: &Work) -> Result<Vec<HostVector>, String> {
     Ok(ys)
 }
 
+/// Runs `f` on every work at once, one thread each, and returns each thread's result in order
+/// (a thread that panicked as an error).
+fn on_threads<T: Send>(
+    works: &[Work],
+    f: impl Fn(&Work) -> Result<T, String> + Sync,
+) -> Vec<Result<T, String>> {
+    thread::scope(|s| {
+        let handles: Vec<_> = works.iter().map(|w| s.spawn(|| f(w))).collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Err("the thread panicked".into()))
+            })
+            .collect()
+    })
+}
+
 /// Asserts that `got` (from thread `t`) equals the single-threaded `want` and the reference.
 fn check(label: &str, t: usize, work: &Work, got: &[HostVector], want: &[HostVector]) {
     for (round, (g, w)) in got.iter().zip(want).enumerate() {
@@ -143,19 +161,7 @@ fn threads_sharing_one_device_get_the_single_threaded_results() {
             .iter()
             .map(|w| run_rounds(&dev, w).unwrap_or_else(|e| panic!("{label}, alone: {e}")))
             .collect();
-        let shared: Vec<Result<Vec<HostVector>, String>> = thread::scope(|s| {
-            let handles: Vec<_> = works
-                .iter()
-                .map(|w| s.spawn(|| run_rounds(&dev, w)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err("the thread panicked".into()))
-                })
-                .collect()
-        });
+        let shared = on_threads(&works, |w| run_rounds(&dev, w));
         let failures: Vec<String> = shared
             .iter()
             .enumerate()
@@ -222,19 +228,7 @@ fn time_rounds(dev: &Device, work: &Work) -> Result<(HostVector, usize), String>
 fn threads_timing_products_at_once_get_sane_times_and_right_products() {
     let works: Vec<Work> = (0..TIMERS).map(|t| Work::new(100 + t)).collect();
     for (label, dev) in devices() {
-        let results: Vec<Result<(HostVector, usize), String>> = thread::scope(|s| {
-            let handles: Vec<_> = works
-                .iter()
-                .map(|w| s.spawn(|| time_rounds(&dev, w)))
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err("the thread panicked".into()))
-                })
-                .collect()
-        });
+        let results = on_threads(&works, |w| time_rounds(&dev, w));
         let mut timed = 0;
         for (t, r) in results.iter().enumerate() {
             match r {
