@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine, through .gpu/remote.sh (see ../../../shared/gpu/README.md):
-#   bash .gpu/remote.sh bash scripts/gpu/sanitize.sh [SECONDS_PER_RUN]
+#   bash .gpu/remote.sh bash scripts/gpu/sanitize.sh [SECONDS_PER_RUN [TOOL ...]]
 # compute-sanitizer's four tools (memcheck, initcheck, racecheck, synccheck) over the tests that
 # reach every CUDA kernel a plan can choose:
 # - cuda_backend `edge_`: the binary16 MACKO kernels on degenerate, ragged, long and
@@ -22,6 +22,9 @@ mkdir -p "$out"
 log=$out/sanitize.log
 : > "$log"
 limit=${1:-240}
+shift $(( $# > 0 ? 1 : 0 ))
+# The tools to run: those named after the bound, else all four.
+if [ $# -gt 0 ]; then tools=("$@"); else tools=(memcheck initcheck racecheck synccheck); fi
 sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 # No Vulkan driver and only Vulkan asked of wgpu: without the first alone, wgpu falls back to
 # the machine's GL adapter, whose GLSL lacks what the kernels need (seen 2026-11-27).
@@ -36,7 +39,7 @@ runs=(
   "plans every_forced_cuda_plan"
 )
 status=0
-for tool in memcheck initcheck racecheck synccheck; do
+for tool in "${tools[@]}"; do
   for run in "${runs[@]}"; do
     set -- $run
     exe=.gpu/tests/macko--$1

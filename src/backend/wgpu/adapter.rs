@@ -248,6 +248,12 @@ fn pick(
         let info = adapter.get_info();
         let missing = REQUIRED_DOWNLEVEL - adapter.get_downlevel_capabilities().flags;
         match verdict(&info, missing, config, gl_asked) {
+            Verdict::Usable if info.backend == wgpu::Backend::Gl => {
+                match compiles_a_storage_kernel(&adapter) {
+                    Ok(()) => usable.push((adapter, info)),
+                    Err(why) => incapable.push(format!("{}: {why}", describe(&info))),
+                }
+            }
             Verdict::Usable => usable.push((adapter, info)),
             Verdict::Incapable(why) => incapable.push(why),
             Verdict::SoftwareSkipped => software_skipped.push(describe(&info)),
@@ -281,6 +287,57 @@ fn pick(
         ));
     }
     Err(Choice::Unusable(reasons.join("; ")))
+}
+
+/// The smallest kernel with what every macko kernel uses: a compute entry point over a
+/// runtime-sized read-write storage array.
+const PROBE_WGSL: &str = "@group(0) @binding(0) var<storage, read_write> data: array<u32>;
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) id: vec3<u32>) {
+    if id.x < arrayLength(&data) { data[id.x] = data[id.x] + 1u; }
+}";
+
+/// Whether a GL adapter really compiles compute kernels over storage buffers. A GL adapter can
+/// report `COMPUTE_SHADERS` and still translate kernels for a GLSL version without them: on an
+/// H100 machine with its Vulkan driver hidden (2026-11-27), wgpu's hardware GL adapter refused
+/// every pipeline ("The selected version doesn't support BUFFER_STORAGE | COMPUTE_SHADER |
+/// DYNAMIC_ARRAY_SIZE"). Such an adapter is refused here, with that reason, instead of being
+/// chosen and failing at the first product. Vulkan, Metal and DX12 adapters are not probed.
+fn compiles_a_storage_kernel(adapter: &wgpu::Adapter) -> std::result::Result<(), String> {
+    compiles(adapter, PROBE_WGSL)
+}
+
+/// Whether `adapter` compiles the compute kernel `wgsl` (entry point `main`) into a pipeline.
+fn compiles(adapter: &wgpu::Adapter, wgsl: &str) -> std::result::Result<(), String> {
+    let desc = wgpu::DeviceDescriptor {
+        label: Some("macko GL probe"),
+        required_limits: adapter.limits(),
+        ..Default::default()
+    };
+    let (device, _queue) = pollster::block_on(adapter.request_device(&desc))
+        .map_err(|e| format!("refused a device: {e}"))?;
+    let validation = device.push_error_scope(wgpu::ErrorFilter::Validation);
+    let internal = device.push_error_scope(wgpu::ErrorFilter::Internal);
+    let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
+        label: Some("macko GL probe"),
+        source: wgpu::ShaderSource::Wgsl(wgsl.into()),
+    });
+    let _pipeline = device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+        label: Some("macko GL probe"),
+        layout: None,
+        module: &module,
+        entry_point: Some("main"),
+        compilation_options: Default::default(),
+        cache: None,
+    });
+    let internal = pollster::block_on(internal.pop());
+    let validation = pollster::block_on(validation.pop());
+    match validation.or(internal) {
+        None => Ok(()),
+        Some(e) => Err(format!(
+            "cannot compile a compute kernel over storage buffers ({e})"
+        )),
+    }
 }
 
 /// Opens the device `config` asks for on the best adapter. Subgroups are not even requested
@@ -342,6 +399,25 @@ mod tests {
             allow_software_adapter: true,
             ..WgpuConfig::default()
         }
+    }
+
+    /// The probe accepts a kernel the adapter compiles and refuses one it cannot, on the first
+    /// adapter of this machine (lavapipe in CI; skipped where there is none).
+    #[test]
+    fn the_gl_probe_tells_a_compiling_adapter_from_a_failing_kernel() {
+        let Some(adapter) = enumerate(wgpu::Backends::all()).into_iter().next() else {
+            println!("skipped: no wgpu adapter here");
+            return;
+        };
+        assert_eq!(compiles_a_storage_kernel(&adapter), Ok(()));
+        // Writing through a read-only binding fails validation, as an unsupported GLSL
+        // version fails translation: both reach the probe's error scopes.
+        let broken = PROBE_WGSL.replace("read_write", "read");
+        let refusal = compiles(&adapter, &broken);
+        assert!(
+            matches!(&refusal, Err(why) if why.contains("cannot compile")),
+            "{refusal:?}"
+        );
     }
 
     #[test]
