@@ -34,6 +34,7 @@ fn crates() -> Vec<CrateSources> {
         ("macko", "src"),
         ("macko-format", "format/src"),
         ("macko-cli", "cli/src"),
+        ("macko-python", "python/src"),
     ]
     .into_iter()
     .map(|(name, dir)| {
@@ -459,9 +460,9 @@ fn backends_do_not_reach_the_device_layer() {
 /// outlive the files they name when a restructure moves things.
 #[test]
 fn cited_files_exist() {
-    const ROOTS: [&str; 10] = [
+    const ROOTS: [&str; 11] = [
         "src", "format", "cli", "tests", "kernels", "shaders", "examples", "scripts", "docs",
-        "benches",
+        "benches", "python",
     ];
     const EXTS: [&str; 8] = [".rs", ".cu", ".cuh", ".wgsl", ".md", ".sh", ".py", ".toml"];
     let mut texts: Vec<PathBuf> = vec![root().join("README.md"), root().join("BENCHMARKS.md")];

@@ -1,0 +1,224 @@
+//! `Device` and `DeviceMatrix`: a device chosen as in Rust (`auto`, `cpu`, `wgpu`, `cuda`, or
+//! `MACKO_BACKEND`), matrices uploaded to it, and products with NumPy vectors in and out. The
+//! GIL is released while the device works, so other Python threads run (the library's
+//! `Device` is shared by threads safely).
+
+use macko::{BackendKind, DeviceOptions, Precision};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::matrix::Matrix;
+use crate::{arrays, errors};
+
+/// A device: a CUDA GPU, a wgpu adapter or the CPU.
+#[pyclass(module = "macko", frozen)]
+pub struct Device {
+    inner: macko::Device,
+}
+
+/// A matrix on a device, ready to multiply (`a @ x`, `a.multiply(x)`).
+#[pyclass(module = "macko", frozen)]
+pub struct DeviceMatrix {
+    device: macko::Device,
+    inner: macko::DeviceMatrix,
+}
+
+/// `out_dtype` as the library's output precision.
+fn precision(out_dtype: &str) -> PyResult<Precision> {
+    match out_dtype {
+        "float32" => Ok(Precision::F32),
+        "float16" => Ok(Precision::F16),
+        other => Err(errors::config(format!(
+            "out_dtype={other:?}: expected 'float32' or 'float16'"
+        ))),
+    }
+}
+
+/// A property list as a Python dict.
+fn properties<'py>(py: Python<'py>, info: &macko::DeviceInfo) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    for (k, v) in &info.properties {
+        d.set_item(k, v)?;
+    }
+    Ok(d)
+}
+
+#[pymethods]
+impl Device {
+    /// `kind`: "auto" (CUDA, else a hardware wgpu adapter, else the CPU), "cpu", "wgpu" or
+    /// "cuda" (an error saying why, if it is missing), or None for `MACKO_BACKEND` if set, else
+    /// "auto".
+    #[new]
+    #[pyo3(signature = (kind = None))]
+    fn new(py: Python<'_>, kind: Option<&str>) -> PyResult<Self> {
+        let opts = match kind {
+            None => DeviceOptions::from_env().map_err(errors::to_py)?,
+            Some("auto") => DeviceOptions::default(),
+            Some(name) => {
+                let backend: BackendKind = name.parse().map_err(errors::to_py)?;
+                DeviceOptions::for_backend(backend)
+            }
+        };
+        // Opening a GPU compiles nothing yet but may take a second (driver start-up).
+        let inner = py
+            .detach(|| macko::Device::with_options(&opts))
+            .map_err(errors::to_py)?;
+        Ok(Self { inner })
+    }
+
+    /// Every backend with the device it would use or why it is unavailable, as a list of
+    /// dicts: `backend`, `available`, and `name` or `reason`.
+    #[staticmethod]
+    fn available<'py>(py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let statuses = py.detach(macko::Device::available);
+        statuses
+            .into_iter()
+            .map(|s| {
+                let d = PyDict::new(py);
+                d.set_item("backend", s.backend.name())?;
+                d.set_item("available", s.device.is_ok())?;
+                match s.device {
+                    Ok(info) => d.set_item("name", info.name)?,
+                    Err(reason) => d.set_item("reason", reason)?,
+                }
+                Ok(d)
+            })
+            .collect()
+    }
+
+    /// The backend: "cpu", "wgpu" or "cuda".
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.inner.kind().name()
+    }
+
+    /// The device's name ("NVIDIA H100 80GB HBM3 (sm_90)", "llvmpipe ... via Vulkan").
+    #[getter]
+    fn name(&self) -> String {
+        self.inner.info().name.clone()
+    }
+
+    /// The device's properties (driver, memory, kernels, ...), as shown by `macko info`.
+    #[getter]
+    fn properties<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        properties(py, self.inner.info())
+    }
+
+    /// Copies a `Matrix` (or a 2-D array, as a dense matrix) to the device.
+    fn upload(&self, py: Python<'_>, matrix: &Bound<'_, PyAny>) -> PyResult<DeviceMatrix> {
+        let dense;
+        let m: macko::MatrixRef<'_> = if let Ok(m) = matrix.cast::<Matrix>() {
+            let m = m.get();
+            (&m.inner).into()
+        } else {
+            dense = arrays::dense_matrix(matrix)?;
+            (&dense).into()
+        };
+        let inner = py.detach(|| self.inner.upload(m)).map_err(errors::to_py)?;
+        Ok(DeviceMatrix {
+            device: self.inner.clone(),
+            inner,
+        })
+    }
+
+    /// Waits for every queued product.
+    fn synchronize(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| self.inner.synchronize())
+            .map_err(errors::to_py)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Device({:?}: {})",
+            self.inner.kind().name(),
+            self.inner.info().name
+        )
+    }
+}
+
+#[pymethods]
+impl DeviceMatrix {
+    /// Rows.
+    #[getter]
+    fn rows(&self) -> usize {
+        self.inner.rows()
+    }
+
+    /// Columns.
+    #[getter]
+    fn cols(&self) -> usize {
+        self.inner.cols()
+    }
+
+    /// `(rows, cols)`.
+    #[getter]
+    fn shape(&self) -> (usize, usize) {
+        (self.inner.rows(), self.inner.cols())
+    }
+
+    /// The format's name, as `Matrix.format`.
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.inner.format().as_str()
+    }
+
+    /// Bytes the matrix takes on the device.
+    #[getter]
+    fn nbytes(&self) -> u64 {
+        self.inner.bytes()
+    }
+
+    /// y = A·x for a 1-D x of `cols` elements, or Y = A·X for a 2-D X of B vectors (`[B][cols]`,
+    /// one vector per row, as a batch of tokens is) into Y `[B][rows]`: float16 or float32 x
+    /// (float32 rounded to binary16), f32 accumulation, `out_dtype` "float32" or "float16".
+    #[pyo3(signature = (x, *, out_dtype = "float32"))]
+    fn multiply<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+        out_dtype: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let precision = precision(out_dtype)?;
+        let v = arrays::vectors(x, self.inner.cols())?;
+        let rows = self.inner.rows();
+        let dev = &self.device;
+        let a = &self.inner;
+        let y = py
+            .detach(|| -> macko::Result<macko::HostVector> {
+                match v.batch {
+                    None => {
+                        let x = dev.upload_vector(&v.values)?;
+                        let mut y = dev.zeros(rows, precision)?;
+                        dev.spmv(a, &x, &mut y)?;
+                        dev.download(&y)
+                    }
+                    Some(b) => {
+                        let x = dev.upload_batch(&v.values, b)?;
+                        let mut y = dev.zeros_batch(rows, b, precision)?;
+                        dev.spmm(a, &x, &mut y)?;
+                        dev.download(&y)
+                    }
+                }
+            })
+            .map_err(errors::to_py)?;
+        arrays::y_array(py, y, v.batch, rows)
+    }
+
+    fn __matmul__<'py>(
+        &self,
+        py: Python<'py>,
+        x: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.multiply(py, x, "float32")
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "DeviceMatrix(format={:?}, shape=({}, {}), device={:?})",
+            self.inner.format().as_str(),
+            self.inner.rows(),
+            self.inner.cols(),
+            self.device.info().name
+        )
+    }
+}
