@@ -247,6 +247,25 @@ impl Device {
         format!("{}: {}", self.info.backend, self.info.name)
     }
 
+    /// The CUDA backend and `a`'s CUDA storage, for [`crate::interop`].
+    #[cfg(feature = "cuda")]
+    pub(crate) fn cuda_handles<'a>(
+        &'a self,
+        a: &'a DeviceMatrix,
+    ) -> Result<(
+        &'a crate::backend::cuda::CudaBackend,
+        &'a crate::backend::cuda::CudaMatrix,
+    )> {
+        self.check_owner("matrix", a.device)?;
+        match (&*self.backend, &a.storage) {
+            (AnyBackend::Cuda(b), AnyMatrix::Cuda(m)) => Ok((b, m)),
+            _ => Err(Error::Backend {
+                backend: self.kind(),
+                message: "products on framework (CUDA) pointers need a cuda device".into(),
+            }),
+        }
+    }
+
     fn check_owner(&self, what: &'static str, handle_device: u64) -> Result<()> {
         if handle_device != self.id {
             return Err(Error::WrongDevice {

@@ -44,6 +44,7 @@ pub mod checkpoint;
 mod device;
 mod dispatch;
 mod error;
+pub mod interop;
 mod options;
 pub mod prune;
 pub mod synthetic;

@@ -48,10 +48,11 @@ impl Device {
     /// `kind`: "auto" (CUDA, else a hardware wgpu adapter, else the CPU), "cpu", "wgpu" or
     /// "cuda" (an error saying why, if it is missing), or None for `MACKO_BACKEND` if set, else
     /// "auto".
+    /// `ordinal` picks the GPU of a CUDA device (0 is the first).
     #[new]
-    #[pyo3(signature = (kind = None))]
-    fn new(py: Python<'_>, kind: Option<&str>) -> PyResult<Self> {
-        let opts = match kind {
+    #[pyo3(signature = (kind = None, *, ordinal = 0))]
+    fn new(py: Python<'_>, kind: Option<&str>, ordinal: usize) -> PyResult<Self> {
+        let mut opts = match kind {
             None => DeviceOptions::from_env().map_err(errors::to_py)?,
             Some("auto") => DeviceOptions::default(),
             Some(name) => {
@@ -59,6 +60,7 @@ impl Device {
                 DeviceOptions::for_backend(backend)
             }
         };
+        opts.cuda_ordinal = ordinal;
         // Opening a GPU compiles nothing yet but may take a second (driver start-up).
         let inner = py
             .detach(|| macko::Device::with_options(&opts))
@@ -162,6 +164,12 @@ impl DeviceMatrix {
         self.inner.format().as_str()
     }
 
+    /// The backend of the device it is on: "cpu", "wgpu" or "cuda".
+    #[getter]
+    fn device_kind(&self) -> &'static str {
+        self.device.kind().name()
+    }
+
     /// Bytes the matrix takes on the device.
     #[getter]
     fn nbytes(&self) -> u64 {
@@ -202,6 +210,36 @@ impl DeviceMatrix {
             })
             .map_err(errors::to_py)?;
         arrays::y_array(py, y, v.batch, rows)
+    }
+
+    /// Queues Y = A·X on CUDA memory another framework owns (PyTorch tensors: pass
+    /// `data_ptr()`s and `torch.cuda.current_stream().cuda_stream`): X is `batch × cols`
+    /// float16, Y `batch × rows` of `out_dtype`, both contiguous and 16-byte aligned, on this
+    /// CUDA device. Nothing is copied and nothing waits; the caller keeps X, Y and this matrix
+    /// alive until the stream has run the product. For macko.torch, which checks every tensor
+    /// first; not for direct use.
+    #[pyo3(signature = (x_ptr, y_ptr, batch, out_dtype, stream))]
+    fn _multiply_cuda_pointers(
+        &self,
+        py: Python<'_>,
+        x_ptr: u64,
+        y_ptr: u64,
+        batch: usize,
+        out_dtype: &str,
+        stream: u64,
+    ) -> PyResult<()> {
+        let p = macko::interop::CudaPointers {
+            x: x_ptr,
+            y: y_ptr,
+            batch,
+            y_precision: precision(out_dtype)?,
+            stream,
+        };
+        // SAFETY: macko.torch passes the pointers of contiguous CUDA tensors of the checked
+        // shapes and dtypes on this device, keeps them referenced until the stream runs, and
+        // synchronizes the device after upload (see `Device::spmm_cuda_pointers`).
+        py.detach(|| unsafe { self.device.spmm_cuda_pointers(&self.inner, &p) })
+            .map_err(errors::to_py)
     }
 
     fn __matmul__<'py>(

@@ -84,6 +84,24 @@ impl<T: DeviceRepr + ValidAsZeroBits + Copy + Default> DeviceArray<T> {
 }
 
 impl<T> DeviceArray<T> {
+    /// An array over `len` elements at `ptr`, memory this backend does not own; it must be
+    /// released with [`DeviceArray::into_leaked`], never dropped (a drop would free it).
+    ///
+    /// # Safety
+    /// `ptr` must address `len` elements of `T` in this context, alive while work using the
+    /// array is queued.
+    pub unsafe fn borrowed(stream: &Arc<CudaStream>, ptr: u64, len: usize) -> Self {
+        Self {
+            buf: stream.upgrade_device_ptr(ptr as sys::CUdeviceptr, len.max(1)),
+            len,
+        }
+    }
+
+    /// Gives up the buffer without freeing it (the end of a [`DeviceArray::borrowed`]).
+    pub fn into_leaked(self) -> u64 {
+        self.buf.leak()
+    }
+
     /// The number of elements (0 for an empty array, whose buffer still has one).
     pub fn len(&self) -> usize {
         self.len

@@ -32,6 +32,7 @@ pub mod batch_plan;
 pub mod caps;
 mod cursors;
 mod errors;
+mod external;
 mod flat;
 mod kernels;
 mod launch;
@@ -50,6 +51,8 @@ mod upload;
 mod vendor;
 
 use std::sync::{Arc, Mutex};
+
+use cudarc::driver::CudaStream;
 
 use half::f16;
 
@@ -188,22 +191,29 @@ impl CudaBackend {
         }
     }
 
-    fn launcher(&self) -> Launcher<'_> {
+    /// Launches on `stream`: the backend's own, or a framework's (`external.rs`).
+    fn launcher<'a>(&'a self, stream: &'a Arc<CudaStream>) -> Launcher<'a> {
         Launcher {
             kernels: &self.kernels,
-            stream: self.stream(),
+            stream,
             sms: self.caps.sm_count,
         }
     }
 
-    /// Queues y = A·x with the implementation the matrix was uploaded for.
-    fn product(&self, a: &CudaMatrix, x: &CudaVector, y: &mut CudaVector) -> Result<()> {
+    /// Queues y = A·x on `stream` with the implementation the matrix was uploaded for.
+    fn product(
+        &self,
+        stream: &Arc<CudaStream>,
+        a: &CudaMatrix,
+        x: &CudaVector,
+        y: &mut CudaVector,
+    ) -> Result<()> {
         let (rows, cols) = a.shape();
         if x.len() != cols as usize || y.len() != rows as usize {
             return Err(internal("vector lengths reached the backend unchecked"));
         }
         let x = x.as_input()?;
-        let launcher = self.launcher();
+        let launcher = self.launcher(stream);
         match a {
             CudaMatrix::Macko(m) => launcher.product(Product::Macko(m), x, &mut y.data),
             CudaMatrix::Csr(m) => launcher.product(Product::Csr(m), x, &mut y.data),
@@ -218,11 +228,12 @@ impl CudaBackend {
 }
 
 impl CudaBackend {
-    /// Queues Y = A·X for `batch` vectors (`batch` ≥ 2): the vendor baselines in one call with
-    /// n = batch, macko's kernels chunk by chunk (`backend::chunks`), each chunk at the plan of
-    /// its width stored with the matrix.
+    /// Queues Y = A·X for `batch` vectors (`batch` ≥ 2) on `stream`: the vendor baselines in
+    /// one call with n = batch, macko's kernels chunk by chunk (`backend::chunks`), each chunk
+    /// at the plan of its width stored with the matrix.
     fn product_batch(
         &self,
+        stream: &Arc<CudaStream>,
         a: &CudaMatrix,
         x: &CudaVector,
         y: &mut CudaVector,
@@ -238,7 +249,7 @@ impl CudaBackend {
             _ => false,
         };
         if quantized {
-            return self.product_batch_looped(a, x, y, batch);
+            return self.product_batch_looped(stream, a, x, y, batch);
         }
         let x = x.as_input()?;
         let product = match a {
@@ -255,7 +266,7 @@ impl CudaBackend {
             .plan()
             .and_then(|p| p.batch)
             .ok_or_else(|| internal("a matrix without few-token plans"))?;
-        let launcher = self.launcher();
+        let launcher = self.launcher(stream);
         let mut xt = self
             .xt
             .lock()
@@ -264,7 +275,7 @@ impl CudaBackend {
             let width = Width::for_count(chunk.count)
                 .ok_or_else(|| internal("a chunk wider than 16 vectors"))?;
             let plan = plans.get(width);
-            let xt = scratch(self.stream(), &mut xt, plan.xt_len().div_ceil(2))?;
+            let xt = scratch(stream, &mut xt, plan.xt_len().div_ceil(2))?;
             let chunk = BatchChunk {
                 first: u32::try_from(chunk.first).map_err(|_| too_many(batch))?,
                 count: u32::try_from(chunk.count).map_err(|_| too_many(batch))?,
@@ -289,6 +300,7 @@ impl CudaBackend {
     /// copied into Y, all queued on the stream.
     fn product_batch_looped(
         &self,
+        stream: &Arc<CudaStream>,
         a: &CudaMatrix,
         x: &CudaVector,
         y: &mut CudaVector,
@@ -297,29 +309,25 @@ impl CudaBackend {
         let (rows, cols) = (a.shape().0 as usize, a.shape().1 as usize);
         let x = x.as_input()?;
         let mut xs = CudaVector {
-            data: VectorData::F16(DeviceArray::zeros(self.stream(), cols, "a vector")?),
+            data: VectorData::F16(DeviceArray::zeros(stream, cols, "a vector")?),
         };
         let mut ys = match &y.data {
-            VectorData::F16(_) => {
-                VectorData::F16(DeviceArray::zeros(self.stream(), rows, "a vector")?)
-            }
-            VectorData::F32(_) => {
-                VectorData::F32(DeviceArray::zeros(self.stream(), rows, "a vector")?)
-            }
+            VectorData::F16(_) => VectorData::F16(DeviceArray::zeros(stream, rows, "a vector")?),
+            VectorData::F32(_) => VectorData::F32(DeviceArray::zeros(stream, rows, "a vector")?),
         };
         for b in 0..batch {
             if let VectorData::F16(xs) = &mut xs.data {
-                quant::copy_within(self.stream(), x, b * cols, xs, 0, cols)?;
+                quant::copy_within(stream, x, b * cols, xs, 0, cols)?;
             }
             let mut out = CudaVector { data: ys };
-            self.product(a, &xs, &mut out)?;
+            self.product(stream, a, &xs, &mut out)?;
             ys = out.data;
             match (&ys, &mut y.data) {
                 (VectorData::F16(s), VectorData::F16(d)) => {
-                    quant::copy_within(self.stream(), s, 0, d, b * rows, rows)?
+                    quant::copy_within(stream, s, 0, d, b * rows, rows)?
                 }
                 (VectorData::F32(s), VectorData::F32(d)) => {
-                    quant::copy_within(self.stream(), s, 0, d, b * rows, rows)?
+                    quant::copy_within(stream, s, 0, d, b * rows, rows)?
                 }
                 _ => return Err(internal("scratch and output precisions differ")),
             }
@@ -455,8 +463,8 @@ impl Backend for CudaBackend {
     ) -> Result<()> {
         match batch {
             0 => Ok(()),
-            1 => self.product(a, x, y),
-            _ => self.product_batch(a, x, y, batch),
+            1 => self.product(self.stream(), a, x, y),
+            _ => self.product_batch(self.stream(), a, x, y, batch),
         }
     }
 
@@ -507,7 +515,7 @@ impl Backend for CudaBackend {
             self.stream(),
             warmup,
             iters,
-            |ns| self.launcher().spin_wait(ns),
+            |ns| self.launcher(self.stream()).spin_wait(ns),
             |i| self.multiply(matrices[i % matrices.len()], x, y, batch),
         )
     }
@@ -525,12 +533,12 @@ impl Backend for CudaBackend {
             self.stream(),
             warmup,
             iters,
-            |ns| self.launcher().spin_wait(ns),
+            |ns| self.launcher(self.stream()).spin_wait(ns),
             |i| {
                 let n = bufs.copies.len();
                 let (copies, out) = (&bufs.copies, &mut bufs.out);
                 let copy = copies[i % n].buf();
-                self.launcher()
+                self.launcher(self.stream())
                     .stream_read(copy, words, out.buf_mut(), grid)
             },
         )?;

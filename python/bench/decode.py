@@ -1,0 +1,204 @@
+"""End-to-end decoding with macko's layers: a Llama-2-7B-shaped model, dense against pruned.
+
+Builds ``LlamaForCausalLM`` from its configuration (hidden 4096, intermediate 11008, 32 layers,
+32 heads, vocabulary 32000: Llama-2-7B's shapes; random weights, nothing downloaded) in float16
+on the GPU, then for each density prunes every linear layer of the decoder per row by
+magnitude and replaces it by ``macko.torch.MackoLinear`` (``lm_head`` stays dense, as in the
+MACKO write-up), and decodes with Hugging Face's static cache, the decoding step compiled by
+``generate`` with ``torch.compile(fullgraph=True, mode="reduce-overhead")``. It reports tokens per second (the median of
+``--repeats`` timed generations after ``--warmup`` untimed ones) and the device memory in use
+(``cudaMemGetInfo``: torch's allocations and macko's alike; ``torch.cuda.max_memory_allocated``
+would not see macko's).
+
+    python3 python/bench/decode.py --densities dense,0.5,0.1 --batch 1 --out results.jsonl
+
+Needs torch with CUDA, transformers and the macko wheel. Each density builds the model anew
+from the same seed, so every run starts from the same dense weights.
+"""
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def parse_args():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--densities", default="dense,0.7,0.5,0.3,0.1",
+                   help="comma-separated: 'dense' and/or densities in (0, 1]")
+    p.add_argument("--batch", default="1", help="comma-separated batch sizes (sequences)")
+    p.add_argument("--layers", type=int, default=32, help="decoder layers (32 for Llama-2-7B)")
+    p.add_argument("--prompt", type=int, default=8, help="prompt tokens per sequence")
+    p.add_argument("--tokens", type=int, default=128, help="new tokens per generation")
+    p.add_argument("--warmup", type=int, default=2, help="untimed generations first")
+    p.add_argument("--repeats", type=int, default=3, help="timed generations (median)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-compile", action="store_true", help="eager decoding (for debugging)")
+    p.add_argument("--single", help=argparse.SUPPRESS)
+    p.add_argument("--out", help="append one JSON line per (density, batch) here")
+    return p.parse_args()
+
+
+def device_memory_in_use():
+    free, total = torch.cuda.mem_get_info()
+    return total - free
+
+
+def build_model(args):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_hidden_layers=args.layers,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        vocab_size=32000,
+        max_position_embeddings=4096,
+    )
+    torch.manual_seed(args.seed)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float16)
+    try:
+        with torch.device("cuda"):
+            model = LlamaForCausalLM(config)
+    finally:
+        torch.set_default_dtype(previous)
+    return model.eval()
+
+
+def sparsify(model, density):
+    from macko.torch import replace_linear
+
+    start = time.perf_counter()
+    names = replace_linear(model.model, density=density)
+    gc.collect()
+    torch.cuda.empty_cache()
+    log(f"  {len(names)} linear layers pruned to {density} and encoded in "
+        f"{time.perf_counter() - start:.1f} s")
+    return len(names)
+
+
+def compile_options(args):
+    """generate()'s own compilation of the decoding step (with the static cache it compiles the
+    forward pass itself; compiling `model.forward` by hand as well breaks its CUDA graphs)."""
+    if args.no_compile:
+        return {"disable_compile": True}
+    from transformers import CompileConfig
+
+    return {"compile_config": CompileConfig(fullgraph=True, mode="reduce-overhead")}
+
+
+def generate_once(model, ids, args):
+    tokens = args.tokens
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    out = model.generate(
+        ids,
+        attention_mask=torch.ones_like(ids),
+        max_new_tokens=tokens,
+        min_new_tokens=tokens,
+        do_sample=False,
+        cache_implementation="static",
+        pad_token_id=0,
+        **compile_options(args),
+    )
+    torch.cuda.synchronize()
+    elapsed = time.perf_counter() - start
+    if out.shape[1] != ids.shape[1] + tokens:
+        raise RuntimeError(f"generated {out.shape[1] - ids.shape[1]} tokens, not {tokens}")
+    return elapsed
+
+
+def run(args, density, batch):
+    log(f"== {density}, batch {batch}: building the model")
+    gc.collect()
+    torch.cuda.empty_cache()
+    base = device_memory_in_use()
+    model = build_model(args)
+    replaced = 0 if density == "dense" else sparsify(model, float(density))
+    ids = torch.randint(1, 32000, (batch, args.prompt), device="cuda",
+                        generator=torch.Generator("cuda").manual_seed(args.seed))
+    log(f"  warm-up ({args.warmup} generations; the first compiles)")
+    for _ in range(args.warmup):
+        generate_once(model, ids, args)
+    times = [generate_once(model, ids, args) for _ in range(args.repeats)]
+    median = statistics.median(times)
+    record = {
+        "density": density,
+        "batch": batch,
+        "layers": args.layers,
+        "linear_layers_replaced": replaced,
+        "new_tokens": args.tokens,
+        "prompt_tokens": args.prompt,
+        "seconds": times,
+        "tokens_per_s": batch * args.tokens / median,
+        "memory_in_use_bytes": device_memory_in_use() - base,
+        "compiled": not args.no_compile,
+        "gpu": torch.cuda.get_device_name(),
+        "torch": torch.__version__,
+    }
+    log(f"  {record['tokens_per_s']:.1f} tokens/s, "
+        f"{record['memory_in_use_bytes'] / 2**30:.2f} GiB in use")
+    del model
+    torch._dynamo.reset()
+    return record
+
+
+def run_in_own_process(density, batch):
+    """One configuration in a fresh Python process: memory in use is then measured from the
+    same empty device every time (macko frees through CUDA's stream-ordered pool, which keeps
+    freed memory until a synchronization), and no compiled graph outlives its model."""
+    import subprocess
+
+    argv = [a for a in sys.argv[1:]]
+    cmd = [sys.executable, __file__, *argv, "--single", f"{density}:{batch}"]
+    done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        log(f"  {density}, batch {batch}: the run failed (exit {done.returncode})")
+        return None
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main():
+    args = parse_args()
+    import transformers
+
+    if not args.single:
+        log(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, "
+            f"transformers {transformers.__version__}")
+    if args.single:
+        density, batch = args.single.split(":")
+        print(json.dumps(run(args, density, int(batch))), flush=True)
+        return
+    records = []
+    for batch in [int(b) for b in args.batch.split(",")]:
+        for density in [d.strip() for d in args.densities.split(",")]:
+            record = run_in_own_process(density, batch)
+            if record is None:
+                continue
+            records.append(record)
+            if args.out:
+                with open(args.out, "a") as f:
+                    f.write(json.dumps(record) + "\n")
+    dense = {r["batch"]: r for r in records if r["density"] == "dense"}
+    print("| batch | density | tokens/s | × dense | memory in use (GiB) | × dense |")
+    print("|---|---|---|---|---|---|")
+    for r in records:
+        d = dense.get(r["batch"])
+        speed = f"{r['tokens_per_s'] / d['tokens_per_s']:.2f}" if d else "-"
+        mem = f"{r['memory_in_use_bytes'] / d['memory_in_use_bytes']:.2f}" if d else "-"
+        print(f"| {r['batch']} | {r['density']} | {r['tokens_per_s']:.1f} | {speed} | "
+              f"{r['memory_in_use_bytes'] / 2**30:.2f} | {mem} |")
+
+
+if __name__ == "__main__":
+    main()
