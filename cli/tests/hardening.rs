@@ -3,10 +3,13 @@
 //! newlines and terminal escapes, and bench arguments that measure nothing or cannot be held.
 //! Each must end in a one-line error and exit status 1, with nothing left behind.
 
+#[path = "../../tests/common/checkpoint_fuzz.rs"]
+mod checkpoint_fuzz;
 mod common;
 
 use std::path::Path;
 
+use checkpoint_fuzz::RawTensor;
 use common::{assert_one_line_error, macko, stderr, stdout, write_f32, TempDir};
 
 use macko::format::container;
@@ -408,4 +411,46 @@ fn a_header_too_large_for_readers_is_refused_before_any_work() {
         &["200000 tensors", "over the limit of 100000000", "--include"],
     );
     assert_eq!(dir.files(), before, "something was left behind");
+}
+
+/// Found by `tests/fuzz_convert.rs`: a checkpoint whose metadata held a `macko.w` description
+/// that loads nothing, `w` left unconverted (`--min-size`), was converted with the description
+/// copied, and the output was refused by every reader (`verify`: "has no field `format`").
+/// Such an input is refused before any work, naming the entry; when `w` is converted, its stale
+/// description is replaced as before.
+#[test]
+fn a_kept_matrix_description_that_loads_nothing_is_refused() {
+    let dir = TempDir::new("stale");
+    let input = dir.path("in.safetensors");
+    let f32s = |n: usize| {
+        (0..n)
+            .flat_map(|i| (i as f32 + 1.0).to_le_bytes())
+            .collect()
+    };
+    let tensors = [
+        RawTensor {
+            name: "w".into(),
+            dtype: "F32",
+            shape: vec![2, 2],
+            data: f32s(4),
+        },
+        RawTensor {
+            name: "big".into(),
+            dtype: "F32",
+            shape: vec![4, 8],
+            data: f32s(32),
+        },
+    ];
+    let metadata = serde_json::json!({"macko.w": "{\"kind\":1}"});
+    let bytes = checkpoint_fuzz::checkpoint_bytes(&tensors, Some(metadata));
+    std::fs::write(&input, bytes).expect("write input");
+    let output = dir.path("out.safetensors");
+    let before = dir.files();
+    let o = macko(&[&"convert", &input, &output, &"--min-size", &"10"]);
+    assert_one_line_error(&o, &["in.safetensors", "`macko.w`", "does not load"]);
+    assert_eq!(dir.files(), before, "something was left behind");
+    let o = macko(&[&"convert", &input, &output]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = macko(&[&"verify", &output]);
+    assert!(o.status.success(), "{}", stderr(&o));
 }

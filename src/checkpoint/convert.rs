@@ -287,6 +287,35 @@ fn check_limits(ckpt: &Checkpoint, selected: &[String], prune_to: Option<f64>) -
     Ok(())
 }
 
+/// The input's matrix descriptions (`macko.<name>`) of names left unconverted are copied into
+/// the output, so each must load here: one that loads nothing (stale, hand-edited, another
+/// tool's) would make an output that every reader refuses, `verify` included. Checked before
+/// the output is created; the descriptions of converted names are replaced and need not load.
+fn check_kept_descriptions(ckpt: &Checkpoint, selected: &[String]) -> Result<()> {
+    let Some(metadata) = ckpt.file().metadata() else {
+        return Ok(());
+    };
+    let mut kept: Vec<&str> = metadata
+        .keys()
+        .filter_map(|k| k.strip_prefix(container::METADATA_PREFIX))
+        .filter(|n| !selected.iter().any(|s| s == n))
+        .collect();
+    kept.sort_unstable();
+    for name in kept {
+        if let Err(e) = ckpt.file().matrix(name) {
+            return Err(CheckpointError::Selection {
+                file: ckpt.path().display().to_string(),
+                message: format!(
+                    "the matrix description `{}{name}` does not load, and the output would \
+                     keep it (remove the entry, or convert `{name}` too): {e}",
+                    container::METADATA_PREFIX
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// ", e.g. a, b" listing names that share the longest prefix with `name`, to spot a typo.
 fn similar_names(tensors: &[TensorEntry], name: &str) -> String {
     let common = |t: &TensorEntry| {
@@ -336,6 +365,7 @@ pub fn convert(
     let ckpt = Checkpoint::open(input)?;
     let selected = select(&ckpt, opts)?;
     check_limits(&ckpt, &selected, opts.prune_to)?;
+    check_kept_descriptions(&ckpt, &selected)?;
     // Created now, so an unwritable output fails before the work rather than after it.
     let temp = TempOutput::create(output)?;
     progress(Progress::Planned {
