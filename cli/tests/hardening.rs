@@ -11,6 +11,7 @@ use std::path::Path;
 
 use checkpoint_fuzz::RawTensor;
 use common::{assert_one_line_error, macko, stderr, stdout, write_f32, TempDir};
+use rand::SeedableRng;
 
 use macko::format::container;
 use macko::half::f16;
@@ -453,4 +454,48 @@ fn a_kept_matrix_description_that_loads_nothing_is_refused() {
     assert!(o.status.success(), "{}", stderr(&o));
     let o = macko(&[&"verify", &output]);
     assert!(o.status.success(), "{}", stderr(&o));
+}
+
+/// A handful of the crafted and mutated checkpoints of `tests/fuzz_convert.rs` through the
+/// binary, with and without pruning and quantization: each ends with exit status 0, or 1 and a
+/// one-line error, never a signal or a panic (101); a refusal leaves nothing behind.
+#[test]
+fn fuzzed_checkpoints_through_the_binary_exit_cleanly() {
+    const INPUTS: usize = 24;
+    let flags: [&[&str]; 4] = [
+        &[],
+        &["--prune-to", "0.5"],
+        &["--quantize", "int4", "--group", "8"],
+        &[
+            "--prune-to",
+            "0.1",
+            "--quantize",
+            "int8",
+            "--min-size",
+            "20",
+        ],
+    ];
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0x27c1);
+    let (mut converted, mut refused) = (0, 0);
+    for index in 0..INPUTS {
+        let dir = TempDir::new("fuzz");
+        let (input, output) = (dir.path("in.safetensors"), dir.path("out.safetensors"));
+        std::fs::write(&input, checkpoint_fuzz::input(&mut rng, index)).expect("write input");
+        let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"convert", &input, &output];
+        for f in flags[index % flags.len()] {
+            args.push(f);
+        }
+        let o = macko(&args);
+        let what = format!("input {index} (seed 0x27c1), flags {:?}", flags[index % 4]);
+        match o.status.code() {
+            Some(0) => converted += 1,
+            Some(1) => {
+                assert_one_line_error(&o, &[]);
+                assert_eq!(dir.files(), ["in.safetensors"], "{what} left something");
+                refused += 1;
+            }
+            other => panic!("{what}: exit {other:?}, stderr:\n{}", stderr(&o)),
+        }
+    }
+    println!("convert command: {INPUTS} fuzzed inputs, {converted} converted, {refused} refused");
 }

@@ -1,0 +1,362 @@
+//! Fuzzing that stays, end to end (issue 27): `macko::checkpoint::convert` over seeded crafted
+//! checkpoints (`common/checkpoint_fuzz.rs`: random 2-D F32/BF16/F16 weights with NaN, ±∞,
+//! −0.0, subnormals and out-of-range values, 1-D, 3-D and I64 tensors, clashing names, stale
+//! metadata) and byte mutations of them, under every option combination the command offers
+//! (no pruning, `prune_to` 0.5 and 0.1, int8 and int4 quantization, a minimum size). Each input
+//! is converted into a fresh directory and must keep these properties:
+//!
+//! - nothing panics (each call runs under `catch_unwind`; a failing input is written to
+//!   `target/fuzz-crashes/convert-<index>.safetensors` and named with its index and options);
+//! - on `Err`, the directory holds the input alone: no output, no temporary file;
+//! - on `Ok`, the output loads as `macko verify` loads it (`MatrixFile::open`, checksums
+//!   checked) and passes `verify` against its input; every matrix's f64 product equals that of
+//!   its dense decoding, and without pruning or quantization the decoding is the input's
+//!   weights as `convert` reads them (−0.0 read back as +0.0);
+//! - `convert` allocates at most [`ALLOC_PER_INPUT_BYTE`] bytes per input byte plus
+//!   [`ALLOC_SLACK`] at its peak (a counting allocator).
+//!
+//! One test, sequential (the allocator's peak is process-wide), bounded by a count of inputs
+//! (fewer in debug builds), printing its figures.
+
+#[path = "common/checkpoint_fuzz.rs"]
+mod checkpoint_fuzz;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use macko::checkpoint::{self, ConvertOptions};
+use macko::format::container::MatrixFile;
+use macko::half::f16;
+use macko::{reference, AnyMatrix, DenseMatrix, QuantBits, Quantization, ScaleLayout};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Inputs per run (each converted once, under one option combination).
+const INPUTS: usize = if cfg!(debug_assertions) { 400 } else { 3000 };
+/// `convert` may allocate this many bytes per input byte at its peak... Measured (debug, 400
+/// inputs, 30 of 50 to 100 KiB): beyond the writer's buffer, at most 1.47 bytes per input byte
+/// (the f16 copy of the largest weight, its pruned copy and MACKO encoding, the quantized one
+/// and the serialised container image: a fraction of the input each, since F32 and BF16
+/// weights shrink or stay as f16); 3 leaves twice that.
+const ALLOC_PER_INPUT_BYTE: usize = 3;
+/// ...plus this much: the writer's buffer, and 64 KiB (measured: at most 23 KiB beyond the
+/// buffer for inputs under 4 KiB — the thread pool's first use, the output's header).
+const ALLOC_SLACK: usize = WRITE_BUFFER + (64 << 10);
+/// The output writer's buffer (`src/checkpoint/output.rs`), live while any output is written.
+const WRITE_BUFFER: usize = 1 << 20;
+/// The seed of the run: a failure is reproduced by running the test again.
+const SEED: u64 = 0x27c0;
+
+// ---------------------------------------------------------------------------------------------
+// A counting allocator: the peak of live bytes over one measured call.
+
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn added(size: usize) {
+    let now = LIVE.fetch_add(size, Ordering::Relaxed) + size;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+// SAFETY: every call forwards to the system allocator unchanged; the counters only observe.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's layout.
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            added(layout.size());
+        }
+        p
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded with the caller's layout.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            added(layout.size());
+        }
+        p
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded with the caller's pointer and layout.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded with the caller's pointer, layout and size.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+            added(new_size);
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Runs `f`, returning its result and the most bytes it held live beyond what was live before.
+fn measured<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let base = LIVE.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let out = f();
+    (out, PEAK.load(Ordering::Relaxed).saturating_sub(base))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Options and scratch directories.
+
+/// The option combinations inputs cycle through: what `macko convert` can be asked.
+fn option_sets() -> Vec<ConvertOptions> {
+    let quant = |bits, scales| Some(Quantization { bits, scales });
+    let base = ConvertOptions::default();
+    vec![
+        base.clone(),
+        ConvertOptions {
+            prune_to: Some(0.5),
+            ..base.clone()
+        },
+        ConvertOptions {
+            prune_to: Some(0.1),
+            ..base.clone()
+        },
+        ConvertOptions {
+            quantize: quant(QuantBits::Int8, ScaleLayout::PerRow),
+            ..base.clone()
+        },
+        ConvertOptions {
+            quantize: quant(QuantBits::Int4, ScaleLayout::PerGroup(8)),
+            ..base.clone()
+        },
+        ConvertOptions {
+            prune_to: Some(0.5),
+            quantize: quant(QuantBits::Int4, ScaleLayout::PerGroup(64)),
+            ..base.clone()
+        },
+        ConvertOptions {
+            min_size: 20,
+            ..base
+        },
+    ]
+}
+
+/// A fresh directory for one input, removed when dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(index: usize) -> std::io::Result<Self> {
+        let dir =
+            std::env::temp_dir().join(format!("macko-fuzz-convert-{}-{index}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        Ok(Self(dir))
+    }
+    /// The names in the directory, hidden temporaries too, sorted.
+    fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(&self.0)
+            .map(|d| {
+                d.filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Writes a failing input where it can be found, and says where.
+fn save_failure(bytes: &[u8], index: usize) -> String {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fuzz-crashes");
+    let path = dir.join(format!("convert-{index}.safetensors"));
+    match std::fs::create_dir_all(&dir).and_then(|()| std::fs::write(&path, bytes)) {
+        Ok(()) => path.display().to_string(),
+        Err(e) => format!("(not saved: {e})"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Properties.
+
+/// What one input did.
+enum Outcome {
+    Refused,
+    Converted { matrices: usize },
+}
+
+/// Whether two f64 products of the same row agree: equal within `tol`, or both the same
+/// non-finite value (NaN and ±∞ weights are stored as they are).
+fn same(got: f64, want: f64, tol: f64) -> bool {
+    if got.is_nan() || want.is_nan() {
+        return got.is_nan() && want.is_nan();
+    }
+    got == want || (got - want).abs() <= tol
+}
+
+/// A seeded finite x of `cols` elements in [−2, 2].
+fn finite_x(rng: &mut StdRng, cols: usize) -> Vec<f16> {
+    (0..cols)
+        .map(|_| f16::from_f32(rng.random_range(-2.0..2.0)))
+        .collect()
+}
+
+/// `m`'s dense decoding (dequantized for quantized kinds) and the relative rounding that
+/// decoding adds to each term: none for MACKO, binary16's for dequantized values.
+fn decoded(m: &AnyMatrix) -> Result<(DenseMatrix, f64), String> {
+    let d = match m {
+        AnyMatrix::Macko(a) => (a.to_dense(), 1e-12),
+        AnyMatrix::MackoQuant(a) => (a.dequantize(), 1.0 / 2048.0),
+        other => return Err(format!("convert wrote a {:?} matrix", other.kind())),
+    };
+    Ok((d.0.map_err(|e| e.to_string())?, d.1))
+}
+
+/// `m`'s f64 product equals its dense decoding's on a seeded finite x, row by row.
+fn check_product(rng: &mut StdRng, name: &str, m: &AnyMatrix) -> Result<DenseMatrix, String> {
+    let (dense, rel) = decoded(m)?;
+    let x = finite_x(rng, m.cols());
+    let got = reference::spmv(m.as_ref(), &x).map_err(|e| format!("`{name}`: {e}"))?;
+    let want = reference::spmv_dense(&dense, &x).map_err(|e| format!("`{name}`: {e}"))?;
+    for (r, (g, w)) in got.y.iter().zip(&want.y).enumerate() {
+        if !same(*g, *w, rel * want.abs_sum[r].max(1.0)) {
+            return Err(format!("`{name}` row {r}: {g}, its dense decoding's {w}"));
+        }
+    }
+    Ok(dense)
+}
+
+/// Without pruning or quantization the stored matrix is the input's weights, bit for bit but
+/// for the sign of zero.
+fn check_exact(name: &str, dense: &DenseMatrix, source: &MatrixFile) -> Result<(), String> {
+    let want = source
+        .dense_tensor(name)
+        .map_err(|e| format!("`{name}` converted, but the source reads as {e}"))?;
+    let bits = |v: &f16| {
+        if v.to_bits() == 0x8000 {
+            0
+        } else {
+            v.to_bits()
+        }
+    };
+    let differs = dense
+        .values()
+        .iter()
+        .zip(want.values())
+        .position(|(a, b)| bits(a) != bits(b));
+    match differs {
+        _ if (dense.rows(), dense.cols()) != (want.rows(), want.cols()) => {
+            Err(format!("`{name}`: shape changed"))
+        }
+        Some(i) => Err(format!("`{name}` element {i} changed")),
+        None => Ok(()),
+    }
+}
+
+/// Every property of a successful conversion's output.
+fn check_output(
+    rng: &mut StdRng,
+    input: &Path,
+    output: &Path,
+    opts: &ConvertOptions,
+) -> Result<usize, String> {
+    let file = MatrixFile::open(output).map_err(|e| format!("output does not load: {e}"))?;
+    let matrices = file.matrices().map_err(|e| format!("matrices: {e}"))?;
+    let source = MatrixFile::open(input).map_err(|e| format!("input reloads as {e}"))?;
+    let exact = opts.prune_to.is_none() && opts.quantize.is_none();
+    for (name, m) in &matrices {
+        let dense = check_product(rng, name, m)?;
+        if exact {
+            check_exact(name, &dense, &source)?;
+        }
+    }
+    let report = checkpoint::verify(output, Some(input)).map_err(|e| format!("verify: {e}"))?;
+    if !report.passed() {
+        return Err(format!("verify against the input fails: {report:?}"));
+    }
+    Ok(matrices.len())
+}
+
+/// Converts one input in a fresh directory and checks every property; `Ok` with the outcome
+/// and the peak allocation of `convert`.
+fn run_one(
+    rng: &mut StdRng,
+    index: usize,
+    bytes: &[u8],
+    opts: &ConvertOptions,
+) -> Result<(Outcome, usize), String> {
+    let dir = Scratch::new(index).map_err(|e| format!("scratch directory: {e}"))?;
+    let (input, output) = (dir.0.join("in.safetensors"), dir.0.join("out.safetensors"));
+    std::fs::write(&input, bytes).map_err(|e| format!("writing the input: {e}"))?;
+    let (result, peak) = measured(|| checkpoint::convert(&input, &output, opts, &mut |_| {}));
+    let bound = ALLOC_PER_INPUT_BYTE * bytes.len() + ALLOC_SLACK;
+    if peak > bound {
+        return Err(format!(
+            "{} bytes allocated {peak} at the peak (bound {bound})",
+            bytes.len()
+        ));
+    }
+    let names = dir.names();
+    match result {
+        Err(_) if names != ["in.safetensors"] => Err(format!("refused, but left {names:?}")),
+        Err(_) => Ok((Outcome::Refused, peak)),
+        Ok(_) => {
+            let matrices = check_output(rng, &input, &output, opts)?;
+            Ok((Outcome::Converted { matrices }, peak))
+        }
+    }
+}
+
+#[test]
+fn convert_never_panics_leaves_nothing_on_error_and_writes_what_verifies() {
+    let mut rng = StdRng::seed_from_u64(SEED);
+    let options = option_sets();
+    let (mut converted, mut matrices, mut failures) = (0usize, 0usize, Vec::new());
+    let (mut worst, mut largest, mut small, mut big) = (0f64, 0usize, 0usize, 0usize);
+    for index in 0..INPUTS {
+        let bytes = checkpoint_fuzz::input(&mut rng, index);
+        let opts = &options[index % options.len()];
+        match catch_unwind(AssertUnwindSafe(|| run_one(&mut rng, index, &bytes, opts))) {
+            Ok(Ok((outcome, peak))) => {
+                if let Outcome::Converted { matrices: n } = outcome {
+                    converted += 1;
+                    matrices += n;
+                }
+                if bytes.len() >= 32 << 10 {
+                    big += 1;
+                    let beyond = peak.saturating_sub(WRITE_BUFFER);
+                    worst = worst.max(beyond as f64 / bytes.len() as f64);
+                }
+                largest = largest.max(peak);
+                if bytes.len() < 4096 {
+                    small = small.max(peak);
+                }
+            }
+            Ok(Err(e)) => failures.push(format!(
+                "input {index} ({}), {opts:?}: {e}",
+                save_failure(&bytes, index)
+            )),
+            Err(_) => failures.push(format!(
+                "input {index} ({}), {opts:?}: panicked",
+                save_failure(&bytes, index)
+            )),
+        }
+    }
+    println!(
+        "convert: {INPUTS} inputs (seed {SEED:#x}), {converted} converted ({matrices} matrices), \
+         {} refused; largest peak allocation {largest} bytes, beyond the writer's 1 MiB buffer at \
+         most {worst:.2} bytes per input byte over {big} inputs of 32 KiB or more, at most \
+         {small} bytes for inputs under 4 KiB; {} failures",
+        INPUTS - converted - failures.len(),
+        failures.len()
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
