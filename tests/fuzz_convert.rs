@@ -10,13 +10,14 @@
 //! - on `Err`, the directory holds the input alone: no output, no temporary file;
 //! - on `Ok`, the output loads as `macko verify` loads it (`MatrixFile::open`, checksums
 //!   checked) and passes `verify` against its input; every matrix's f64 product equals that of
-//!   its dense decoding (quantized values decoded exactly), and without pruning or quantization the decoding is the input's
-//!   weights as `convert` reads them (−0.0 read back as +0.0);
+//!   its dense decoding (quantized values decoded exactly), and without pruning or quantization
+//!   the decoding is the input's weights as `convert` reads them (−0.0 read back as +0.0);
 //! - `convert` allocates at most [`ALLOC_PER_INPUT_BYTE`] bytes per input byte plus
 //!   [`ALLOC_SLACK`] at its peak (a counting allocator).
 //!
-//! The kept corpus, `fixtures/fuzz/convert/`, runs first under every option set. One test, sequential (the allocator's peak is process-wide), bounded by a count of inputs
-//! (fewer in debug builds), printing its figures.
+//! The kept corpus, `fixtures/fuzz/convert/`, runs first under every option set. One test,
+//! sequential (the allocator's peak is process-wide), bounded by a count of inputs (fewer in
+//! debug builds), printing its figures.
 
 #[path = "common/checkpoint_fuzz.rs"]
 mod checkpoint_fuzz;
