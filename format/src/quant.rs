@@ -344,13 +344,20 @@ fn expected_slots(bits: QuantBits, len: usize) -> usize {
 
 /// The absmax scale of `values` as binary16: `absmax / qmax` rounded to nearest; an all-zero
 /// group gets +0; a scale that underflows to 0 for a non-zero group becomes the smallest
-/// subnormal (its codes then clamp).
+/// subnormal (its codes then clamp). A scale that rounded up so far that `qmax · scale` would
+/// exceed binary16's largest value is stepped down until it does not, so every stored value
+/// `q · scale` is a finite binary16 (int4 with 65504 in a group: 65504 / 7 rounds to 9360, and
+/// 7 · 9360 = 65520 is beyond binary16; 9352 is used, and that code clamps to 7).
 fn absmax_scale(bits: QuantBits, values: &[f16]) -> f16 {
     let absmax = values.iter().fold(0.0f64, |m, v| m.max(v.to_f64().abs()));
     if absmax == 0.0 {
         return f16::ZERO;
     }
-    let scale = f16::from_f64(absmax / bits.qmax() as f64);
+    let qmax = bits.qmax() as f64;
+    let mut scale = f16::from_f64(absmax / qmax);
+    while scale.to_f64() * qmax > f16::MAX.to_f64() {
+        scale = f16::from_bits(scale.to_bits() - 1);
+    }
     if scale.to_bits() == 0 {
         f16::from_bits(1)
     } else {
@@ -403,6 +410,26 @@ mod tests {
             let scale = absmax_scale(bits, &values);
             assert_eq!(quantize_one(bits, values[1], scale) as i32, -bits.qmax());
             assert_eq!(quantize_one(bits, values[3], scale), 0);
+        }
+    }
+
+    #[test]
+    fn stored_values_stay_within_binary16_at_the_largest_weights() {
+        for bits in [QuantBits::Int8, QuantBits::Int4] {
+            for w in [f16::MAX, -f16::MAX, f16::from_f32(65000.0)] {
+                let scale = absmax_scale(bits, &[w, f16::ONE]);
+                let q = quantize_one(bits, w, scale);
+                let value = f64::from(q) * scale.to_f64();
+                assert!(
+                    value.abs() <= f16::MAX.to_f64(),
+                    "{bits:?}: {w} stored as {q} × {scale} = {value}"
+                );
+                assert_eq!(
+                    q.unsigned_abs() as i32,
+                    bits.qmax(),
+                    "{bits:?}: {w} must map to ±qmax"
+                );
+            }
         }
     }
 
