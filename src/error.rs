@@ -105,13 +105,13 @@ pub enum Error {
         /// The device's limit.
         limit: u64,
     },
-    /// The backend has no kernel for this kind of matrix yet (quantized values on a GPU); the
-    /// CPU backend multiplies every format.
+    /// The backend has no kernel for this kind of matrix yet (2:4 on a GPU); the CPU backend
+    /// multiplies every format.
     #[error("{backend}: cannot multiply {what} matrices yet; upload them to the cpu device")]
     Unsupported {
         /// Backend that refused.
         backend: BackendKind,
-        /// The format, as stored in files (`macko-quant`, `dense-quant`).
+        /// The format, as stored in files (`sparse24`).
         what: &'static str,
     },
     /// The backend's API reported an error (driver, compiler, validation); the message is its own.

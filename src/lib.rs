@@ -60,7 +60,7 @@ pub use half;
 pub use macko_format::{
     self as format, reference, storage, AnyMatrix, CsrMatrix, DenseMatrix, FormatError,
     MackoMatrix, OutputPrecision, QuantBits, QuantDenseMatrix, QuantMackoMatrix, Quantization,
-    ScaleLayout,
+    ScaleLayout, Sparse24Matrix,
 };
 #[doc(hidden)]
 pub use options::Tuning;

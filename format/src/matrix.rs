@@ -8,6 +8,7 @@ use crate::dense_quant::QuantDenseMatrix;
 use crate::error::Result;
 use crate::macko::MackoMatrix;
 use crate::macko_quant::QuantMackoMatrix;
+use crate::sparse24::Sparse24Matrix;
 
 /// Which format a stored matrix is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -22,10 +23,15 @@ pub enum MatrixKind {
     MackoQuant,
     /// Dense row-major int8 or int4 values with binary16 scales (`q`, `scales`).
     DenseQuant,
+    /// 2:4 structured sparsity: two binary16 values and a position nibble per group of four
+    /// columns (`values`, `meta`).
+    Sparse24,
 }
 
 impl MatrixKind {
-    /// The name written into the metadata: `macko`, `csr` or `dense`.
+    /// The name written into the metadata: `macko`, `csr`, `dense`, `macko-quant`,
+    /// `dense-quant` or `sparse24` (not `2:4`: the name also appears in file names and CLI
+    /// listings, where a colon is awkward).
     pub fn as_str(self) -> &'static str {
         match self {
             MatrixKind::Macko => "macko",
@@ -33,6 +39,7 @@ impl MatrixKind {
             MatrixKind::Dense => "dense",
             MatrixKind::MackoQuant => "macko-quant",
             MatrixKind::DenseQuant => "dense-quant",
+            MatrixKind::Sparse24 => "sparse24",
         }
     }
 
@@ -44,6 +51,7 @@ impl MatrixKind {
             "dense" => Some(MatrixKind::Dense),
             "macko-quant" => Some(MatrixKind::MackoQuant),
             "dense-quant" => Some(MatrixKind::DenseQuant),
+            "sparse24" => Some(MatrixKind::Sparse24),
             _ => None,
         }
     }
@@ -62,6 +70,8 @@ pub enum MatrixRef<'a> {
     MackoQuant(&'a QuantMackoMatrix),
     /// A dense matrix with quantized values.
     DenseQuant(&'a QuantDenseMatrix),
+    /// A 2:4 structured sparse matrix.
+    Sparse24(&'a Sparse24Matrix),
 }
 
 impl<'a> From<&'a MackoMatrix> for MatrixRef<'a> {
@@ -89,6 +99,11 @@ impl<'a> From<&'a QuantDenseMatrix> for MatrixRef<'a> {
         MatrixRef::DenseQuant(m)
     }
 }
+impl<'a> From<&'a Sparse24Matrix> for MatrixRef<'a> {
+    fn from(m: &'a Sparse24Matrix) -> Self {
+        MatrixRef::Sparse24(m)
+    }
+}
 impl<'a> From<&'a AnyMatrix> for MatrixRef<'a> {
     fn from(m: &'a AnyMatrix) -> Self {
         m.as_ref()
@@ -104,6 +119,7 @@ impl MatrixRef<'_> {
             MatrixRef::Dense(_) => MatrixKind::Dense,
             MatrixRef::MackoQuant(_) => MatrixKind::MackoQuant,
             MatrixRef::DenseQuant(_) => MatrixKind::DenseQuant,
+            MatrixRef::Sparse24(_) => MatrixKind::Sparse24,
         }
     }
 
@@ -115,6 +131,7 @@ impl MatrixRef<'_> {
             MatrixRef::Dense(m) => m.rows(),
             MatrixRef::MackoQuant(m) => m.rows(),
             MatrixRef::DenseQuant(m) => m.rows(),
+            MatrixRef::Sparse24(m) => m.rows(),
         }
     }
 
@@ -126,6 +143,7 @@ impl MatrixRef<'_> {
             MatrixRef::Dense(m) => m.cols(),
             MatrixRef::MackoQuant(m) => m.cols(),
             MatrixRef::DenseQuant(m) => m.cols(),
+            MatrixRef::Sparse24(m) => m.cols(),
         }
     }
 
@@ -142,6 +160,7 @@ impl MatrixRef<'_> {
             MatrixRef::Dense(m) => m.bytes(),
             MatrixRef::MackoQuant(m) => m.bytes(),
             MatrixRef::DenseQuant(m) => m.bytes(),
+            MatrixRef::Sparse24(m) => m.bytes(),
         }
     }
 }
@@ -159,6 +178,8 @@ pub enum AnyMatrix {
     MackoQuant(QuantMackoMatrix),
     /// A dense matrix with quantized values.
     DenseQuant(QuantDenseMatrix),
+    /// A 2:4 structured sparse matrix.
+    Sparse24(Sparse24Matrix),
 }
 
 impl From<MackoMatrix> for AnyMatrix {
@@ -188,6 +209,12 @@ impl From<QuantDenseMatrix> for AnyMatrix {
     }
 }
 
+impl From<Sparse24Matrix> for AnyMatrix {
+    fn from(m: Sparse24Matrix) -> Self {
+        AnyMatrix::Sparse24(m)
+    }
+}
+
 impl AnyMatrix {
     /// Borrows the matrix (to save it again, or to inspect its shape).
     pub fn as_ref(&self) -> MatrixRef<'_> {
@@ -197,6 +224,7 @@ impl AnyMatrix {
             AnyMatrix::Dense(m) => MatrixRef::Dense(m),
             AnyMatrix::MackoQuant(m) => MatrixRef::MackoQuant(m),
             AnyMatrix::DenseQuant(m) => MatrixRef::DenseQuant(m),
+            AnyMatrix::Sparse24(m) => MatrixRef::Sparse24(m),
         }
     }
 
@@ -217,8 +245,9 @@ impl AnyMatrix {
 
     /// The matrix in MACKO-16-4: returned as is when it already is one, canonically encoded
     /// from CSR or dense otherwise (stored zeros of a CSR are dropped, see
-    /// [`MackoMatrix::from_csr`]), and from the binary16 rounding of the values of a quantized
-    /// matrix (lossy: see [`QuantMackoMatrix::dequantize`]).
+    /// [`MackoMatrix::from_csr`]), from the dense form of a 2:4 matrix (exact), and from the
+    /// binary16 rounding of the values of a quantized matrix (lossy: see
+    /// [`QuantMackoMatrix::dequantize`]).
     pub fn into_macko(self) -> Result<MackoMatrix> {
         match self {
             AnyMatrix::Macko(m) => Ok(m),
@@ -226,6 +255,7 @@ impl AnyMatrix {
             AnyMatrix::Dense(m) => MackoMatrix::from_dense(&m),
             AnyMatrix::MackoQuant(m) => MackoMatrix::from_dense(&m.dequantize()?),
             AnyMatrix::DenseQuant(m) => MackoMatrix::from_dense(&m.dequantize()?),
+            AnyMatrix::Sparse24(m) => MackoMatrix::from_dense(&m.to_dense()?),
         }
     }
 }

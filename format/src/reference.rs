@@ -1,8 +1,8 @@
 //! The f64 reference product y = A·x that every backend is tested against, and the tolerance
 //! a backend's f32-accumulated result must meet.
 //!
-//! Semantics (docs/FORMAT.md, "Multiplication semantics"): in the sparse formats (MACKO and CSR) an
-//! entry whose value is ±0 — padding entries, tail padding — contributes nothing, even where x
+//! Semantics (docs/FORMAT.md, "Multiplication semantics"): in the sparse formats (MACKO, CSR,
+//! 2:4) an entry whose value is ±0 — padding entries, tail padding — contributes nothing, even where x
 //! holds NaN or ±∞. Dense follows IEEE arithmetic, as every dense GEMV (cuBLAS included) does:
 //! a stored zero times ∞ is NaN.
 
@@ -229,7 +229,7 @@ pub fn spmv_dense_quant(a: &QuantDenseMatrix, x: &[f16]) -> Result<Reference> {
 }
 
 /// Reference y = A·x for a matrix in any format, with each format's semantics (see
-/// [`spmv_macko`], [`spmv_csr`], [`spmv_dense`]).
+/// [`spmv_macko`], [`spmv_csr`], [`spmv_dense`], [`spmv_sparse24`]).
 pub fn spmv(a: crate::MatrixRef<'_>, x: &[f16]) -> Result<Reference> {
     match a {
         crate::MatrixRef::Macko(m) => spmv_macko(m, x),
@@ -237,6 +237,7 @@ pub fn spmv(a: crate::MatrixRef<'_>, x: &[f16]) -> Result<Reference> {
         crate::MatrixRef::Dense(m) => spmv_dense(m, x),
         crate::MatrixRef::MackoQuant(m) => spmv_macko_quant(m, x),
         crate::MatrixRef::DenseQuant(m) => spmv_dense_quant(m, x),
+        crate::MatrixRef::Sparse24(m) => spmv_sparse24(m, x),
     }
 }
 

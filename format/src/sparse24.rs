@@ -266,4 +266,10 @@ impl Sparse24Matrix {
     pub fn storage_bytes(&self) -> usize {
         self.values.len() * 2 + self.meta.len()
     }
+
+    /// [`Sparse24Matrix::storage_bytes`] as u64, the unit the other formats' `bytes()` use
+    /// (what a product must read, vectors aside).
+    pub fn bytes(&self) -> u64 {
+        self.storage_bytes() as u64
+    }
 }

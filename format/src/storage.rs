@@ -1,8 +1,9 @@
 //! Storage accounting from the formulas of docs/FORMAT.md ("Storage", "Quantized values"): what a
 //! density costs in MACKO-16-4, in MACKO with quantized values and in CSR, relative to dense
-//! binary16.
+//! binary16; and what a 2:4 matrix costs, which depends on its shape only.
 
 use crate::quant::{QuantBits, ScaleLayout};
+use crate::sparse24::{groups_per_row, KEPT24};
 
 /// Effective density (bytes over dense binary16 bytes) of MACKO-16-4 at density `d` when no
 /// padding entry is needed: 1.25·d (row pointers neglected).
@@ -57,4 +58,22 @@ fn scale_bytes_per_value(scales: ScaleLayout) -> f64 {
         ScaleLayout::PerRow => 0.0,
         ScaleLayout::PerGroup(g) => 2.0 / f64::from(g.max(1)),
     }
+}
+
+/// Effective density of 2:4 structured sparsity when `cols` is a multiple of 4: two binary16
+/// values and a 4-bit nibble per group of four, 4.5 / 8 = 0.5625, whatever the density of the
+/// source (every group stores two values, zeros included).
+pub const SPARSE24: f64 = 0.5625;
+
+/// Bytes of a `rows × cols` 2:4 matrix ([`Sparse24Matrix::storage_bytes`](crate::Sparse24Matrix::storage_bytes)
+/// of any such matrix): 4 per group of four columns (a row's last group padded), plus a byte per
+/// two groups. `None` if the count overflows u64, so a caller sizing a buffer from a header
+/// cannot be fooled by a wrapped product.
+pub fn sparse24_bytes(rows: usize, cols: usize) -> Option<u64> {
+    let groups = u64::try_from(rows)
+        .ok()?
+        .checked_mul(u64::try_from(groups_per_row(cols)).ok()?)?;
+    groups
+        .checked_mul(2 * KEPT24 as u64)?
+        .checked_add(groups.div_ceil(2))
 }

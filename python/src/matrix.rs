@@ -169,13 +169,15 @@ impl Matrix {
             AnyMatrix::Dense(m) => Ok(m.clone()),
             AnyMatrix::MackoQuant(m) => m.dequantize(),
             AnyMatrix::DenseQuant(m) => m.dequantize(),
+            AnyMatrix::Sparse24(m) => m.to_dense(),
         }
         .map_err(errors::format_to_py)?;
         f16_array(py, dense.values(), &[dense.rows(), dense.cols()])
     }
 
     /// The stored arrays by name, as NumPy arrays: MACKO `row_ptr`, `values`, `codes`; CSR
-    /// `row_ptr`, `col_idx`, `values`; dense `values` (2-D). Quantized matrices have none yet.
+    /// `row_ptr`, `col_idx`, `values`; dense `values` (2-D); 2:4 `values`, `meta`. Quantized
+    /// matrices have none yet.
     fn parts<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         match &self.inner {
@@ -191,6 +193,10 @@ impl Matrix {
             }
             AnyMatrix::Dense(m) => {
                 d.set_item("values", f16_array(py, m.values(), &[m.rows(), m.cols()])?)?;
+            }
+            AnyMatrix::Sparse24(m) => {
+                d.set_item("values", PyArray1::from_slice(py, m.values()))?;
+                d.set_item("meta", PyArray1::from_slice(py, m.meta()))?;
             }
             other => {
                 return Err(errors::raise(

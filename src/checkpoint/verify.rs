@@ -194,6 +194,12 @@ fn decode_row(m: &AnyMatrix, r: usize, row: &mut [f16]) -> bool {
             .row_range(r)
             .for_each(|i| row[m.col_idx()[i] as usize] = m.values()[i]),
         AnyMatrix::Dense(m) => row.copy_from_slice(m.row(r)),
+        // Padding positions (columns past the last) hold zeros and have no place in the row.
+        AnyMatrix::Sparse24(m) => m.row_entries(r).for_each(|(c, v)| {
+            if let Some(slot) = row.get_mut(c) {
+                *slot = v;
+            }
+        }),
         AnyMatrix::MackoQuant(_) | AnyMatrix::DenseQuant(_) => return false,
     }
     true
@@ -341,6 +347,10 @@ pub fn verify(file: &std::path::Path, against: Option<&std::path::Path>) -> Resu
             AnyMatrix::DenseQuant(m) => {
                 check.entries = Some(m.rows() * m.cols());
                 Some(m.quantization())
+            }
+            AnyMatrix::Sparse24(m) => {
+                check.entries = Some(m.values().len());
+                None
             }
         };
         check.quantization = stored_quant;

@@ -67,6 +67,11 @@ pub(super) fn reference_rows(m: MatrixRef<'_>, x: &[f16], rows: &[usize]) -> Vec
                 .iter()
                 .zip(x)
                 .map(|(v, xv)| v.to_f64() * xv.to_f64())),
+            // Zero values (fill and padding, whose columns lie past x) contribute nothing.
+            MatrixRef::Sparse24(a) => one(&mut a
+                .row_entries(r)
+                .filter(|(_, v)| !macko::format::is_zero(*v))
+                .map(|(c, v)| v.to_f64() * x[c].to_f64())),
             // Quantized values count each term twice, as `reference::spmv_macko_quant` does
             // (scale · q · x may round once more in f32).
             MatrixRef::MackoQuant(a) => {

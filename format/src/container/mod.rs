@@ -1,4 +1,4 @@
-//! The safetensors container: MACKO, CSR and dense matrices stored as named tensors in one
+//! The safetensors container: MACKO, CSR, dense and 2:4 matrices stored as named tensors in one
 //! `.safetensors` file, and plain 2-D weight tensors read from any checkpoint.
 //!
 //! # Layout
@@ -12,6 +12,7 @@
 //! | dense | `w` (F16, shape `[rows, cols]`) |
 //! | MACKO, quantized | `w.row_ptr` (U32), `w.codes` (U8), `w.q` (I8, P; int4: U8, P / 2), `w.scales` (F16) |
 //! | dense, quantized | `w.q` (I8, rows·cols; int4: U8, ⌈rows·cols / 2⌉), `w.scales` (F16) |
+//! | 2:4 (`sparse24`) | `w.values` (F16, 2 per group of four columns), `w.meta` (U8, ⌈groups / 2⌉) |
 //!
 //! and described by the metadata entry `macko.w`, a JSON object such as
 //! `{"format":"MACKO-16-4","version":1,"kind":"macko","rows":4096,"cols":11008}`; a quantized
@@ -67,6 +68,7 @@ use crate::error::{FormatError, Result};
 use crate::macko::{MackoMatrix, FORMAT_NAME, FORMAT_VERSION};
 use crate::macko_quant::QuantMackoMatrix;
 pub use crate::matrix::{AnyMatrix, MatrixKind, MatrixRef};
+use crate::sparse24::Sparse24Matrix;
 pub use checksum::{record as checksum_record, CHECKSUMS_KEY};
 use layout::q_dtype;
 pub use layout::{tensor_names, METADATA_PREFIX};
@@ -403,8 +405,8 @@ impl MatrixFile {
         let kind = field("kind")?;
         let kind = kind.as_str().and_then(MatrixKind::parse).ok_or_else(|| {
             bad(format!(
-                "kind is {kind}, expected \"macko\", \"csr\", \"dense\", \"macko-quant\" or \
-                 \"dense-quant\""
+                "kind is {kind}, expected \"macko\", \"csr\", \"dense\", \"macko-quant\", \
+                 \"dense-quant\" or \"sparse24\""
             ))
         })?;
         let quant =
@@ -505,6 +507,13 @@ impl MatrixFile {
                 let scales = self.read_f16(&format!("{name}.scales"))?;
                 QuantDenseMatrix::from_parts(quant, rows, cols, q, scales)
                     .map(AnyMatrix::DenseQuant)
+                    .map_err(|e| in_container(context, e))
+            }
+            MatrixKind::Sparse24 => {
+                let values = self.read_f16(&format!("{name}.values"))?;
+                let meta = self.read_u8(&format!("{name}.meta"))?;
+                Sparse24Matrix::from_parts(rows, cols, values, meta)
+                    .map(AnyMatrix::Sparse24)
                     .map_err(|e| in_container(context, e))
             }
         }

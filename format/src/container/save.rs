@@ -146,6 +146,10 @@ fn prepare<'a>(
                     (Dtype::F16, vec![v.scales().len()], f16_bytes(v.scales())),
                 ]
             }
+            MatrixRef::Sparse24(m) => vec![
+                (Dtype::F16, vec![m.values().len()], f16_bytes(m.values())),
+                (Dtype::U8, vec![m.meta().len()], Cow::Borrowed(m.meta())),
+            ],
         };
         for (tensor_name, (dtype, shape, data)) in
             tensor_names(matrix.kind(), name).into_iter().zip(parts)

@@ -104,6 +104,13 @@ impl Backend for CpuBackend {
             MatrixRef::Dense(m) => CpuStored::Plain(CpuData::Dense(m.clone())),
             MatrixRef::MackoQuant(m) => CpuStored::Quant(CpuQuant::Macko(m.clone())),
             MatrixRef::DenseQuant(m) => CpuStored::Quant(CpuQuant::Dense(m.clone())),
+            // No 2:4 loop yet: refused rather than multiplied wrongly.
+            MatrixRef::Sparse24(_) => {
+                return Err(crate::Error::Unsupported {
+                    backend: BackendKind::Cpu,
+                    what: m.kind().as_str(),
+                })
+            }
         };
         Ok(CpuMatrix { data, plan })
     }

@@ -435,6 +435,13 @@ impl Backend for CudaBackend {
                 let (m, plan) = up.dense_quant(q, kernels)?;
                 CudaMatrix::DenseQuant(m, plan)
             }
+            // No 2:4 kernel yet (issue 25 part B): refused before anything is allocated.
+            MatrixRef::Sparse24(_) => {
+                return Err(Error::Unsupported {
+                    backend: BackendKind::Cuda,
+                    what: m.kind().as_str(),
+                })
+            }
         };
         Ok(matrix)
     }

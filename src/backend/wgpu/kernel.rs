@@ -116,13 +116,15 @@ pub(super) const STREAM_WORKGROUP: u32 = 256;
 pub(super) const STREAM_UNROLL: u32 = 4;
 
 impl Kernel {
-    /// The kernel multiplying `format` on `path`.
+    /// The kernel multiplying `format` on `path`. 2:4 matrices are refused at upload
+    /// (`Error::Unsupported`) until their kernel exists, so they never reach a plan; they are
+    /// grouped with CSR, the other layout that stores each value's column position.
     pub fn for_product(format: MatrixKind, path: KernelPath) -> Self {
         match (format, path) {
             (MatrixKind::Macko, KernelPath::Subgroup) => Kernel::MackoSubgroup,
             (MatrixKind::Macko, KernelPath::Workgroup) => Kernel::MackoWorkgroup,
-            (MatrixKind::Csr, KernelPath::Subgroup) => Kernel::CsrSubgroup,
-            (MatrixKind::Csr, KernelPath::Workgroup) => Kernel::CsrWorkgroup,
+            (MatrixKind::Csr | MatrixKind::Sparse24, KernelPath::Subgroup) => Kernel::CsrSubgroup,
+            (MatrixKind::Csr | MatrixKind::Sparse24, KernelPath::Workgroup) => Kernel::CsrWorkgroup,
             (MatrixKind::Dense, KernelPath::Subgroup) => Kernel::DenseSubgroup,
             (MatrixKind::Dense, KernelPath::Workgroup) => Kernel::DenseWorkgroup,
             (MatrixKind::MackoQuant, KernelPath::Subgroup) => Kernel::QuantMackoSubgroup,

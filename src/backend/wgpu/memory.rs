@@ -348,6 +348,11 @@ impl WgpuBackend {
             // quant_upload.rs
             MatrixRef::MackoQuant(m) => self.upload_macko_quant(m),
             MatrixRef::DenseQuant(m) => self.upload_dense_quant(m),
+            // No 2:4 kernel yet (issue 25 part B): refused before anything is allocated.
+            MatrixRef::Sparse24(_) => Err(Error::Unsupported {
+                backend: BackendKind::Wgpu,
+                what: m.kind().as_str(),
+            }),
         }
     }
 
