@@ -1,6 +1,6 @@
-//! Decoding a group's 8 gap codes into column steps with one multiplication, and binary16 values
-//! into f32: a leaf module, shared by the portable group loops (mod.rs, batch.rs) and the AVX2
-//! one (avx2.rs).
+//! Decoding a group's 8 gap codes into column steps with one multiplication, binary16 values
+//! into f32, and the masked term of the sparse formats: a leaf module, shared by the portable
+//! group loops (mod.rs, batch.rs, sparse24.rs) and the AVX2 one (avx2.rs).
 
 use half::f16;
 use macko_format::GROUP;
@@ -47,4 +47,17 @@ pub(super) fn widen8(h: &[f16]) -> [f32; GROUP] {
         *o = widen1(*v);
     }
     out
+}
+
+/// One term of a sparse row: zero-valued entries (padding) contribute nothing, even where x holds
+/// NaN or ±∞, so they are masked rather than multiplied. When every element of x is finite
+/// (`MASK == false`), 0·x is ±0.0, which adds nothing to a sum that starts at +0.0, so the mask
+/// is skipped: the common case pays for no select.
+#[inline(always)]
+pub(super) fn term<const MASK: bool>(a: f32, x: f32) -> f32 {
+    if !MASK || a != 0.0 {
+        a * x
+    } else {
+        0.0
+    }
 }

@@ -17,9 +17,10 @@ mod batch_avx2;
 mod decode;
 mod quant;
 mod quant_avx2;
+mod sparse24;
 mod storage;
 
-use decode::{column_steps, widen1, widen8};
+use decode::{column_steps, term, widen1, widen8};
 pub(crate) use storage::CpuVector;
 use storage::{CpuData, CpuQuant, CpuStored, ROWS_PER_TASK};
 
@@ -104,13 +105,7 @@ impl Backend for CpuBackend {
             MatrixRef::Dense(m) => CpuStored::Plain(CpuData::Dense(m.clone())),
             MatrixRef::MackoQuant(m) => CpuStored::Quant(CpuQuant::Macko(m.clone())),
             MatrixRef::DenseQuant(m) => CpuStored::Quant(CpuQuant::Dense(m.clone())),
-            // No 2:4 loop yet: refused rather than multiplied wrongly.
-            MatrixRef::Sparse24(_) => {
-                return Err(crate::Error::Unsupported {
-                    backend: BackendKind::Cpu,
-                    what: m.kind().as_str(),
-                })
-            }
+            MatrixRef::Sparse24(m) => CpuStored::Sparse24(m.clone()),
         };
         Ok(CpuMatrix { data, plan })
     }
@@ -144,6 +139,12 @@ impl Backend for CpuBackend {
             CpuStored::Quant(q) => {
                 let x = f16_elements(x)?;
                 quant_product(q, a.data.shape().0, x, (batch, a.plan.avx2), y)
+            }
+            CpuStored::Sparse24(m) => {
+                let x = f16_elements(x)?;
+                let mut sums = vec![0.0f32; m.rows() * batch];
+                sparse24::spmm_sparse24(m, x, batch, &mut sums);
+                store_sums(&sums, y);
             }
         }
         Ok(())
@@ -194,13 +195,18 @@ fn quant_product(
         CpuQuant::Macko(m) => quant::spmm_macko_quant(m, x, batch, avx2, &mut sums),
         CpuQuant::Dense(m) => quant::spmm_dense_quant(m, x, batch, avx2, &mut sums),
     }
+    store_sums(&sums, y);
+}
+
+/// The f32 sums of a one-pass product ([batch][rows]) stored in y's precision, rounded once.
+fn store_sums(sums: &[f32], y: &mut CpuVector) {
     match y {
         CpuVector::F16(y) => y
             .par_iter_mut()
             .zip(sums.par_iter())
             .with_min_len(ROWS_PER_TASK)
             .for_each(|(out, s)| *out = f16::from_f32(*s)),
-        CpuVector::F32(y) => y.copy_from_slice(&sums),
+        CpuVector::F32(y) => y.copy_from_slice(sums),
     }
 }
 
@@ -336,19 +342,6 @@ fn widen(x: &[f16]) -> Vec<f32> {
     let mut out = vec![0.0f32; x.len()];
     x.convert_to_f32_slice(&mut out);
     out
-}
-
-/// One term of a sparse row: zero-valued entries (padding) contribute nothing, even where x holds
-/// NaN or ±∞, so they are masked rather than multiplied. When every element of x is finite
-/// (`MASK == false`), 0·x is ±0.0, which adds nothing to a sum that starts at +0.0, so the mask
-/// is skipped: the common case pays for no select.
-#[inline(always)]
-fn term<const MASK: bool>(a: f32, x: f32) -> f32 {
-    if !MASK || a != 0.0 {
-        a * x
-    } else {
-        0.0
-    }
 }
 
 /// Row `r` of a MACKO product: scalar head and tail where the row starts or ends inside a group

@@ -2,7 +2,9 @@
 //! by the single-vector loops (mod.rs) and the few-token ones (batch.rs).
 
 use half::f16;
-use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix, QuantDenseMatrix, QuantMackoMatrix};
+use macko_format::{
+    CsrMatrix, DenseMatrix, MackoMatrix, QuantDenseMatrix, QuantMackoMatrix, Sparse24Matrix,
+};
 
 /// Rows per parallel task.
 pub(super) const ROWS_PER_TASK: usize = 32;
@@ -31,11 +33,13 @@ pub(super) enum CpuQuant {
     Dense(QuantDenseMatrix),
 }
 
-/// What a CPU matrix holds: binary16 values, multiplied by the loops of mod.rs and batch.rs, or
-/// quantized ones, multiplied by quant.rs (one pass for all the vectors of a product).
+/// What a CPU matrix holds: binary16 values, multiplied by the loops of mod.rs and batch.rs,
+/// quantized ones, multiplied by quant.rs (one pass for all the vectors of a product), or a 2:4
+/// matrix, multiplied by sparse24.rs (one pass too).
 pub(super) enum CpuStored {
     Plain(CpuData),
     Quant(CpuQuant),
+    Sparse24(Sparse24Matrix),
 }
 
 impl CpuStored {
@@ -45,6 +49,7 @@ impl CpuStored {
             CpuStored::Plain(d) => d.shape(),
             CpuStored::Quant(CpuQuant::Macko(m)) => (m.rows(), m.cols()),
             CpuStored::Quant(CpuQuant::Dense(m)) => (m.rows(), m.cols()),
+            CpuStored::Sparse24(m) => (m.rows(), m.cols()),
         }
     }
 }

@@ -1,0 +1,104 @@
+//! 2:4 structured sparsity (docs/FORMAT.md, "2:4 structured sparsity") on every device: the CPU
+//! multiplies it, every batch size and output precision checked row by row against the f64
+//! reference, zeros (a group's fill, padding past the last column) never meeting NaN/∞ in X.
+//! The GPU backends have no 2:4 kernel yet and refuse the upload with `Error::Unsupported`;
+//! the CPU never refuses.
+
+mod common;
+
+use common::*;
+use half::f16;
+use macko::{
+    reference, BackendKind, DenseMatrix, Device, DeviceMatrix, Error, MatrixRef, Precision,
+    Sparse24Matrix,
+};
+
+/// The matrix on the device, or `None` where a GPU backend refuses the kind as it must
+/// (any other error, and any refusal by the CPU, fails the test).
+fn upload_or_refused(label: &str, dev: &Device, m: &Sparse24Matrix) -> Option<DeviceMatrix> {
+    match dev.upload(m) {
+        Ok(a) => Some(a),
+        Err(Error::Unsupported { backend, what })
+            if backend != BackendKind::Cpu && what == "sparse24" =>
+        {
+            None
+        }
+        Err(e) => panic!("{label}: uploading a 2:4 matrix: {e}"),
+    }
+}
+
+/// Y = A·X on `dev` in both output precisions, checked against the reference.
+fn check_batch(label: &str, dev: &Device, a: &DeviceMatrix, m: &Sparse24Matrix, x: &[f16]) {
+    let batch = x.len() / m.cols().max(1);
+    let r = reference::spmm(MatrixRef::from(m), x, batch).unwrap();
+    let x_dev = dev.upload_batch(x, batch).unwrap();
+    for precision in [Precision::F16, Precision::F32] {
+        let mut y = dev.zeros_batch(m.rows(), batch, precision).unwrap();
+        dev.spmm(a, &x_dev, &mut y).unwrap();
+        let what = format!("{}×{} 2:4 B={batch}", m.rows(), m.cols());
+        assert_agrees(label, &what, &r, &dev.download(&y).unwrap());
+    }
+}
+
+#[test]
+fn sparse24_products_agree_or_are_refused_on_every_device() {
+    // Columns not a multiple of 4 (padding in every row's last group), empty rows, one column.
+    let shapes = [
+        (1, 1, 1.0),
+        (5, 6, 0.8),
+        (31, 33, 0.3),
+        (65, 1000, 0.5),
+        (70, 300, 0.0),
+        (9, 130, 1.0),
+        (40, 8, 0.6),
+    ];
+    for (label, dev) in devices_under_test() {
+        let cpu = dev.kind() == BackendKind::Cpu;
+        for (i, &(rows, cols, d)) in shapes.iter().enumerate() {
+            let dense = random_dense(rows, cols, d, 2400 + i as u64);
+            let m = Sparse24Matrix::prune_from_dense(&dense).unwrap();
+            let Some(a) = upload_or_refused(&label, &dev, &m) else {
+                assert!(!cpu, "the CPU multiplies every format");
+                continue;
+            };
+            assert_eq!(a.bytes(), m.storage_bytes() as u64, "{label}");
+            for batch in [1, 2, 3, 8, 17] {
+                let x = random_batch(cols, batch, (i * 31 + batch) as u64);
+                check_batch(&label, &dev, &a, &m, &x);
+            }
+        }
+    }
+}
+
+#[test]
+fn zeros_never_meet_nan_or_infinity_in_x() {
+    // Row 0 [1, 0, 0, 0 | 0, 2]: group 0 stores 1 and a zero fill at column 1, group 1 a zero
+    // at column 4, 2 at column 5, and padding (columns 6, 7, past x). Row 1 is all zero.
+    let mut values = vec![f16::ZERO; 2 * 6];
+    values[0] = f16::from_f32(1.0);
+    values[5] = f16::from_f32(2.0);
+    let m = Sparse24Matrix::from_dense(&DenseMatrix::new(2, 6, values).unwrap()).unwrap();
+    let stored: Vec<usize> = m.row_entries(0).map(|(c, _)| c).collect();
+    assert_eq!(stored, [0, 1, 4, 5], "the fill the test aims at");
+    for (label, dev) in devices_under_test() {
+        let Some(a) = upload_or_refused(&label, &dev, &m) else {
+            continue;
+        };
+        for bad in [f16::NAN, f16::INFINITY, f16::NEG_INFINITY] {
+            let mut x = vec![f16::from_f32(1.0); 6];
+            x[1] = bad;
+            x[2] = bad;
+            x[4] = bad;
+            let r = reference::spmv(MatrixRef::from(&m), &x).unwrap();
+            assert_eq!(r.y, [3.0, 0.0], "the reference masks zeros");
+            for batch in [1, 3] {
+                let xs: Vec<f16> = x.iter().copied().cycle().take(6 * batch).collect();
+                check_batch(&format!("{label}, x = {bad}"), &dev, &a, &m, &xs);
+            }
+        }
+        // A NaN under a stored non-zero does reach y, as in every format.
+        let mut x = vec![f16::from_f32(1.0); 6];
+        x[5] = f16::NAN;
+        check_batch(&format!("{label}, NaN under a value"), &dev, &a, &m, &x);
+    }
+}
