@@ -1,5 +1,6 @@
 //! `macko convert`: a checkpoint's weight matrices encoded as MACKO-16-4 (optionally pruned
-//! first, optionally with int8/int4 values), every other tensor copied, written atomically, with
+//! first, optionally with int8/int4 values) or pruned to 2:4 and stored as such, every other
+//! tensor copied, written atomically, with
 //! a progress bar and a report table of what each tensor costs as dense f16, CSR and MACKO (and,
 //! quantized, what quantization changed in its products).
 
@@ -32,9 +33,11 @@ pub struct ConvertArgs {
     exclude: Vec<String>,
     /// Prune each output row to this density first (keep the ⌊d·cols⌋ largest |w| of every
     /// row), for checkpoints that are not pruned yet. In (0, 1], and keeping at least one weight
-    /// of each row of the narrowest converted matrix (⌊d·cols⌋ ≥ 1).
-    #[arg(long, value_name = "DENSITY", allow_negative_numbers = true)]
-    prune_to: Option<f64>,
+    /// of each row of the narrowest converted matrix (⌊d·cols⌋ ≥ 1). `2:4` instead keeps the
+    /// two largest |w| of every group of four columns and stores 2:4 matrices (f16 values,
+    /// 0.5625 of dense f16), the pattern of sparse tensor cores.
+    #[arg(long, value_name = "DENSITY|2:4", allow_negative_numbers = true, value_parser = parse_prune)]
+    prune_to: Option<PruneTo>,
     /// Leave matrices with fewer elements than this unconverted (names given literally to
     /// --include are converted whatever their size).
     #[arg(long, value_name = "N", default_value_t = 0)]
@@ -51,6 +54,26 @@ pub struct ConvertArgs {
     group: Option<u32>,
 }
 
+/// What `--prune-to` asks for.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum PruneTo {
+    /// Every row to this density (MACKO output).
+    Density(f64),
+    /// 2:4 structured sparsity (2:4 output).
+    TwoOfFour,
+}
+
+/// `--prune-to`'s value: `2:4`, or a number (its range is checked with the other options, so
+/// that the message names the rule).
+fn parse_prune(s: &str) -> Result<PruneTo, String> {
+    if s == "2:4" {
+        return Ok(PruneTo::TwoOfFour);
+    }
+    s.parse::<f64>()
+        .map(PruneTo::Density)
+        .map_err(|_| format!("`{s}` is neither a density (a number in (0, 1]) nor 2:4"))
+}
+
 /// `--quantize`'s value: a width the format stores, named as files name it.
 fn parse_bits(s: &str) -> Result<QuantBits, String> {
     QuantBits::parse(s).ok_or_else(|| {
@@ -61,6 +84,12 @@ fn parse_bits(s: &str) -> Result<QuantBits, String> {
 /// The quantization `--quantize` and `--group` ask for, checked before any file is touched: a
 /// group without a width means nothing, and a group size must satisfy the format's rule.
 fn quantization(args: &ConvertArgs) -> Result<Option<Quantization>, CliError> {
+    if let (Some(PruneTo::TwoOfFour), Some(bits)) = (args.prune_to, args.quantize) {
+        return Err(CliError::Usage(format!(
+            "--prune-to 2:4 cannot be combined with --quantize {}: 2:4 matrices store f16 values",
+            bits.as_str()
+        )));
+    }
     match (args.quantize, args.group) {
         (None, None) => Ok(None),
         (None, Some(g)) => Err(CliError::Usage(format!(
@@ -106,7 +135,7 @@ fn print_report(report: &ConvertReport) {
         "density",
         "dense f16",
         "CSR",
-        "MACKO",
+        if report.prune_24 { "2:4" } else { "MACKO" },
         "eff.dens",
         if quantized {
             format!(" {:>9}", "rel.err")
@@ -155,9 +184,15 @@ fn print_report(report: &ConvertReport) {
         report.copied.len(),
         human_bytes(copied)
     );
-    match report.prune_to {
-        Some(d) => println!("pruned: every row of every converted tensor to density {d}"),
-        None => println!("pruned: no (weights kept as they are)"),
+    match (report.prune_to, report.prune_24) {
+        (_, true) => println!(
+            "pruned: every group of four columns of every converted tensor to 2:4 (the two \
+             largest |w| kept), stored as 2:4"
+        ),
+        (Some(d), false) => {
+            println!("pruned: every row of every converted tensor to density {d}")
+        }
+        (None, false) => println!("pruned: no (weights kept as they are)"),
     }
     if let Some(q) = report.quantize {
         let worst = report
@@ -190,14 +225,19 @@ fn print_report(report: &ConvertReport) {
 
 /// Runs `macko convert`: converts, then prints the report table.
 pub fn run(args: &ConvertArgs) -> Result<(), CliError> {
+    let density = match args.prune_to {
+        Some(PruneTo::Density(d)) => Some(d),
+        _ => None,
+    };
     let opts = ConvertOptions {
         include: args.include.iter().map(Pattern::new).collect(),
         exclude: args.exclude.iter().map(Pattern::new).collect(),
-        prune_to: args.prune_to,
+        prune_to: density,
         min_size: args.min_size,
         quantize: quantization(args)?,
+        prune_24: args.prune_to == Some(PruneTo::TwoOfFour),
     };
-    if let Some(d) = args.prune_to {
+    if let Some(d) = density {
         macko::prune::check_density(d).map_err(|e| CliError::Usage(format!("--prune-to: {e}")))?;
     }
     let bar = ProgressBar::new(0);

@@ -18,8 +18,8 @@ pub struct VerifyArgs {
     /// The file to check (.safetensors written by `macko convert` or the container).
     file: PathBuf,
     /// The checkpoint it was converted from: each decoded matrix must equal the source tensor
-    /// of the same name, rounded to f16 and, where the file records a pruning density, pruned
-    /// the same way. A quantized matrix must be quantized as recorded, and the relative error
+    /// of the same name, rounded to f16 and, where the file records a pruning (a density or
+    /// 2:4), pruned the same way. A quantized matrix must be quantized as recorded, and the relative error
     /// of its W·x against that source, recomputed on the same seeded vectors, must not exceed
     /// the recorded one.
     #[arg(long, value_name = "IN.safetensors")]
@@ -41,9 +41,10 @@ pub fn run(args: &VerifyArgs) -> Result<(), CliError> {
         if let Some(q) = m.quantization {
             notes.push(describe_quantization(q));
         }
-        let source = match m.prune_to {
-            Some(d) => format!("the source pruned to {d}"),
-            None => "the source".to_string(),
+        let source = match (m.prune_to, m.prune_24) {
+            (_, true) => "the source pruned to 2:4".to_string(),
+            (Some(d), false) => format!("the source pruned to {d}"),
+            (None, false) => "the source".to_string(),
         };
         if m.compared && m.problems.is_empty() {
             notes.push(match (m.rel_error, m.recorded_rel_error) {

@@ -1,14 +1,16 @@
 //! `convert`: every selected 2-D floating tensor of a checkpoint encoded as MACKO-16-4 (or, with
-//! [`ConvertOptions::quantize`], MACKO with int8/int4 values) through the container, every other
-//! tensor copied byte for byte, written atomically.
+//! [`ConvertOptions::quantize`], MACKO with int8/int4 values; with [`ConvertOptions::prune_24`],
+//! pruned to 2:4 and stored as a 2:4 matrix) through the container, every other tensor copied
+//! byte for byte, written atomically.
 
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use macko_format::container::{self, OutTensor};
+use macko_format::container::{self, MatrixRef, OutTensor};
 use macko_format::{
-    MackoMatrix, QuantMackoMatrix, Quantization, ScaleLayout, FORMAT_NAME, FORMAT_VERSION,
+    DenseMatrix, MackoMatrix, QuantMackoMatrix, Quantization, ScaleLayout, Sparse24Matrix,
+    FORMAT_NAME, FORMAT_VERSION,
 };
 use rayon::prelude::*;
 use safetensors::SafeTensors;
@@ -21,13 +23,15 @@ use super::pattern::Pattern;
 use crate::prune;
 
 /// Metadata key of the file-wide conversion record: a JSON object with the tool, its version,
-/// the format name and version, the pruning density (or null) and the source file's name; with
+/// the format name and version, the pruning (`prune_to`: a density, `"2:4"`, or null) and the
+/// source file's name; with
 /// quantization also `quantize` (`"int8"`/`"int4"`) and `group` (G, or null for per-row scales).
 pub const CONVERT_METADATA_KEY: &str = "macko-convert";
 
 /// Prefix of the per-matrix conversion record: matrix `w` is described by `macko-convert.w`, a
 /// JSON object with `source_dtype`, `source_shape`, `density` (kept non-zeros over elements),
-/// `prune_to` (the pruning density, or null) and the format name and version. `macko verify
+/// `prune_to` (the pruning density, `"2:4"` for 2:4 pruning, or null) and the format name and
+/// version. `macko verify
 /// --against` reads `prune_to` to prune the source the same way before comparing.
 ///
 /// A quantized matrix's record adds `quantize` (`"int8"` or `"int4"`), `group` (the scale group
@@ -59,6 +63,10 @@ pub struct ConvertOptions {
     /// ([`QuantMackoMatrix::quantize`]), and measure what that costs ([`super::relative_error`]);
     /// `None` stores f16 values, exactly as before quantization existed.
     pub quantize: Option<Quantization>,
+    /// Prune each matrix to 2:4 (each group of four columns keeps its two largest |w|,
+    /// [`Sparse24Matrix::prune_from_dense`]) and store it as a 2:4 matrix instead of MACKO.
+    /// Excludes `prune_to` and `quantize` ([`CheckpointError::Conflict`]).
+    pub prune_24: bool,
 }
 
 /// Where a conversion is, for a progress bar.
@@ -97,8 +105,9 @@ pub struct TensorReport {
     pub dense_f16_bytes: u64,
     /// Bytes as CSR with u32 indices: 4·(rows + 1) + 6·nonzeros.
     pub csr_bytes: u64,
-    /// Bytes of the stored MACKO matrix: 2.5·P + 4·(rows + 1) for MACKO-16-4; with quantized
-    /// values 1.5·P (int8) or P (int4), plus 2 per scale, + 4·(rows + 1).
+    /// Bytes of the stored matrix: 2.5·P + 4·(rows + 1) for MACKO-16-4; with quantized values
+    /// 1.5·P (int8) or P (int4), plus 2 per scale, + 4·(rows + 1); pruned to 2:4, 4.5 per group
+    /// of four columns (two values, a nibble).
     pub macko_bytes: u64,
     /// The quantization applied, if any.
     pub quantization: Option<Quantization>,
@@ -151,6 +160,8 @@ pub struct ConvertReport {
     pub copied: Vec<CopiedTensor>,
     /// The pruning density applied, if any.
     pub prune_to: Option<f64>,
+    /// Whether every converted matrix was pruned to 2:4 and stored as such.
+    pub prune_24: bool,
     /// The quantization applied, if any.
     pub quantize: Option<Quantization>,
     /// Size of the input file.
@@ -193,6 +204,96 @@ fn quant_fields(q: Quantization) -> (&'static str, Option<u32>) {
         ScaleLayout::PerGroup(g) => Some(g),
     };
     (q.bits.as_str(), group)
+}
+
+/// The options' own rules, checked before any file is opened: a valid density and scale
+/// layout, and 2:4 pruning alone (it is a pruning of its own, and stores f16 values).
+fn check_options(opts: &ConvertOptions) -> Result<()> {
+    if let Some(d) = opts.prune_to {
+        prune::check_density(d)?;
+    }
+    if let Some(q) = opts.quantize {
+        q.scales.check()?;
+    }
+    if opts.prune_24 && opts.quantize.is_some() {
+        return Err(CheckpointError::Conflict {
+            first: "--prune-to 2:4",
+            second: "--quantize",
+            why: "2:4 matrices store f16 values (there is no quantized 2:4 format yet)",
+        });
+    }
+    if opts.prune_24 && opts.prune_to.is_some() {
+        return Err(CheckpointError::Conflict {
+            first: "--prune-to 2:4",
+            second: "a pruning density",
+            why: "a matrix is pruned one way",
+        });
+    }
+    Ok(())
+}
+
+/// The `prune_to` field of the conversion records: the density, `"2:4"`, or null.
+fn prune_record(opts: &ConvertOptions) -> serde_json::Value {
+    if opts.prune_24 {
+        "2:4".into()
+    } else {
+        opts.prune_to.into()
+    }
+}
+
+/// One converted matrix, as it is stored.
+enum Encoded {
+    Macko(MackoMatrix),
+    /// With its relative error against the f16 weights.
+    Quant(QuantMackoMatrix, f64),
+    Sparse24(Sparse24Matrix),
+}
+
+impl Encoded {
+    fn as_ref(&self) -> MatrixRef<'_> {
+        match self {
+            Encoded::Macko(m) => MatrixRef::Macko(m),
+            Encoded::Quant(qm, _) => MatrixRef::MackoQuant(qm),
+            Encoded::Sparse24(s) => MatrixRef::Sparse24(s),
+        }
+    }
+
+    fn rel_error(&self) -> Option<f64> {
+        match self {
+            Encoded::Quant(_, e) => Some(*e),
+            _ => None,
+        }
+    }
+
+    /// Non-zero values stored (padding and the zero fill of 2:4 groups not counted).
+    fn nonzeros(&self, dense: &DenseMatrix) -> u64 {
+        let values = match self {
+            Encoded::Sparse24(s) => s.values(),
+            _ => dense.values(),
+        };
+        values
+            .par_iter()
+            .filter(|v| !macko_format::is_zero(**v))
+            .count() as u64
+    }
+}
+
+/// Encodes one (already density-pruned) matrix as `opts` asks; `context` names it in errors.
+fn encode(dense: &DenseMatrix, opts: &ConvertOptions, context: &str) -> Result<Encoded> {
+    if opts.prune_24 {
+        return Ok(Encoded::Sparse24(Sparse24Matrix::prune_from_dense(dense)?));
+    }
+    let m = MackoMatrix::from_dense(dense)?;
+    let Some(q) = opts.quantize else {
+        return Ok(Encoded::Macko(m));
+    };
+    let qm =
+        QuantMackoMatrix::quantize(&m, q).map_err(|e| macko_format::FormatError::Container {
+            context: context.to_string(),
+            message: format!("quantizing to {}: {e}", describe_quantization(q)),
+        })?;
+    let rel_error = relative_error((&qm).into(), dense)?;
+    Ok(Encoded::Quant(qm, rel_error))
 }
 
 /// Chooses the tensors to convert, refusing patterns and names that cannot be honoured.
@@ -341,7 +442,8 @@ fn similar_names(tensors: &[TensorEntry], name: &str) -> String {
 
 /// Converts a checkpoint: every selected tensor (by default, every 2-D F16/BF16/F32 tensor) is
 /// rounded to binary16 (a finite value beyond binary16's range is an error naming the tensor,
-/// element and value), pruned per row if `opts.prune_to` says so, encoded as MACKO-16-4,
+/// element and value), pruned per row if `opts.prune_to` says so (or to 2:4 and stored as such
+/// if `opts.prune_24` does), encoded as MACKO-16-4,
 /// quantized if `opts.quantize` says so (its relative error measured against the pruned f16
 /// weights) and stored through the container's layout; every other tensor is copied unchanged;
 /// the input's metadata is kept and the conversion is recorded under [`CONVERT_METADATA_KEY`]
@@ -356,12 +458,7 @@ pub fn convert(
     opts: &ConvertOptions,
     progress: &mut dyn FnMut(Progress<'_>),
 ) -> Result<ConvertReport> {
-    if let Some(d) = opts.prune_to {
-        prune::check_density(d)?;
-    }
-    if let Some(q) = opts.quantize {
-        q.scales.check()?;
-    }
+    check_options(opts)?;
     let ckpt = Checkpoint::open(input)?;
     let selected = select(&ckpt, opts)?;
     check_limits(&ckpt, &selected, opts.prune_to)?;
@@ -388,42 +485,23 @@ pub fn convert(
         if let Some(d) = opts.prune_to {
             dense = prune::magnitude_per_row(&dense, d)?;
         }
-        let nonzeros = dense
-            .values()
-            .par_iter()
-            .filter(|v| !macko_format::is_zero(**v))
-            .count() as u64;
-        let m = MackoMatrix::from_dense(&dense)?;
-        let rows = m.rows() as u64;
-        let quantized = match opts.quantize {
-            Some(q) => {
-                let qm = QuantMackoMatrix::quantize(&m, q).map_err(|e| {
-                    macko_format::FormatError::Container {
-                        context: format!("{}, tensor `{name}`", input.display()),
-                        message: format!("quantizing to {}: {e}", describe_quantization(q)),
-                    }
-                })?;
-                let rel_error = relative_error((&qm).into(), &dense)?;
-                Some((qm, rel_error))
-            }
-            None => None,
-        };
+        let context = format!("{}, tensor `{name}`", input.display());
+        let stored = encode(&dense, opts, &context)?;
+        let nonzeros = stored.nonzeros(&dense);
+        let (rows, cols) = (dense.rows(), dense.cols());
         converted.push(TensorReport {
             name: name.clone(),
-            rows: m.rows(),
-            cols: m.cols(),
+            rows,
+            cols,
             source_dtype: entry.dtype.clone(),
             nonzeros,
             dense_f16_bytes: dense.bytes(),
-            csr_bytes: 4 * (rows + 1) + 6 * nonzeros,
-            macko_bytes: quantized.as_ref().map_or(m.bytes(), |(qm, _)| qm.bytes()),
+            csr_bytes: 4 * (rows as u64 + 1) + 6 * nonzeros,
+            macko_bytes: stored.as_ref().bytes(),
             quantization: opts.quantize,
-            rel_error: quantized.as_ref().map(|(_, e)| *e),
+            rel_error: stored.rel_error(),
         });
-        let stored = match &quantized {
-            Some((qm, _)) => container::MatrixRef::MackoQuant(qm),
-            None => container::MatrixRef::Macko(&m),
-        };
+        let stored = stored.as_ref();
         encoded.push(container::to_bytes(&[(name.as_str(), stored)])?);
     }
     progress(Progress::Writing);
@@ -447,8 +525,8 @@ pub fn convert(
         file: input.display().to_string(),
         message: format!(
             "tensor `{name}` would be written twice: it clashes with an array of a converted \
-             matrix (a matrix `w` is stored as `w.row_ptr`, `w.values`, `w.codes`); exclude \
-             one of them"
+             matrix (a matrix `w` is stored as `w.row_ptr`, `w.values`, `w.codes`, or as \
+             `w.values`, `w.meta` in 2:4); exclude one of them"
         ),
     };
 
@@ -507,7 +585,7 @@ pub fn convert(
         "macko_version": env!("CARGO_PKG_VERSION"),
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
-        "prune_to": opts.prune_to,
+        "prune_to": prune_record(opts),
         "source": input.file_name().map(|n| n.to_string_lossy().into_owned()),
     });
     if let (Some(q), Some(obj)) = (opts.quantize, run.as_object_mut()) {
@@ -521,7 +599,7 @@ pub fn convert(
             "source_dtype": t.source_dtype,
             "source_shape": [t.rows, t.cols],
             "density": t.density(),
-            "prune_to": opts.prune_to,
+            "prune_to": prune_record(opts),
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
         });
@@ -567,6 +645,7 @@ pub fn convert(
             })
             .collect(),
         prune_to: opts.prune_to,
+        prune_24: opts.prune_24,
         quantize: opts.quantize,
         input_bytes,
         output_bytes,

@@ -50,6 +50,17 @@ pub enum CheckpointError {
         #[source]
         error: super::limits::LimitError,
     },
+    /// Two options that cannot be honoured together (2:4 pruning and quantization: 2:4
+    /// matrices store binary16 values), named as the command line spells them.
+    #[error("{first} cannot be combined with {second}: {why}")]
+    Conflict {
+        /// The first option.
+        first: &'static str,
+        /// The option it excludes.
+        second: &'static str,
+        /// Why.
+        why: &'static str,
+    },
     /// The output could not be written (nothing is left behind).
     #[error("writing {path}: {message}")]
     Write {

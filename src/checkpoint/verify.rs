@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 
 use half::f16;
 use macko_format::container::{self, AnyMatrix, MatrixFile, MatrixKind};
-use macko_format::{is_zero, DenseMatrix, QuantBits, Quantization, ScaleLayout};
+use macko_format::{is_zero, DenseMatrix, QuantBits, Quantization, ScaleLayout, Sparse24Matrix};
 
 use super::accuracy::relative_error;
 use super::convert::{describe_quantization, CONVERT_METADATA_PREFIX};
@@ -33,6 +33,9 @@ pub struct MatrixCheck {
     /// The pruning density re-applied to the source before comparing, if the conversion record
     /// names one.
     pub prune_to: Option<f64>,
+    /// Whether the conversion record names 2:4 pruning, re-applied to the source before
+    /// comparing.
+    pub prune_24: bool,
     /// Whether the matrix was compared with a source.
     pub compared: bool,
     /// The stored values' quantization (`None` for f16 values).
@@ -104,23 +107,53 @@ fn conversion_record(
     Ok(Some((key, json)))
 }
 
-/// The pruning density a conversion record names, if any.
+/// The pruning a conversion record names.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum RecordedPrune {
+    /// None: the weights were stored as they are.
+    Kept,
+    /// Every row to this density.
+    Density(f64),
+    /// Every group of four columns to its two largest |w| (`"2:4"`).
+    TwoOfFour,
+}
+
+/// The pruning a conversion record names (`prune_to`: a density, `"2:4"`, or null/absent).
 fn recorded_prune(
     record: Option<&(String, serde_json::Value)>,
-) -> std::result::Result<Option<f64>, String> {
+) -> std::result::Result<RecordedPrune, String> {
     let Some((key, json)) = record else {
-        return Ok(None);
+        return Ok(RecordedPrune::Kept);
     };
     match json.get("prune_to") {
-        None | Some(serde_json::Value::Null) => Ok(None),
+        None | Some(serde_json::Value::Null) => Ok(RecordedPrune::Kept),
+        Some(v) if v.as_str() == Some("2:4") => Ok(RecordedPrune::TwoOfFour),
         Some(v) => match v.as_f64() {
             Some(d) => prune::check_density(d)
-                .map(Some)
+                .map(RecordedPrune::Density)
                 .map_err(|e| format!("conversion record `{key}`: prune_to: {e}")),
             None => Err(format!(
-                "conversion record `{key}`: prune_to is {v}, expected a number or null"
+                "conversion record `{key}`: prune_to is {v}, expected a number, \"2:4\" or null"
             )),
         },
+    }
+}
+
+/// The source as the conversion left it: pruned as recorded, with the words that say so in a
+/// problem (" pruned to density 0.5").
+fn pruned_source(
+    expected: DenseMatrix,
+    prune_to: RecordedPrune,
+) -> std::result::Result<(DenseMatrix, String), String> {
+    match prune_to {
+        RecordedPrune::Kept => Ok((expected, String::new())),
+        RecordedPrune::Density(d) => prune::magnitude_per_row(&expected, d)
+            .map(|m| (m, format!(" pruned to density {d}")))
+            .map_err(|e| e.to_string()),
+        RecordedPrune::TwoOfFour => Sparse24Matrix::prune_from_dense(&expected)
+            .and_then(|s| s.to_dense())
+            .map(|m| (m, " pruned to 2:4".to_string()))
+            .map_err(|e| e.to_string()),
     }
 }
 
@@ -312,6 +345,7 @@ pub fn verify(file: &std::path::Path, against: Option<&std::path::Path>) -> Resu
             entries: None,
             canonical: None,
             prune_to: None,
+            prune_24: false,
             compared: false,
             quantization: info.quant,
             rel_error: None,
@@ -359,16 +393,15 @@ pub fn verify(file: &std::path::Path, against: Option<&std::path::Path>) -> Resu
             let result = (|| -> std::result::Result<Vec<String>, String> {
                 let record = conversion_record(&f, &info.name)?;
                 let prune_to = recorded_prune(record.as_ref())?;
-                check.prune_to = prune_to;
+                if let RecordedPrune::Density(d) = prune_to {
+                    check.prune_to = Some(d);
+                }
+                check.prune_24 = prune_to == RecordedPrune::TwoOfFour;
                 if let Some(problem) = shape_difference(src, &info.name, &matrix) {
                     return Ok(vec![problem]);
                 }
-                let mut expected = src.dense(&info.name).map_err(|e| e.to_string())?;
-                let mut what = String::new();
-                if let Some(d) = prune_to {
-                    expected = prune::magnitude_per_row(&expected, d).map_err(|e| e.to_string())?;
-                    what = format!(" pruned to density {d}");
-                }
+                let source = src.dense(&info.name).map_err(|e| e.to_string())?;
+                let (expected, what) = pruned_source(source, prune_to)?;
                 let (recorded, promised) = match &record {
                     Some((key, json)) => recorded_quant(key, json)?,
                     None => (None, None),
@@ -509,6 +542,26 @@ mod tests {
                 "{json}: {e}"
             );
         }
+    }
+
+    #[test]
+    fn recorded_pruning_reads_densities_2_4_and_nothing() {
+        let prune = |json: serde_json::Value| recorded_prune(Some(&("k".to_string(), json)));
+        assert_eq!(prune(serde_json::json!({})), Ok(RecordedPrune::Kept));
+        assert_eq!(
+            prune(serde_json::json!({"prune_to": null})),
+            Ok(RecordedPrune::Kept)
+        );
+        assert_eq!(
+            prune(serde_json::json!({"prune_to": 0.25})),
+            Ok(RecordedPrune::Density(0.25))
+        );
+        assert_eq!(
+            prune(serde_json::json!({"prune_to": "2:4"})),
+            Ok(RecordedPrune::TwoOfFour)
+        );
+        let e = prune(serde_json::json!({"prune_to": "1:4"})).expect_err("refused");
+        assert!(e.contains("prune_to is \"1:4\""), "{e}");
     }
 
     #[test]
