@@ -36,7 +36,12 @@ pub struct ConvertArgs {
     /// of each row of the narrowest converted matrix (⌊d·cols⌋ ≥ 1). `2:4` instead keeps the
     /// two largest |w| of every group of four columns and stores 2:4 matrices (f16 values,
     /// 0.5625 of dense f16), the pattern of sparse tensor cores.
-    #[arg(long, value_name = "DENSITY|2:4", allow_negative_numbers = true, value_parser = parse_prune)]
+    #[arg(
+        long,
+        value_name = "DENSITY|2:4",
+        allow_negative_numbers = true,
+        value_parser = parse_prune
+    )]
     prune_to: Option<PruneTo>,
     /// Leave matrices with fewer elements than this unconverted (names given literally to
     /// --include are converted whatever their size).

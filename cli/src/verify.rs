@@ -19,9 +19,9 @@ pub struct VerifyArgs {
     file: PathBuf,
     /// The checkpoint it was converted from: each decoded matrix must equal the source tensor
     /// of the same name, rounded to f16 and, where the file records a pruning (a density or
-    /// 2:4), pruned the same way. A quantized matrix must be quantized as recorded, and the relative error
-    /// of its W·x against that source, recomputed on the same seeded vectors, must not exceed
-    /// the recorded one.
+    /// 2:4), pruned the same way. A quantized matrix must be quantized as recorded, and the
+    /// relative error of its W·x against that source, recomputed on the same seeded vectors,
+    /// must not exceed the recorded one.
     #[arg(long, value_name = "IN.safetensors")]
     against: Option<PathBuf>,
 }

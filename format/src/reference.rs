@@ -2,9 +2,9 @@
 //! a backend's f32-accumulated result must meet.
 //!
 //! Semantics (docs/FORMAT.md, "Multiplication semantics"): in the sparse formats (MACKO, CSR,
-//! 2:4) an entry whose value is ±0 — padding entries, tail padding — contributes nothing, even where x
-//! holds NaN or ±∞. Dense follows IEEE arithmetic, as every dense GEMV (cuBLAS included) does:
-//! a stored zero times ∞ is NaN.
+//! 2:4) an entry whose value is ±0 — padding entries, tail padding — contributes nothing, even
+//! where x holds NaN or ±∞. Dense follows IEEE arithmetic, as every dense GEMV (cuBLAS
+//! included) does: a stored zero times ∞ is NaN.
 
 use half::f16;
 

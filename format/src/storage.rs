@@ -60,15 +60,16 @@ fn scale_bytes_per_value(scales: ScaleLayout) -> f64 {
     }
 }
 
-/// Effective density of 2:4 structured sparsity when `cols` is a multiple of 4: two binary16
-/// values and a 4-bit nibble per group of four, 4.5 / 8 = 0.5625, whatever the density of the
-/// source (every group stores two values, zeros included).
+/// Effective density of 2:4 structured sparsity when `cols` is a multiple of 4 (and the number
+/// of groups even): two binary16 values and a 4-bit nibble per group of four, 4.5 / 8 = 0.5625,
+/// whatever the density of the source (every group stores two values, zeros included).
 pub const SPARSE24: f64 = 0.5625;
 
-/// Bytes of a `rows × cols` 2:4 matrix ([`Sparse24Matrix::storage_bytes`](crate::Sparse24Matrix::storage_bytes)
-/// of any such matrix): 4 per group of four columns (a row's last group padded), plus a byte per
-/// two groups. `None` if the count overflows u64, so a caller sizing a buffer from a header
-/// cannot be fooled by a wrapped product.
+/// Bytes of a `rows × cols` 2:4 matrix (what
+/// [`Sparse24Matrix::storage_bytes`](crate::Sparse24Matrix::storage_bytes) gives for any such
+/// matrix): 4 per group of four columns (a row's last group padded), plus a byte per two groups.
+/// `None` if the count overflows u64, so a caller sizing a buffer from a header cannot be fooled
+/// by a wrapped product.
 pub fn sparse24_bytes(rows: usize, cols: usize) -> Option<u64> {
     let groups = u64::try_from(rows)
         .ok()?

@@ -12,7 +12,7 @@
 //! | dense | `w` (F16, shape `[rows, cols]`) |
 //! | MACKO, quantized | `w.row_ptr` (U32), `w.codes` (U8), `w.q` (I8, P; int4: U8, P / 2), `w.scales` (F16) |
 //! | dense, quantized | `w.q` (I8, rows·cols; int4: U8, ⌈rows·cols / 2⌉), `w.scales` (F16) |
-//! | 2:4 (`sparse24`) | `w.values` (F16, 2 per group of four columns), `w.meta` (U8, ⌈groups / 2⌉) |
+//! | 2:4 (`sparse24`) | `w.values` (F16, 2 per group of 4 columns), `w.meta` (U8, ⌈groups / 2⌉) |
 //!
 //! and described by the metadata entry `macko.w`, a JSON object such as
 //! `{"format":"MACKO-16-4","version":1,"kind":"macko","rows":4096,"cols":11008}`; a quantized
