@@ -9,7 +9,7 @@ use half::f16;
 use macko::format::container;
 use macko::{
     prune, reference, AnyMatrix, CsrMatrix, MackoMatrix, MatrixRef, QuantBits, QuantDenseMatrix,
-    QuantMackoMatrix, Quantization, ScaleLayout,
+    QuantMackoMatrix, Quantization, ScaleLayout, Sparse24Matrix,
 };
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
@@ -63,8 +63,10 @@ fn f16_array<'py>(py: Python<'py>, v: &[f16], shape: &[usize]) -> PyResult<Bound
 impl Matrix {
     /// Encodes a 2-D float16/float32/float64 array (float32 and float64 are rounded to
     /// binary16). `density` first prunes each row to that fraction by magnitude; `format` is
-    /// "macko", "csr" or "dense"; `quantize` ("int8" or "int4", MACKO and dense only) stores
-    /// values with one binary16 scale per row, or per `group` stored values.
+    /// "macko", "csr", "dense" or "sparse24" (2:4: each group of four columns keeps its two
+    /// largest magnitudes, so a matrix already 2:4 is stored unchanged; no `density` or
+    /// `quantize` with it); `quantize` ("int8" or "int4", MACKO and dense only) stores values
+    /// with one binary16 scale per row, or per `group` stored values.
     #[staticmethod]
     #[pyo3(signature = (array, *, format = "macko", density = None, quantize = None, group = None))]
     fn from_dense(
@@ -76,6 +78,13 @@ impl Matrix {
         group: Option<u32>,
     ) -> PyResult<Self> {
         let quant = quantization(quantize, group)?;
+        if format == "sparse24" && (density.is_some() || quant.is_some()) {
+            return Err(errors::config(
+                "format='sparse24' prunes to 2:4 itself and stores binary16 values: give it no \
+                 density and no quantize"
+                    .into(),
+            ));
+        }
         let mut dense = arrays::dense_matrix(array)?;
         let encode = move || -> PyResult<AnyMatrix> {
             if let Some(d) = density {
@@ -87,6 +96,9 @@ impl Matrix {
                 ("macko", None) => MackoMatrix::from_dense(&dense).map_err(fmt)?.into(),
                 ("csr", None) => CsrMatrix::from_dense(&dense).map_err(fmt)?.into(),
                 ("dense", None) => dense.into(),
+                ("sparse24", _) => Sparse24Matrix::prune_from_dense(&dense)
+                    .map_err(fmt)?
+                    .into(),
                 ("macko", Some(q)) => {
                     let m = MackoMatrix::from_dense(&dense).map_err(fmt)?;
                     QuantMackoMatrix::quantize(&m, q).map_err(fmt)?.into()
@@ -99,7 +111,8 @@ impl Matrix {
                 }
                 (other, _) => {
                     return Err(errors::config(format!(
-                        "format={other:?} is not a format; expected 'macko', 'csr' or 'dense'"
+                        "format={other:?} is not a format; expected 'macko', 'csr', 'dense' or \
+                         'sparse24'"
                     )))
                 }
             })

@@ -115,6 +115,28 @@ class Encoding(unittest.TestCase):
         self.assertTrue(0.6 < ratio < 0.7, ratio)
         self.assertGreater(csr.nbytes, dense.nbytes)
 
+    def test_sparse24_keeps_two_of_every_four(self):
+        w = random_weights(12, 22, seed=14)
+        m = macko.Matrix.from_dense(w, format="sparse24")
+        self.assertEqual(m.format, "sparse24")
+        back = m.to_dense()
+        padded = np.zeros((12, 24), np.float16)
+        padded[:, :22] = back
+        groups = padded.reshape(12, 6, 4)
+        self.assertTrue(((groups != 0).sum(axis=2) <= 2).all())
+        for r in range(12):
+            for g in range(6):
+                kept = np.abs(groups[r, g][groups[r, g] != 0])
+                cols = range(4 * g, min(4 * g + 4, 22))
+                dropped = [abs(w[r, c]) for c in cols if back[r, c] == 0]
+                if kept.size and dropped:
+                    self.assertGreaterEqual(kept.min(), max(dropped))
+        self.assertEqual(macko.Matrix.from_dense(back, format="sparse24"), m)
+        self.assertAlmostEqual(m.nbytes / (12 * 24 * 2), 0.5625)
+        for kw in ({"density": 0.5}, {"quantize": "int8"}):
+            with self.assertRaises(macko.ConfigError):
+                macko.Matrix.from_dense(w, format="sparse24", **kw)
+
     def test_float32_is_rounded_and_out_of_range_refused(self):
         w = random_weights(8, 16, seed=3).astype(np.float32) + np.float32(1e-4)
         m = macko.Matrix.from_dense(w, format="dense")
@@ -212,6 +234,7 @@ class Products(unittest.TestCase):
             macko.Matrix.from_dense(w, format="dense"),
             macko.Matrix.from_dense(w, quantize="int8"),
             macko.Matrix.from_dense(w, format="dense", quantize="int4", group=64),
+            macko.Matrix.from_dense(w, format="sparse24"),
         ]
         for kind, dev in DEVICES:
             for m in matrices:
