@@ -162,7 +162,7 @@ impl Matrix {
         (self.inner.rows(), self.inner.cols())
     }
 
-    /// The format's name: "macko", "csr", "dense", "macko-quant" or "dense-quant".
+    /// The format's name: "macko", "csr", "dense", "sparse24", "macko-quant" or "dense-quant".
     #[getter]
     fn format(&self) -> &'static str {
         self.inner.kind().as_str()
