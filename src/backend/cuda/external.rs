@@ -67,8 +67,15 @@ impl CudaBackend {
             .gpu
             .ctx
             .wrap_borrowed_stream(p.stream as usize as sys::CUstream);
-        let x = Borrowed::new(&stream, p.x, p.batch * cols, Precision::F16);
-        let mut y = Borrowed::new(&stream, p.y, p.batch * rows, p.y_precision);
+        let (Some(x_len), Some(y_len)) = (p.batch.checked_mul(cols), p.batch.checked_mul(rows))
+        else {
+            return Err(Error::BadBatch {
+                batch: p.batch,
+                elements: p.batch.saturating_mul(cols.max(rows)),
+            });
+        };
+        let x = Borrowed::new(&stream, p.x, x_len, Precision::F16);
+        let mut y = Borrowed::new(&stream, p.y, y_len, p.y_precision);
         if p.batch == 1 {
             self.product(&stream, a, &x.0, &mut y.0)
         } else {
