@@ -22,6 +22,11 @@ case $step in
       "$python" -m venv "$dir" >&2
     fi
     "$dir/bin/python" -m pip install -q --disable-pip-version-check "numpy>=1.21" "maturin>=1.5,<2" >&2
+    # torch too, so that macko.torch and macko.compat are tested here on the CPU (their CUDA
+    # halves run on the GPU machine). PyPI's Linux torch brings its CUDA libraries (about
+    # 3 GB, a few minutes); a failed download is a failed run, not a silent skip.
+    log "installing torch (large download)"
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check torch >&2
     echo "$dir/bin"
     ;;
   wheel)

@@ -43,6 +43,26 @@ fn properties<'py>(py: Python<'py>, info: &macko::DeviceInfo) -> PyResult<Bound<
     Ok(d)
 }
 
+/// Imports triton first when torch is loaded and triton is not yet: a guard against two LLVMs.
+///
+/// Without a Vulkan driver, wgpu probes OpenGL, and Mesa's GL drivers (llvmpipe, radeonsi)
+/// load their own LLVM into the process's global symbol scope. triton (torch.compile's GPU
+/// compiler, installed with torch on Linux) exports the LLVM symbols of another version, and
+/// importing it afterwards binds its LLVM calls to Mesa's copy and crashes the process with
+/// SIGSEGV (seen here: `Device.available()` then `import triton`, torch 2.15, Mesa 22 with
+/// LLVM 15; the same family of clash as triton-lang/triton#1236). Imported first, triton's own
+/// symbols bind first and both work. Failure to import triton is ignored: it only matters where
+/// triton exists.
+fn import_triton_before_mesa(py: Python<'_>) {
+    let Ok(modules) = py.import("sys").and_then(|sys| sys.getattr("modules")) else {
+        return;
+    };
+    let loaded = |name: &str| modules.contains(name).unwrap_or(false);
+    if loaded("torch") && !loaded("triton") {
+        let _ = py.import("triton");
+    }
+}
+
 #[pymethods]
 impl Device {
     /// `kind`: "auto" (CUDA, else a hardware wgpu adapter, else the CPU), "cpu", "wgpu" or
@@ -61,6 +81,9 @@ impl Device {
             }
         };
         opts.cuda_ordinal = ordinal;
+        if opts.backend != Some(BackendKind::Cpu) && opts.backend != Some(BackendKind::Cuda) {
+            import_triton_before_mesa(py);
+        }
         // Opening a GPU compiles nothing yet but may take a second (driver start-up).
         let inner = py
             .detach(|| macko::Device::with_options(&opts))
@@ -72,6 +95,7 @@ impl Device {
     /// dicts: `backend`, `available`, and `name` or `reason`.
     #[staticmethod]
     fn available<'py>(py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        import_triton_before_mesa(py);
         let statuses = py.detach(macko::Device::available);
         statuses
             .into_iter()

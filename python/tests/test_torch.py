@@ -1,12 +1,16 @@
 """macko.torch against torch's own dense products: MackoLinear, the op under torch.compile and
 CUDA graphs, torch.library.opcheck, and the refusals.
 
-Skipped where torch is not installed (CI); the GPU machine has torch with CUDA, where the CUDA
-tests run on torch's tensors and stream (``MACKO_REQUIRE_BACKENDS`` naming cuda makes a missing
-CUDA backend a failure, as in the Rust tests).
+Skipped where torch is not installed (CI installs it, and runs the CPU half); the GPU machine
+has torch with CUDA, where the CUDA tests run on torch's tensors and stream
+(``MACKO_REQUIRE_BACKENDS`` naming cuda makes a missing CUDA backend a failure, as in the Rust
+tests).
 """
 
+import importlib.util
 import os
+import subprocess
+import sys
 import unittest
 
 import numpy as np
@@ -129,6 +133,27 @@ class OnTheCpu(unittest.TestCase):
             with self.subTest(case=i):
                 with self.assertRaises(cls):
                     call()
+
+
+@unittest.skipIf(
+    torch is None or importlib.util.find_spec("triton") is None, "torch or triton is missing"
+)
+class TwoLlvms(unittest.TestCase):
+    def test_probing_gl_before_importing_triton_does_not_crash(self):
+        # With no Vulkan driver wgpu probes OpenGL, where Mesa loads its own LLVM; triton
+        # imported afterwards crashed the process (SIGSEGV) until macko imported it first.
+        script = (
+            "import torch, macko\n"
+            "macko.Device.available()\n"
+            "import triton\n"
+            "print('survived')\n"
+        )
+        env = dict(os.environ, VK_ICD_FILENAMES=os.devnull)
+        out = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300
+        )
+        self.assertEqual(out.returncode, 0, f"the process died: {out.returncode} {out.stderr}")
+        self.assertIn("survived", out.stdout)
 
 
 @unittest.skipUnless(cuda_ready(), "no CUDA device for torch and macko here")
