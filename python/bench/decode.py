@@ -42,6 +42,10 @@ def parse_args():
     p.add_argument("--repeats", type=int, default=3, help="timed generations (median)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-compile", action="store_true", help="eager decoding (for debugging)")
+    p.add_argument("--loop", choices=("generate", "graph"), default="generate",
+                   help="'generate': Hugging Face's generate() with its own compilation; "
+                        "'graph': a hand-written greedy loop over model.forward compiled with "
+                        "CUDA graphs, one replay per token (prefill untimed)")
     p.add_argument("--single", help=argparse.SUPPRESS)
     p.add_argument("--out", help="append one JSON line per (density, batch) here")
     return p.parse_args()
@@ -118,6 +122,66 @@ def generate_once(model, ids, args):
     return elapsed
 
 
+def static_cache(model, batch, length):
+    """A StaticCache for `batch` sequences of `length` positions, whatever keyword arguments
+    this transformers version's constructor takes."""
+    import inspect
+
+    from transformers import StaticCache
+
+    params = inspect.signature(StaticCache.__init__).parameters
+    kwargs = {"config": model.config, "max_cache_len": length}
+    extra = {"max_batch_size": batch, "batch_size": batch, "device": "cuda",
+             "dtype": torch.float16}
+    kwargs.update({k: v for k, v in extra.items() if k in params})
+    return StaticCache(**kwargs)
+
+
+class GraphLoop:
+    """Greedy decoding with one compiled forward pass per token: each generation empties the
+    static cache and prefills the prompt eagerly (untimed), then decodes `tokens` tokens, the
+    forward pass of each a CUDA-graph replay (``torch.compile(mode="reduce-overhead",
+    fullgraph=True)``); the next token is the argmax of the logits, taken outside the graph.
+    Only the decoding loop is timed."""
+
+    def __init__(self, model, ids, args):
+        self.model = model
+        self.ids = ids
+        self.tokens = args.tokens
+        batch, prompt = ids.shape
+        self.prompt = prompt
+        self.cache = static_cache(model, batch, prompt + args.tokens + 1)
+        self.position = torch.tensor([prompt], device="cuda")
+        forward = model.forward
+        self.step = forward if args.no_compile else torch.compile(
+            forward, mode="reduce-overhead", fullgraph=True)
+
+    def prefill(self):
+        """The cache emptied and filled with the prompt; the first new token."""
+        # Newer transformers count the cache's length inside the cache (not from
+        # cache_position): a restart must empty it.
+        self.cache.reset()
+        positions = torch.arange(self.prompt, device="cuda")
+        logits = self.model(self.ids, past_key_values=self.cache, cache_position=positions,
+                            use_cache=True).logits
+        return logits[:, -1].argmax(-1, keepdim=True)
+
+    def generate(self):
+        with torch.no_grad():
+            token = self.prefill()
+            self.position.fill_(self.prompt)
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            for _ in range(self.tokens):
+                torch.compiler.cudagraph_mark_step_begin()
+                logits = self.step(token, past_key_values=self.cache,
+                                   cache_position=self.position, use_cache=True).logits
+                token = logits[:, -1].argmax(-1, keepdim=True)
+                self.position += 1
+            torch.cuda.synchronize()
+            return time.perf_counter() - start
+
+
 def run(args, density, batch):
     log(f"== {density}, batch {batch}: building the model")
     gc.collect()
@@ -127,10 +191,16 @@ def run(args, density, batch):
     replaced = 0 if density == "dense" else sparsify(model, float(density))
     ids = torch.randint(1, 32000, (batch, args.prompt), device="cuda",
                         generator=torch.Generator("cuda").manual_seed(args.seed))
+    if args.loop == "graph":
+        loop = GraphLoop(model, ids, args)
+        once = loop.generate
+    else:
+        def once():
+            return generate_once(model, ids, args)
     log(f"  warm-up ({args.warmup} generations; the first compiles)")
     for _ in range(args.warmup):
-        generate_once(model, ids, args)
-    times = [generate_once(model, ids, args) for _ in range(args.repeats)]
+        once()
+    times = [once() for _ in range(args.repeats)]
     median = statistics.median(times)
     record = {
         "density": density,
@@ -143,12 +213,15 @@ def run(args, density, batch):
         "tokens_per_s": batch * args.tokens / median,
         "memory_in_use_bytes": device_memory_in_use() - base,
         "compiled": not args.no_compile,
+        "loop": args.loop,
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
     }
     log(f"  {record['tokens_per_s']:.1f} tokens/s, "
         f"{record['memory_in_use_bytes'] / 2**30:.2f} GiB in use")
     del model
+    if args.loop == "graph":
+        del loop
     torch._dynamo.reset()
     return record
 
