@@ -11,7 +11,7 @@ Programs written for the reference (``compress``, ``multiply``, ``move_to_device
     c = macko_spmv.compress(W)                  # W: contiguous 2-D float16, on cpu or cuda
     y = macko_spmv.multiply(c, v)               # float16, shape (rows,)
 
-The contract is the reference's:
+The contract is the reference's (with one note for CUDA graphs below):
 
 - ``compress(M)`` returns ``(values, deltas, row_indices, rows, cols)`` on M's device: values
   float16 padded to a multiple of 8, deltas uint8 (two 4-bit gap codes a byte, low nibble
@@ -30,6 +30,13 @@ Differences from the reference, all additions: ``multiply`` also takes CPU tenso
 backend); bad input raises the typed errors of :mod:`macko.errors` (``DtypeError``,
 ``ShapeError``, ``FormatError``...) naming the bad value, where the reference asserts or
 crashes; arrays that break the format's rules are refused, never multiplied.
+
+CUDA graphs: a compiled function's plain tensor inputs are copied into the graph's own buffers
+and captured there, where macko cannot upload a matrix it has not seen. The arrays of
+``compress`` and ``move_to_device``, and those of every eager ``multiply``, are therefore marked
+as static inputs (``torch._dynamo.mark_static_address``), as a module's buffers are: capture
+then sees the very tensors of the first, eager, product. A matrix first met during capture is
+refused with a ``ConfigError`` saying so.
 
 What it costs: macko multiplies its own copy of the matrix (its kernels read a layout planned
 at upload, not the three arrays as given). The first ``multiply`` of a compressed matrix on a
@@ -94,17 +101,37 @@ def move_to_device(compressed, device):
     """The compressed matrix with its three arrays on ``device`` (rows and cols unchanged)."""
     values, deltas, row_indices, rows, cols = _unpack(compressed)
     return (
-        values.to(device=device),
-        deltas.to(device=device),
-        row_indices.to(device=device),
+        _static(values.to(device=device)),
+        _static(deltas.to(device=device)),
+        _static(row_indices.to(device=device)),
         rows,
         cols,
     )
 
 
+def _static(t):
+    """`t` marked as a static input for torch.compile's CUDA graphs.
+
+    Under ``mode="reduce-overhead"`` a compiled function's plain tensor inputs are copied into
+    the graph's own buffers before each replay, and its capture sees those copies, at
+    addresses the upload cache has never seen (and cannot upload from while capturing).
+    Parameters and buffers of a module are static already; the arrays ``compress`` returns
+    are marked too, so that a compiled function taking them (the reference's own test does)
+    captures a product of the matrix uploaded by its first, eager, call."""
+    if t.is_cuda and not torch.compiler.is_compiling():
+        torch._dynamo.mark_static_address(t, guard=False)
+    return t
+
+
 def multiply(compressed_M, V):
     """``A·V`` as a new float16 vector of ``rows`` entries on V's device (cpu or cuda)."""
     values, deltas, row_indices, rows, cols = _unpack(compressed_M)
+    if isinstance(values, torch.Tensor) and not torch.compiler.is_compiling():
+        # Arrays loaded from a file (not made by compress) become static here, at their first
+        # eager product, before any compiled function captures them.
+        for t in (values, deltas, row_indices):
+            if isinstance(t, torch.Tensor):
+                _static(t)
     return torch.ops.macko_spmv.multiply.default(values, deltas, row_indices, rows, cols, V)
 
 

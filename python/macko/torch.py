@@ -170,18 +170,72 @@ class MackoLinear(torch.nn.Module):
             raise DtypeError(f"matrix must be a macko.Matrix, not {type(matrix).__name__}")
         self.in_features = matrix.cols
         self.out_features = matrix.rows
-        self.matrix = matrix
-        dev = device_for(device)
-        self._device = dev
-        self._weight = dev.upload(matrix)
-        # The upload was queued on macko's own stream; torch's stream must not read the
-        # matrix before it lands.
-        dev.synchronize()
-        self._handle = _register(self._weight)
-        weakref.finalize(self, _release, self._handle)
+        self._install(matrix, torch.device(device))
         if bias is not None:
             bias = torch.nn.Parameter(bias.detach().clone(), requires_grad=False)
         self.bias = bias
+
+    def _install(self, matrix, device):
+        """Uploads `matrix` to macko's device for the torch device `device` and registers it
+        for the op (the previous upload, if any, is released when nothing uses it)."""
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
+        dev = device_for(device)
+        weight = dev.upload(matrix)
+        # The upload was queued on macko's own stream; torch's stream must not read the
+        # matrix before it lands.
+        dev.synchronize()
+        handle = _register(weight)
+        previous = self.__dict__.get("_handle")
+        self.matrix = matrix
+        self._torch_device = device
+        self._device = dev
+        self._weight = weight
+        self._handle = handle
+        weakref.finalize(self, _release, handle)
+        if previous is not None:
+            # The old copy's memory goes now: a CUDA graph captured before `load_state_dict`
+            # or `.to()` must be captured again (it would read the old copy).
+            _release(previous)
+
+    def get_extra_state(self):
+        """The weight in the state dict: the matrix as safetensors bytes (``Matrix.to_bytes``,
+        checksums included), so that ``state_dict``/``load_state_dict`` and ``torch.save``
+        carry it."""
+        return {"macko_matrix": self.matrix.to_bytes()}
+
+    def set_extra_state(self, state):
+        if not isinstance(state, dict) or "macko_matrix" not in state:
+            raise ConfigError("this state was not saved from a MackoLinear (no 'macko_matrix')")
+        matrix = _native.Matrix.from_bytes(state["macko_matrix"])
+        if matrix.shape != (self.out_features, self.in_features):
+            raise ShapeError(
+                f"the saved matrix is {matrix.shape[0]}×{matrix.shape[1]}, but this layer is "
+                f"{self.out_features}×{self.in_features}"
+            )
+        self._install(matrix, self._torch_device)
+
+    def _apply(self, fn, *args, **kwargs):
+        # `.to(device)`, `.cuda()`, `.cpu()`: the bias moves through torch; the matrix is
+        # uploaded again where the probe tensor went. Dtype changes leave the matrix alone.
+        super()._apply(fn, *args, **kwargs)
+        target = fn(torch.empty(0, device=self._torch_device)).device
+        if target != self._torch_device:
+            self._install(self.matrix, target)
+        return self
+
+    def __getstate__(self):
+        # Pickling (``torch.save(model)``): the host matrix travels (as bytes), not the device
+        # objects, which are remade on unpickling.
+        state = self.__dict__.copy()
+        for key in ("_device", "_weight", "_handle"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._install(self.matrix, self._torch_device)
 
     @classmethod
     def from_linear(cls, linear, density=None, format="macko", quantize=None, group=None):

@@ -13,7 +13,7 @@ use macko::{
 };
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
 
 use crate::{arrays, errors};
 
@@ -251,6 +251,46 @@ impl Matrix {
         let m: MatrixRef<'_> = (&self.inner).into();
         py.detach(|| container::save(&path, &[(name, m)]))
             .map_err(errors::format_to_py)
+    }
+
+    /// The matrix as the bytes of a safetensors file (what `save` writes, under "weight"),
+    /// with its checksums: for pickling, a state dict, or sending it elsewhere.
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let m: MatrixRef<'_> = (&self.inner).into();
+        let bytes = py
+            .detach(|| container::to_bytes(&[("weight", m)]))
+            .map_err(errors::format_to_py)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
+    /// The one matrix of a safetensors file's bytes (`to_bytes`' output, or a file `save`
+    /// wrote with one matrix), validated and checksum-checked.
+    #[staticmethod]
+    fn from_bytes(py: Python<'_>, data: &[u8]) -> PyResult<Self> {
+        let bytes = data.to_vec();
+        let mut matrices = py
+            .detach(|| container::MatrixFile::from_bytes("<bytes>", bytes)?.matrices())
+            .map_err(errors::format_to_py)?;
+        if matrices.len() != 1 {
+            return Err(errors::raise(
+                "FormatError",
+                format!(
+                    "the bytes hold {} matrices; from_bytes takes exactly one (use macko.load \
+                     for a file of several)",
+                    matrices.len()
+                ),
+            ));
+        }
+        let (_, inner) = matrices.remove(0);
+        Ok(Self { inner })
+    }
+
+    /// Pickling: the matrix travels as `to_bytes()` and comes back through `from_bytes`.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let rebuild = py.get_type::<Self>().getattr("from_bytes")?;
+        let bytes = slf.borrow().to_bytes(py)?;
+        PyTuple::new(py, [rebuild.into_any(), PyTuple::new(py, [bytes])?.into_any()])
     }
 
     fn __repr__(&self) -> String {

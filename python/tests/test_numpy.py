@@ -178,6 +178,23 @@ class Encoding(unittest.TestCase):
             with self.assertRaises(macko.FormatError):
                 macko.load(pathlib.Path(d) / "missing.safetensors")
 
+    def test_bytes_and_pickle_round_trip(self):
+        import pickle
+
+        for m in (
+            macko.Matrix.from_dense(random_weights(30, 70, seed=8, density=0.4)),
+            macko.Matrix.from_dense(random_weights(16, 64, seed=9), quantize="int8"),
+            macko.Matrix.from_dense(random_weights(12, 10, seed=10), format="sparse24"),
+        ):
+            with self.subTest(format=m.format):
+                self.assertEqual(macko.Matrix.from_bytes(m.to_bytes()), m)
+                self.assertEqual(pickle.loads(pickle.dumps(m)), m)
+        data = bytearray(m.to_bytes())
+        data[-1] ^= 0x01
+        for bad in (b"", b"12345678", bytes(data)):
+            with self.assertRaises(macko.FormatError):
+                macko.Matrix.from_bytes(bad)
+
 
 class Errors(unittest.TestCase):
     def test_bad_arguments_raise_typed_errors(self):

@@ -114,6 +114,28 @@ class OnTheCpu(unittest.TestCase):
         y = mt.multiply(a, x)
         np.testing.assert_allclose(y.numpy(), m.reference(x.numpy()), rtol=1e-3, atol=1e-3)
 
+    def test_state_dict_and_pickle_carry_the_matrix(self):
+        import io
+
+        a = mt.MackoLinear.from_linear(linear(48, 64, seed=21), density=0.5)
+        b = mt.MackoLinear.from_linear(linear(48, 64, seed=22), density=0.25)
+        x = torch.randn(3, 64, dtype=torch.float16)
+        state = a.state_dict()
+        self.assertIn("_extra_state", state)
+        b.load_state_dict(state)
+        self.assertEqual(b.matrix, a.matrix)
+        self.assertTrue(torch.equal(b(x), a(x)))
+        buffer = io.BytesIO()
+        torch.save(a, buffer)
+        buffer.seek(0)
+        c = torch.load(buffer, weights_only=False)
+        self.assertTrue(torch.equal(c(x), a(x)))
+        wrong = mt.MackoLinear.from_linear(linear(48, 32, seed=23), density=0.5)
+        with self.assertRaises(macko.ShapeError):
+            wrong.load_state_dict(state)
+        with self.assertRaises(macko.FormatError):
+            b.set_extra_state({"macko_matrix": b"not a safetensors file"})
+
     def test_bad_tensors_are_refused(self):
         m = macko.Matrix.from_dense(np.ones((4, 8), np.float16))
         a = macko.Device("cpu").upload(m)
@@ -169,6 +191,18 @@ class OnCuda(unittest.TestCase):
                     self.assertEqual(y.device.type, "cuda")
                     torch.cuda.synchronize()
                     assert_close(self, y, expected(sparse, x), f"cuda {fmt} B={batch}")
+
+    def test_a_layer_moves_between_devices(self):
+        layer = mt.MackoLinear.from_linear(linear(64, 96, seed=24), density=0.5)
+        x = torch.randn(2, 96, dtype=torch.float16)
+        on_cpu = layer(x)
+        layer.to("cuda")
+        self.assertEqual(layer.bias.device.type, "cuda")
+        on_gpu = layer(x.cuda())
+        self.assertEqual(on_gpu.device.type, "cuda")
+        assert_close(self, on_gpu, on_cpu.double(), "moved to cuda")
+        layer.cpu()
+        self.assertTrue(torch.equal(layer(x), on_cpu))
 
     def test_products_follow_torchs_stream(self):
         sparse = mt.MackoLinear.from_linear(linear(256, 1024, seed=7, device="cuda"), density=0.3)
