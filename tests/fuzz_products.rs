@@ -3,8 +3,8 @@
 //! them), weights that include ±65504 (binary16's largest), subnormals and −0.0, batch sizes
 //! 1 to 17 — multiplied by `Device::spmm` on every device present, in every format (MACKO, CSR,
 //! dense, MACKO and dense with int8/int4 values, and the case pruned to 2:4), and every
-//! vector's every row checked against the f64 reference (`common::assert_agrees`). A GPU
-//! backend without kernels for a kind may refuse it at upload (2:4 today); the CPU may not.
+//! vector's every row checked against the f64 reference (`common::assert_agrees`). Every
+//! backend multiplies every format: a refusal fails the test.
 //!
 //! x holds NaN or ±∞ in some columns where the matrix is zero in every row. The sparse formats'
 //! padding entries and unstored zeros must never meet them (the contract: padding never
@@ -18,9 +18,8 @@ mod common;
 use common::*;
 use half::f16;
 use macko::{
-    reference, BackendKind, CsrMatrix, DenseMatrix, Device, Error, MackoMatrix, MatrixRef,
-    Precision, QuantBits, QuantDenseMatrix, QuantMackoMatrix, Quantization, ScaleLayout,
-    Sparse24Matrix,
+    reference, CsrMatrix, DenseMatrix, Device, MackoMatrix, MatrixRef, Precision, QuantBits,
+    QuantDenseMatrix, QuantMackoMatrix, Quantization, ScaleLayout, Sparse24Matrix,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -139,12 +138,9 @@ fn check_format(label: &str, dev: &Device, what: &str, case: &Case, m: MatrixRef
         !sparse || r.y.iter().all(|v| !v.is_nan()),
         "{what}: NaN in x reached the reference through a zero weight"
     );
-    let a = match dev.upload(m) {
-        Ok(a) => a,
-        // A GPU backend without kernels for a kind (2:4 today) refuses it; the CPU never may.
-        Err(Error::Unsupported { .. }) if dev.kind() != BackendKind::Cpu => return,
-        Err(e) => panic!("{label}, {what}: upload: {e}"),
-    };
+    let a = dev
+        .upload(m)
+        .unwrap_or_else(|e| panic!("{label}, {what}: upload: {e}"));
     let x = dev
         .upload_batch(&case.x, case.batch)
         .unwrap_or_else(|e| panic!("{label}, {what}: x: {e}"));
@@ -216,7 +212,7 @@ fn random_products_agree_with_the_reference_on_every_device() {
     }
     println!(
         "products: {} cases (seeds {SEED:#x}..), {elements} matrix elements, {poisoned} with \
-         NaN/∞ in x, each in {FORMATS} formats on {} devices: all agree (GPUs may refuse 2:4)",
+         NaN/∞ in x, each in {FORMATS} formats on {} devices: all agree",
         cases().count(),
         devices.len()
     );

@@ -1,30 +1,18 @@
-//! 2:4 structured sparsity (docs/FORMAT.md, "2:4 structured sparsity") on every device: the CPU
-//! multiplies it, every batch size and output precision checked row by row against the f64
-//! reference, zeros (a group's fill, padding past the last column) never meeting NaN/∞ in X.
-//! The GPU backends have no 2:4 kernel yet and refuse the upload with `Error::Unsupported`;
-//! the CPU never refuses.
+//! 2:4 structured sparsity (docs/FORMAT.md, "2:4 structured sparsity") on every device: every
+//! backend multiplies it (the CPU, wgpu on both kernel paths, CUDA), every batch size and output
+//! precision checked row by row against the f64 reference, zeros (a group's fill, padding past
+//! the last column) never meeting NaN/∞ in X. No backend may refuse it.
 
 mod common;
 
 use common::*;
 use half::f16;
-use macko::{
-    reference, BackendKind, DenseMatrix, Device, DeviceMatrix, Error, MatrixRef, Precision,
-    Sparse24Matrix,
-};
+use macko::{reference, DenseMatrix, Device, DeviceMatrix, MatrixRef, Precision, Sparse24Matrix};
 
-/// The matrix on the device, or `None` where a GPU backend refuses the kind as it must
-/// (any other error, and any refusal by the CPU, fails the test).
-fn upload_or_refused(label: &str, dev: &Device, m: &Sparse24Matrix) -> Option<DeviceMatrix> {
-    match dev.upload(m) {
-        Ok(a) => Some(a),
-        Err(Error::Unsupported { backend, what })
-            if backend != BackendKind::Cpu && what == "sparse24" =>
-        {
-            None
-        }
-        Err(e) => panic!("{label}: uploading a 2:4 matrix: {e}"),
-    }
+/// The matrix on the device: every backend multiplies 2:4 (a refusal fails the test).
+fn upload(label: &str, dev: &Device, m: &Sparse24Matrix) -> DeviceMatrix {
+    dev.upload(m)
+        .unwrap_or_else(|e| panic!("{label}: uploading a 2:4 matrix: {e}"))
 }
 
 /// Y = A·X on `dev` in both output precisions, checked against the reference.
@@ -41,7 +29,7 @@ fn check_batch(label: &str, dev: &Device, a: &DeviceMatrix, m: &Sparse24Matrix, 
 }
 
 #[test]
-fn sparse24_products_agree_or_are_refused_on_every_device() {
+fn sparse24_products_agree_on_every_device() {
     // Columns not a multiple of 4 (padding in every row's last group), empty rows, one column.
     let shapes = [
         (1, 1, 1.0),
@@ -53,14 +41,10 @@ fn sparse24_products_agree_or_are_refused_on_every_device() {
         (40, 8, 0.6),
     ];
     for (label, dev) in devices_under_test() {
-        let cpu = dev.kind() == BackendKind::Cpu;
         for (i, &(rows, cols, d)) in shapes.iter().enumerate() {
             let dense = random_dense(rows, cols, d, 2400 + i as u64);
             let m = Sparse24Matrix::prune_from_dense(&dense).unwrap();
-            let Some(a) = upload_or_refused(&label, &dev, &m) else {
-                assert!(!cpu, "the CPU multiplies every format");
-                continue;
-            };
+            let a = upload(&label, &dev, &m);
             assert_eq!(a.bytes(), m.storage_bytes() as u64, "{label}");
             for batch in [1, 2, 3, 8, 17] {
                 let x = random_batch(cols, batch, (i * 31 + batch) as u64);
@@ -81,9 +65,7 @@ fn zeros_never_meet_nan_or_infinity_in_x() {
     let stored: Vec<usize> = m.row_entries(0).map(|(c, _)| c).collect();
     assert_eq!(stored, [0, 1, 4, 5], "the fill the test aims at");
     for (label, dev) in devices_under_test() {
-        let Some(a) = upload_or_refused(&label, &dev, &m) else {
-            continue;
-        };
+        let a = upload(&label, &dev, &m);
         for bad in [f16::NAN, f16::INFINITY, f16::NEG_INFINITY] {
             let mut x = vec![f16::from_f32(1.0); 6];
             x[1] = bad;

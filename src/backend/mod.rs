@@ -17,6 +17,8 @@ pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub(crate) mod kind;
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub(crate) mod sparse24_rows;
 mod tuning;
 #[cfg(feature = "wgpu")]
 pub mod wgpu;

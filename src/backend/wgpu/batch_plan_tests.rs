@@ -50,7 +50,12 @@ fn chunk_widths_are_powers_of_two_from_two_to_sixteen() {
 
 #[test]
 fn every_width_has_a_plan_for_the_matrix_kernel() {
-    let formats = [MatrixKind::Macko, MatrixKind::Csr, MatrixKind::Dense];
+    let formats = [
+        MatrixKind::Macko,
+        MatrixKind::Csr,
+        MatrixKind::Dense,
+        MatrixKind::Sparse24,
+    ];
     for c in [H100, LAVAPIPE, AMD, INTEL, SMALL] {
         for subgroups in [true, false] {
             let caps = WgpuCaps {
@@ -67,7 +72,9 @@ fn every_width_has_a_plan_for_the_matrix_kernel() {
                     assert!(b.workgroup <= caps.max_invocations.max(32));
                     let sg = matches!(
                         b.kernel,
-                        Kernel::MackoBatchSubgroup | Kernel::CsrBatchSubgroup
+                        Kernel::MackoBatchSubgroup
+                            | Kernel::CsrBatchSubgroup
+                            | Kernel::Sparse24BatchSubgroup
                     );
                     assert_eq!(sg, subgroups && format != MatrixKind::Dense, "{b:?}");
                 }

@@ -49,6 +49,9 @@ pub enum Kernel {
     MackoWorkgroup,
     CsrSubgroup,
     CsrWorkgroup,
+    /// 2:4 structured sparsity (shaders/README.md, "2:4 structured sparsity").
+    Sparse24Subgroup,
+    Sparse24Workgroup,
     DenseSubgroup,
     DenseWorkgroup,
     Stream,
@@ -58,6 +61,8 @@ pub enum Kernel {
     MackoBatchWorkgroup,
     CsrBatchSubgroup,
     CsrBatchWorkgroup,
+    Sparse24BatchSubgroup,
+    Sparse24BatchWorkgroup,
     /// Dense few-token products on both paths (no subgroup operation).
     DenseBatch,
     BatchTranspose,
@@ -94,6 +99,8 @@ pub(super) enum MatrixLayout {
     Sparse,
     /// Params, values.
     Dense,
+    /// 2:4: params, values (binding 2), positions (binding 3), both read-only.
+    Sparse24,
     /// Quantized MACKO: params, row_ptr, codes of values, gap codes, scales (all read-only).
     QuantSparse,
     /// Quantized dense: params, codes of values (binding 2), scales (binding 4).
@@ -103,6 +110,7 @@ pub(super) enum MatrixLayout {
     /// `Sparse` or `Dense`, then x and y, then the chunk (uniform and XT) as group 3.
     SparseBatch,
     DenseBatch,
+    Sparse24Batch,
     QuantSparseBatch,
     QuantDenseBatch,
     /// The chunk (uniform and XT, written) as group 0, x as group 1.
@@ -116,15 +124,15 @@ pub(super) const STREAM_WORKGROUP: u32 = 256;
 pub(super) const STREAM_UNROLL: u32 = 4;
 
 impl Kernel {
-    /// The kernel multiplying `format` on `path`. 2:4 matrices are refused at upload
-    /// (`Error::Unsupported`) until their kernel exists, so they never reach a plan; they are
-    /// grouped with CSR, the other layout that stores each value's column position.
+    /// The kernel multiplying `format` on `path`.
     pub fn for_product(format: MatrixKind, path: KernelPath) -> Self {
         match (format, path) {
             (MatrixKind::Macko, KernelPath::Subgroup) => Kernel::MackoSubgroup,
             (MatrixKind::Macko, KernelPath::Workgroup) => Kernel::MackoWorkgroup,
-            (MatrixKind::Csr | MatrixKind::Sparse24, KernelPath::Subgroup) => Kernel::CsrSubgroup,
-            (MatrixKind::Csr | MatrixKind::Sparse24, KernelPath::Workgroup) => Kernel::CsrWorkgroup,
+            (MatrixKind::Csr, KernelPath::Subgroup) => Kernel::CsrSubgroup,
+            (MatrixKind::Csr, KernelPath::Workgroup) => Kernel::CsrWorkgroup,
+            (MatrixKind::Sparse24, KernelPath::Subgroup) => Kernel::Sparse24Subgroup,
+            (MatrixKind::Sparse24, KernelPath::Workgroup) => Kernel::Sparse24Workgroup,
             (MatrixKind::Dense, KernelPath::Subgroup) => Kernel::DenseSubgroup,
             (MatrixKind::Dense, KernelPath::Workgroup) => Kernel::DenseWorkgroup,
             (MatrixKind::MackoQuant, KernelPath::Subgroup) => Kernel::QuantMackoSubgroup,
@@ -142,6 +150,8 @@ impl Kernel {
             Kernel::MackoWorkgroup => Kernel::MackoBatchWorkgroup,
             Kernel::CsrSubgroup => Kernel::CsrBatchSubgroup,
             Kernel::CsrWorkgroup => Kernel::CsrBatchWorkgroup,
+            Kernel::Sparse24Subgroup => Kernel::Sparse24BatchSubgroup,
+            Kernel::Sparse24Workgroup => Kernel::Sparse24BatchWorkgroup,
             Kernel::DenseSubgroup | Kernel::DenseWorkgroup => Kernel::DenseBatch,
             Kernel::QuantMackoSubgroup | Kernel::QuantMackoWorkgroup => Kernel::QuantMackoBatch,
             Kernel::QuantDenseSubgroup | Kernel::QuantDenseWorkgroup => Kernel::QuantDenseBatch,
@@ -152,7 +162,10 @@ impl Kernel {
     /// Whether this is a few-token kernel whose invocations per workgroup are the pipeline
     /// constant `WORKGROUP` (the subgroup ones).
     pub fn batch_workgroup_constant(self) -> bool {
-        matches!(self, Kernel::MackoBatchSubgroup | Kernel::CsrBatchSubgroup)
+        matches!(
+            self,
+            Kernel::MackoBatchSubgroup | Kernel::CsrBatchSubgroup | Kernel::Sparse24BatchSubgroup
+        )
     }
 
     /// Whether this is a few-token product kernel (group 3 the chunk, `W` a constant).
@@ -163,6 +176,8 @@ impl Kernel {
                 | Kernel::MackoBatchWorkgroup
                 | Kernel::CsrBatchSubgroup
                 | Kernel::CsrBatchWorkgroup
+                | Kernel::Sparse24BatchSubgroup
+                | Kernel::Sparse24BatchWorkgroup
                 | Kernel::DenseBatch
                 | Kernel::QuantMackoBatch
                 | Kernel::QuantDenseBatch
@@ -186,6 +201,8 @@ impl Kernel {
             }
             Kernel::CsrSubgroup => kernel_source!("csr_sg.wgsl"),
             Kernel::CsrWorkgroup => kernel_source!("csr_wg.wgsl"),
+            Kernel::Sparse24Subgroup => kernel_source!("sparse24.wgsl", "sparse24_sg.wgsl"),
+            Kernel::Sparse24Workgroup => kernel_source!("sparse24.wgsl", "sparse24_wg.wgsl"),
             Kernel::DenseSubgroup => kernel_source!("dense_sg.wgsl"),
             Kernel::DenseWorkgroup => kernel_source!("dense_wg.wgsl"),
             Kernel::Stream => kernel_source!("stream.wgsl"),
@@ -205,6 +222,12 @@ impl Kernel {
             ),
             Kernel::CsrBatchSubgroup => kernel_source!("batch.wgsl", "csr_batch_sg.wgsl"),
             Kernel::CsrBatchWorkgroup => kernel_source!("batch.wgsl", "csr_batch_wg.wgsl"),
+            Kernel::Sparse24BatchSubgroup => {
+                kernel_source!("sparse24.wgsl", "batch.wgsl", "sparse24_batch_sg.wgsl")
+            }
+            Kernel::Sparse24BatchWorkgroup => {
+                kernel_source!("sparse24.wgsl", "batch.wgsl", "sparse24_batch_wg.wgsl")
+            }
             Kernel::DenseBatch => kernel_source!("batch.wgsl", "dense_batch_wg.wgsl"),
             Kernel::BatchTranspose => kernel_source!("batch_xt.wgsl"),
             // With macko_sg's x layouts: f16 scalars (x_f16) or f16 pairs.
@@ -272,6 +295,8 @@ impl Kernel {
             Kernel::MackoWorkgroup => "macko_wg",
             Kernel::CsrSubgroup => "csr_sg",
             Kernel::CsrWorkgroup => "csr_wg",
+            Kernel::Sparse24Subgroup => "sparse24_sg",
+            Kernel::Sparse24Workgroup => "sparse24_wg",
             Kernel::DenseSubgroup => "dense_sg",
             Kernel::DenseWorkgroup => "dense_wg",
             Kernel::Stream => "stream",
@@ -279,6 +304,8 @@ impl Kernel {
             Kernel::MackoBatchWorkgroup => "macko_batch_wg",
             Kernel::CsrBatchSubgroup => "csr_batch_sg",
             Kernel::CsrBatchWorkgroup => "csr_batch_wg",
+            Kernel::Sparse24BatchSubgroup => "sparse24_batch_sg",
+            Kernel::Sparse24BatchWorkgroup => "sparse24_batch_wg",
             Kernel::DenseBatch => "dense_batch_wg",
             Kernel::BatchTranspose => "batch_xt",
             Kernel::QuantMackoSubgroup => "quant_macko_sg",
@@ -297,6 +324,8 @@ impl Kernel {
             Kernel::MackoBatchSubgroup | Kernel::CsrBatchSubgroup => 128,
             Kernel::MackoWorkgroup | Kernel::CsrWorkgroup => 64,
             Kernel::MackoBatchWorkgroup | Kernel::CsrBatchWorkgroup => 64,
+            Kernel::Sparse24Subgroup | Kernel::Sparse24BatchSubgroup => 128,
+            Kernel::Sparse24Workgroup | Kernel::Sparse24BatchWorkgroup => 64,
             Kernel::DenseBatch | Kernel::BatchTranspose => 64,
             Kernel::DenseSubgroup | Kernel::DenseWorkgroup | Kernel::Stream => 256,
             Kernel::QuantMackoSubgroup => 128,
@@ -312,6 +341,10 @@ impl Kernel {
             | Kernel::CsrSubgroup
             | Kernel::CsrWorkgroup => MatrixLayout::Sparse,
             Kernel::DenseSubgroup | Kernel::DenseWorkgroup => MatrixLayout::Dense,
+            Kernel::Sparse24Subgroup | Kernel::Sparse24Workgroup => MatrixLayout::Sparse24,
+            Kernel::Sparse24BatchSubgroup | Kernel::Sparse24BatchWorkgroup => {
+                MatrixLayout::Sparse24Batch
+            }
             Kernel::Stream => MatrixLayout::Stream,
             Kernel::MackoBatchSubgroup
             | Kernel::MackoBatchWorkgroup

@@ -18,8 +18,9 @@ use std::ops::Range;
 use bytemuck::{Pod, Zeroable};
 use half::f16;
 use macko_format::aligned::{align_rows, aligned_row_ptr};
-use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix, GROUP};
+use macko_format::{CsrMatrix, DenseMatrix, MackoMatrix, Sparse24Matrix, GROUP};
 
+use crate::backend::sparse24_rows::{sparse24_rows, sparse24_words};
 use crate::backend::{BackendKind, HostVector, MatrixKind, MatrixRef, Precision};
 use crate::error::{Error, Result};
 
@@ -39,7 +40,8 @@ pub(super) struct MatrixParams {
     /// The block's index in its matrix (read by no kernel; kept so the uniform's layout, and
     /// the kernels, stay as they were).
     pub slot: u32,
-    /// Dense: 16-byte words (binary16) or chunks of 8 codes (quantized) per stored row.
+    /// Dense: 16-byte words (binary16) or chunks of 8 codes (quantized) per stored row. 2:4:
+    /// words of 8 groups per stored row (`sparse24_rows`).
     pub stride: u32,
     /// MACKO with x in column tiles only (0 otherwise): tiles, columns per tile, and the word of
     /// the partial sums buffer where the block's partial row sums start.
@@ -348,11 +350,7 @@ impl WgpuBackend {
             // quant_upload.rs
             MatrixRef::MackoQuant(m) => self.upload_macko_quant(m),
             MatrixRef::DenseQuant(m) => self.upload_dense_quant(m),
-            // No 2:4 kernel yet (issue 25 part B): refused before anything is allocated.
-            MatrixRef::Sparse24(_) => Err(Error::Unsupported {
-                backend: BackendKind::Wgpu,
-                what: m.kind().as_str(),
-            }),
+            MatrixRef::Sparse24(m) => self.upload_sparse24(m),
         }
     }
 
@@ -575,6 +573,48 @@ impl WgpuBackend {
                 &self.pipelines.dense,
                 &[(0, &params), (2, &values)],
                 "dense block",
+            )?;
+            blocks.push(Block {
+                bind_group,
+                dispatch,
+                batch_dispatch,
+            });
+            r0 = r1;
+        }
+        Ok(GpuMatrix {
+            plan,
+            rows,
+            blocks,
+            _partials: None,
+            batch: self.batch_state(rows, cols),
+        })
+    }
+
+    /// A 2:4 matrix in row blocks of whole rows, each laid out by `sparse24_rows` (the layout
+    /// shaders/sparse24.wgsl reads).
+    fn upload_sparse24(&self, m: &Sparse24Matrix) -> Result<GpuMatrix> {
+        let (rows, cols) = (m.rows(), m.cols());
+        let plan = self.plan_for(MatrixKind::Sparse24, rows, cols, 0);
+        let words = sparse24_words(cols);
+        // A row's largest array is its values: 32 bytes per word.
+        let per_block = plan_dense_blocks(rows, 32 * words as u64, self.matrix_limit)?;
+        let mut blocks = Vec::new();
+        let mut r0 = 0;
+        while r0 < rows {
+            let r1 = (r0 + per_block).min(rows);
+            let (values, positions) = sparse24_rows(m, r0..r1);
+            let mut params =
+                MatrixParams::block(to_u32(r1 - r0, "rows of a block")?, cols as u32, r0 as u32);
+            params.stride = to_u32(words, "words of 8 groups per row")?;
+            let dispatch = plan.grid.dispatch(params.rows);
+            let batch_dispatch = batch_dispatch(&plan, params.rows);
+            let params = self.uniform(params)?;
+            let values = self.storage(bytemuck::cast_slice(&values), "2:4 values")?;
+            let positions = self.storage(bytemuck::cast_slice(&positions), "2:4 positions")?;
+            let bind_group = self.bind_group(
+                &self.pipelines.sparse24,
+                &[(0, &params), (2, &values), (3, &positions)],
+                "2:4 block",
             )?;
             blocks.push(Block {
                 bind_group,

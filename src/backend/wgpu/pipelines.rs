@@ -270,6 +270,8 @@ pub(super) const X_TAIL_SLOTS: u64 = 128;
 pub(super) struct Pipelines {
     pub sparse: wgpu::BindGroupLayout,
     pub dense: wgpu::BindGroupLayout,
+    /// 2:4 blocks (MatrixLayout::Sparse24).
+    pub sparse24: wgpu::BindGroupLayout,
     /// Quantized MACKO and dense blocks (MatrixLayout::QuantSparse, QuantDense).
     pub quant_sparse: wgpu::BindGroupLayout,
     pub quant_dense: wgpu::BindGroupLayout,
@@ -285,6 +287,8 @@ pub(super) struct Pipelines {
     stream_layout: wgpu::PipelineLayout,
     sparse_batch_layout: wgpu::PipelineLayout,
     dense_batch_layout: wgpu::PipelineLayout,
+    sparse24_layout: wgpu::PipelineLayout,
+    sparse24_batch_layout: wgpu::PipelineLayout,
     transpose_layout: wgpu::PipelineLayout,
     quant_sparse_layout: wgpu::PipelineLayout,
     quant_dense_layout: wgpu::PipelineLayout,
@@ -314,6 +318,10 @@ impl Pipelines {
                 ],
             );
             let dense = bgl("dense matrix", &[uniform(0), storage(2, true)]);
+            let sparse24 = bgl(
+                "2:4 matrix",
+                &[uniform(0), storage(2, true), storage(3, true)],
+            );
             let quant_sparse = bgl(
                 "quantized MACKO matrix",
                 &[
@@ -360,6 +368,11 @@ impl Pipelines {
                 "dense few-token product",
                 &[Some(&dense), Some(&x), Some(&y), Some(&batch_read)],
             );
+            let sparse24_layout = layout("2:4 product", &[Some(&sparse24), Some(&x), Some(&y)]);
+            let sparse24_batch_layout = layout(
+                "2:4 few-token product",
+                &[Some(&sparse24), Some(&x), Some(&y), Some(&batch_read)],
+            );
             let transpose_layout = layout("transposition", &[Some(&batch_write), Some(&x)]);
             let quant = |label: &str, matrix: &wgpu::BindGroupLayout| {
                 (
@@ -377,6 +390,7 @@ impl Pipelines {
             Self {
                 sparse,
                 dense,
+                sparse24,
                 quant_sparse,
                 quant_dense,
                 stream,
@@ -389,6 +403,8 @@ impl Pipelines {
                 stream_layout,
                 sparse_batch_layout,
                 dense_batch_layout,
+                sparse24_layout,
+                sparse24_batch_layout,
                 transpose_layout,
                 quant_sparse_layout,
                 quant_dense_layout,
@@ -412,6 +428,8 @@ impl Pipelines {
             MatrixLayout::Stream => &self.stream_layout,
             MatrixLayout::SparseBatch => &self.sparse_batch_layout,
             MatrixLayout::DenseBatch => &self.dense_batch_layout,
+            MatrixLayout::Sparse24 => &self.sparse24_layout,
+            MatrixLayout::Sparse24Batch => &self.sparse24_batch_layout,
             MatrixLayout::Transpose => &self.transpose_layout,
             MatrixLayout::QuantSparse => &self.quant_sparse_layout,
             MatrixLayout::QuantDense => &self.quant_dense_layout,
@@ -498,7 +516,8 @@ impl Pipelines {
 /// loop bounding. Sound because each of their loops ends: rows step by the dispatch's subgroups
 /// or workgroups (>= 1) from below `params.rows` < 2³¹; row parts count up to `params.tiles`;
 /// a row's steps grow by `4 · lanes` or `2 · lanes` (>= 2, lanes counted at entry or the
-/// builtin size) towards the row's end group <= 2²⁹; scans double up to the subgroup size and
+/// builtin size) towards the row's end group <= 2²⁹; the 2:4 kernels' words by the lane count
+/// (>= 1) or 64 up to the row's words (`params.stride` < 2²⁹); scans double up to the subgroup size and
 /// butterflies halve down to 0; stores step by the invocation count (>= 1) up to the chunk's
 /// count; the dense kernels' words step by the workgroup or subgroup size up to the row stride;
 /// the workgroup trees halve down to 0; the quantized few-token kernels' row steps grow by

@@ -366,13 +366,16 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
     };
     match kernel {
         Kernel::MackoSubgroup | Kernel::QuantMackoSubgroup => {}
-        Kernel::CsrSubgroup => return plain(per_subgroup(kernel.workgroup_size())),
+        Kernel::CsrSubgroup | Kernel::Sparse24Subgroup => {
+            return plain(per_subgroup(kernel.workgroup_size()))
+        }
         Kernel::DenseSubgroup
         | Kernel::DenseWorkgroup
         | Kernel::QuantDenseSubgroup
         | Kernel::QuantDenseWorkgroup => return plain(spread(DENSE_ROWS_PER_WORKGROUP)),
         Kernel::MackoWorkgroup
         | Kernel::CsrWorkgroup
+        | Kernel::Sparse24Workgroup
         | Kernel::QuantMackoWorkgroup
         | Kernel::Stream => return plain(spread(1)),
         // Never a matrix's own kernel (`Kernel::for_product`).
@@ -380,6 +383,8 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         | Kernel::MackoBatchWorkgroup
         | Kernel::CsrBatchSubgroup
         | Kernel::CsrBatchWorkgroup
+        | Kernel::Sparse24BatchSubgroup
+        | Kernel::Sparse24BatchWorkgroup
         | Kernel::DenseBatch
         | Kernel::QuantMackoBatch
         | Kernel::QuantDenseBatch

@@ -624,6 +624,26 @@ fn the_other_kernels_and_paths_have_plain_plans() {
         ),
         (
             &sg,
+            MatrixKind::Sparse24,
+            Kernel::Sparse24Subgroup,
+            128,
+            Grid::Capped {
+                rows_per_workgroup: 4,
+                max: 65535,
+            },
+        ),
+        (
+            &wg,
+            MatrixKind::Sparse24,
+            Kernel::Sparse24Workgroup,
+            64,
+            Grid::Spread {
+                rows_per_workgroup: 1,
+                max_x: 65535,
+            },
+        ),
+        (
+            &sg,
             MatrixKind::Dense,
             Kernel::DenseSubgroup,
             256,
