@@ -18,8 +18,8 @@ use macko_format::QuantBits;
 
 /// A kernel compiled for both output precisions.
 pub(crate) struct ByOutput {
-    f16: CudaFunction,
-    f32: CudaFunction,
+    pub(super) f16: CudaFunction,
+    pub(super) f32: CudaFunction,
 }
 
 impl ByOutput {
@@ -53,7 +53,7 @@ fn source_of(kernel: Kernel) -> &'static KernelSource {
 }
 
 /// Loads one kernel file's CUBIN (compiled once per process) into `ctx`.
-fn load_module(
+pub(super) fn load_module(
     ctx: &Arc<CudaContext>,
     kernel: &KernelSource,
     arch: &str,

@@ -43,6 +43,7 @@ pub mod plan;
 mod probe;
 mod quant;
 mod rules;
+mod sparse24;
 mod split;
 mod timing;
 #[doc(hidden)]
@@ -66,6 +67,7 @@ use self::memory::{CsrDev, DenseDev, DeviceArray, MackoDev, VectorData};
 use self::plan::CudaPlan;
 use self::probe::{human_bytes, Gpu};
 use self::quant::QuantCache;
+use self::sparse24::{Sparse24Cache, Sparse24Dev};
 use self::tuning::CudaTuning;
 use self::upload::Uploader;
 use self::vendor::{CusparseCsr, Vendor};
@@ -100,6 +102,8 @@ pub(crate) enum CudaMatrix {
     Dense(DenseDev, CudaPlan),
     /// macko's dense int8 / int4 GEMV.
     DenseQuant(DenseQuantDev, CudaPlan),
+    /// macko's 2:4 kernels (`sparse24.rs`: no plan, the launch follows from the shape).
+    Sparse24(Sparse24Dev),
     /// cuBLAS `cublasGemmEx` (baseline).
     Cublas(DenseDev),
     /// cuSPARSE `cusparseSpMV` (baseline).
@@ -114,18 +118,20 @@ impl CudaMatrix {
             CudaMatrix::Csr(m) => (m.rows, m.cols),
             CudaMatrix::Dense(m, _) | CudaMatrix::Cublas(m) => (m.rows, m.cols),
             CudaMatrix::DenseQuant(m, _) => (m.rows, m.cols),
+            CudaMatrix::Sparse24(m) => (m.rows, m.cols),
             CudaMatrix::Cusparse(m) => (m.rows, m.cols),
         }
     }
 
-    /// The plan macko's kernels launch it with (`None` for the vendor baselines).
+    /// The plan macko's kernels launch it with (`None` for the vendor baselines and for 2:4,
+    /// whose one kernel shape takes its launch from the shape).
     #[allow(dead_code)]
     fn plan(&self) -> Option<&CudaPlan> {
         match self {
             CudaMatrix::Macko(m) => Some(&m.plan),
             CudaMatrix::Csr(m) => Some(&m.plan),
             CudaMatrix::Dense(_, plan) | CudaMatrix::DenseQuant(_, plan) => Some(plan),
-            CudaMatrix::Cublas(_) | CudaMatrix::Cusparse(_) => None,
+            CudaMatrix::Sparse24(_) | CudaMatrix::Cublas(_) | CudaMatrix::Cusparse(_) => None,
         }
     }
 }
@@ -144,6 +150,8 @@ pub(crate) struct CudaBackend {
     xt: Mutex<Option<DeviceArray<u32>>>,
     /// The int8 / int4 kernels, compiled on the first upload of a matrix of their width.
     quant: QuantCache,
+    /// The 2:4 kernels, compiled on the first upload of a 2:4 matrix.
+    sparse24: Sparse24Cache,
 }
 
 impl CudaBackend {
@@ -176,6 +184,7 @@ impl CudaBackend {
             info,
             xt: Mutex::new(None),
             quant: QuantCache::default(),
+            sparse24: Sparse24Cache::default(),
         })
     }
 
@@ -221,6 +230,10 @@ impl CudaBackend {
             CudaMatrix::DenseQuant(m, plan) => {
                 launcher.product(Product::DenseQuant(m, plan), x, &mut y.data)
             }
+            CudaMatrix::Sparse24(m) => match &mut y.data {
+                VectorData::F16(y) => sparse24::launch(stream, m, x, y.buf_mut(), (0, 1)),
+                VectorData::F32(y) => sparse24::launch(stream, m, x, y.buf_mut(), (0, 1)),
+            },
             CudaMatrix::Cublas(m) => self.vendor.cublas_gemm(m, x, &mut y.data, 1),
             CudaMatrix::Cusparse(m) => self.vendor.cusparse_spmv(m, x, &mut y.data),
         }
@@ -252,9 +265,23 @@ impl CudaBackend {
             return self.product_batch_looped(stream, a, x, y, batch);
         }
         let x = x.as_input()?;
+        if let CudaMatrix::Sparse24(m) = a {
+            // X read as it is: no XT, one launch per chunk.
+            for chunk in chunks(batch) {
+                let chunk = (
+                    u32::try_from(chunk.first).map_err(|_| too_many(batch))?,
+                    u32::try_from(chunk.count).map_err(|_| too_many(batch))?,
+                );
+                match &mut y.data {
+                    VectorData::F16(y) => sparse24::launch(stream, m, x, y.buf_mut(), chunk)?,
+                    VectorData::F32(y) => sparse24::launch(stream, m, x, y.buf_mut(), chunk)?,
+                }
+            }
+            return Ok(());
+        }
         let product = match a {
-            CudaMatrix::DenseQuant(..) => {
-                return Err(internal("dense int8/4 reached a batch plan"))
+            CudaMatrix::DenseQuant(..) | CudaMatrix::Sparse24(_) => {
+                return Err(internal("dense int8/4 or 2:4 reached a batch plan"))
             }
             CudaMatrix::Cublas(m) => return self.vendor.cublas_gemm(m, x, &mut y.data, batch),
             CudaMatrix::Cusparse(m) => return self.vendor.cusparse_spmm(m, x, &mut y.data, batch),
@@ -287,6 +314,13 @@ impl CudaBackend {
 }
 
 impl CudaBackend {
+    /// The 2:4 kernels, compiled and loaded the first time.
+    fn sparse24_kernels(&self) -> Result<Arc<sparse24::Sparse24Kernels>> {
+        let arch = self.gpu.props.arch();
+        self.sparse24
+            .get(|| sparse24::Sparse24Kernels::load(&self.gpu.ctx, &arch))
+    }
+
     /// The int8 / int4 kernels of `bits`, compiled and loaded the first time.
     fn quant_kernels(&self, bits: macko_format::QuantBits) -> Result<Arc<kernels::QuantKernels>> {
         let p = &self.gpu.props;
@@ -435,12 +469,9 @@ impl Backend for CudaBackend {
                 let (m, plan) = up.dense_quant(q, kernels)?;
                 CudaMatrix::DenseQuant(m, plan)
             }
-            // No 2:4 kernel yet (issue 25 part B): refused before anything is allocated.
-            MatrixRef::Sparse24(_) => {
-                return Err(Error::Unsupported {
-                    backend: BackendKind::Cuda,
-                    what: m.kind().as_str(),
-                })
+            MatrixRef::Sparse24(s) => {
+                let kernels = self.sparse24_kernels()?;
+                CudaMatrix::Sparse24(sparse24::upload(self.stream(), s, kernels)?)
             }
         };
         Ok(matrix)
@@ -478,7 +509,12 @@ impl Backend for CudaBackend {
     fn plan(&self, a: &CudaMatrix) -> Result<CudaPlan> {
         a.plan().copied().ok_or_else(|| Error::Backend {
             backend: BackendKind::Cuda,
-            message: "a vendor baseline's matrix has no macko plan".into(),
+            message: match a {
+                CudaMatrix::Sparse24(_) => "a 2:4 matrix has no plan on CUDA (one kernel shape, \
+                                            launched by its shape)"
+                    .into(),
+                _ => "a vendor baseline's matrix has no macko plan".into(),
+            },
         })
     }
 

@@ -237,6 +237,39 @@ pub const BATCH_MMA: KernelSource = KernelSource {
 /// Every kernel file loaded when the backend opens.
 pub const KERNELS: [KernelSource; 6] = [MACKO, CSR, DENSE, STREAM, BATCH, BATCH_MMA];
 
+/// 2:4 structured sparsity, single vector and few-token (kernels/sparse24.cu). Not in
+/// [`KERNELS`]: compiled and loaded on the first upload of a 2:4 matrix (`cuda/sparse24.rs`),
+/// so opening the backend pays nothing for it.
+pub const SPARSE24: KernelSource = KernelSource {
+    file: "sparse24.cu",
+    source: include_str!("../../../kernels/sparse24.cu"),
+    variant: "",
+    defines: &[],
+    headers: &[],
+    entries: &[
+        "sparse24_spmv_xv_f16",
+        "sparse24_spmv_xv_f32",
+        "sparse24_spmv_xh_f16",
+        "sparse24_spmv_xh_f32",
+        "sparse24_batch_xv_w2_f16",
+        "sparse24_batch_xv_w2_f32",
+        "sparse24_batch_xv_w4_f16",
+        "sparse24_batch_xv_w4_f32",
+        "sparse24_batch_xv_w8_f16",
+        "sparse24_batch_xv_w8_f32",
+        "sparse24_batch_xv_w16_f16",
+        "sparse24_batch_xv_w16_f32",
+        "sparse24_batch_xh_w2_f16",
+        "sparse24_batch_xh_w2_f32",
+        "sparse24_batch_xh_w4_f16",
+        "sparse24_batch_xh_w4_f32",
+        "sparse24_batch_xh_w8_f16",
+        "sparse24_batch_xh_w8_f32",
+        "sparse24_batch_xh_w16_f16",
+        "sparse24_batch_xh_w16_f32",
+    ],
+};
+
 /// The entries of macko_quant.cu, compiled once per width.
 const MACKO_QUANT_ENTRIES: &[&str] = &[
     "macko_q_spmv_xs_f16",
@@ -518,7 +551,7 @@ mod tests {
 
     #[test]
     fn every_kernel_file_declares_its_entries() {
-        for k in KERNELS.iter().chain(&QUANT_KERNELS) {
+        for k in KERNELS.iter().chain(&QUANT_KERNELS).chain([&SPARSE24]) {
             for e in k.entries {
                 assert!(
                     k.source.contains(&format!("({e},")) || k.source.contains(&format!(" {e}(")),
