@@ -49,31 +49,7 @@ impl CsrMatrix {
                 values: values.len(),
             });
         }
-        for row in 0..rows {
-            let (start, end) = (row_ptr[row] as usize, row_ptr[row + 1] as usize);
-            let mut previous: Option<u32> = None;
-            for (index, &column) in col_idx.iter().enumerate().take(end).skip(start) {
-                if column as usize >= cols {
-                    return Err(FormatError::CsrColumnOutOfRange {
-                        row,
-                        index,
-                        column,
-                        cols,
-                    });
-                }
-                if let Some(previous) = previous {
-                    if column <= previous {
-                        return Err(FormatError::CsrColumnsNotIncreasing {
-                            row,
-                            index,
-                            previous,
-                            column,
-                        });
-                    }
-                }
-                previous = Some(column);
-            }
-        }
+        check_columns(rows, cols, &row_ptr, &col_idx)?;
         Ok(Self {
             rows,
             cols,
@@ -200,6 +176,42 @@ impl CsrMatrix {
     pub fn into_parts(self) -> (Vec<u32>, Vec<u32>, Vec<f16>) {
         (self.row_ptr, self.col_idx, self.values)
     }
+}
+
+/// The CSR rules on column indices, for CSR and homogeneous CSR alike: within each row (as the
+/// already checked `row_ptr` delimits them) strictly increasing, and below `cols`.
+pub(crate) fn check_columns(
+    rows: usize,
+    cols: usize,
+    row_ptr: &[u32],
+    col_idx: &[u32],
+) -> Result<()> {
+    for row in 0..rows {
+        let (start, end) = (row_ptr[row] as usize, row_ptr[row + 1] as usize);
+        let mut previous: Option<u32> = None;
+        for (index, &column) in col_idx.iter().enumerate().take(end).skip(start) {
+            if column as usize >= cols {
+                return Err(FormatError::CsrColumnOutOfRange {
+                    row,
+                    index,
+                    column,
+                    cols,
+                });
+            }
+            if let Some(previous) = previous {
+                if column <= previous {
+                    return Err(FormatError::CsrColumnsNotIncreasing {
+                        row,
+                        index,
+                        previous,
+                        column,
+                    });
+                }
+            }
+            previous = Some(column);
+        }
+    }
+    Ok(())
 }
 
 /// `bytes / (2·rows·cols)`, or 0 for an empty shape.

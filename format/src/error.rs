@@ -387,6 +387,61 @@ pub enum FormatError {
         /// Non-zeros found in it.
         nonzeros: usize,
     },
+    /// Sparse vector: one value per index.
+    #[error(
+        "sparse vector (lengths): {indices} indices but {values} values; each index needs one \
+         value"
+    )]
+    SparseVectorLength {
+        /// Indices given.
+        indices: usize,
+        /// Values given.
+        values: usize,
+    },
+    /// Sparse vector: every index is below the vector's length.
+    #[error(
+        "sparse vector (index range): index {index} at position {position} is not below the \
+         length {len}"
+    )]
+    SparseIndexOutOfRange {
+        /// Where in the index array.
+        position: usize,
+        /// The index found.
+        index: u32,
+        /// The vector's length.
+        len: usize,
+    },
+    /// Sparse vector: an index appears twice (indices strictly increase, so each element is
+    /// stored at most once).
+    #[error(
+        "sparse vector (no duplicates): index {index} at position {position} repeats the one \
+         before it; indices must strictly increase"
+    )]
+    SparseIndexDuplicate {
+        /// Where in the index array the repeat is.
+        position: usize,
+        /// The repeated index.
+        index: u32,
+    },
+    /// Sparse vector: indices are sorted, each above the one before it.
+    #[error(
+        "sparse vector (sorted): index {index} at position {position} is below the previous \
+         index {previous}; indices must strictly increase"
+    )]
+    SparseIndexUnsorted {
+        /// Where in the index array.
+        position: usize,
+        /// The index found.
+        index: u32,
+        /// The index before it.
+        previous: u32,
+    },
+    /// Sparse vector: a vector of more than 2³² elements, whose indices would not fit u32.
+    #[error("sparse vector (size): {len} elements, more than u32 indices address")]
+    SparseVectorTooLong {
+        /// Elements of the dense vector given.
+        len: usize,
+    },
     /// A safetensors file could not be read or written, or holds something unexpected.
     #[error("{context}: {message}")]
     Container {

@@ -33,6 +33,7 @@
 pub mod aligned;
 pub mod container;
 mod csr;
+mod csr_homogeneous;
 mod dense;
 mod dense_quant;
 mod encode;
@@ -44,10 +45,12 @@ pub mod quant;
 pub mod reference;
 mod row_ptr;
 pub mod sparse24;
+mod sparse_vector;
 pub mod storage;
 
 pub use container::MatrixFile;
 pub use csr::CsrMatrix;
+pub use csr_homogeneous::HomogeneousCsrMatrix;
 pub use dense::{is_zero, DenseMatrix};
 pub use dense_quant::QuantDenseMatrix;
 pub use error::{FormatError, Result};
@@ -58,3 +61,4 @@ pub use matrix::{AnyMatrix, MatrixKind, MatrixRef};
 pub use quant::{QuantBits, Quantization, ScaleLayout};
 pub use reference::OutputPrecision;
 pub use sparse24::Sparse24Matrix;
+pub use sparse_vector::SparseVector;

@@ -3,6 +3,7 @@
 //! definition.
 
 use crate::csr::CsrMatrix;
+use crate::csr_homogeneous::HomogeneousCsrMatrix;
 use crate::dense::DenseMatrix;
 use crate::dense_quant::QuantDenseMatrix;
 use crate::error::Result;
@@ -26,11 +27,14 @@ pub enum MatrixKind {
     /// 2:4 structured sparsity: two binary16 values and a position nibble per group of four
     /// columns (`values`, `meta`).
     Sparse24,
+    /// Homogeneous CSR: a CSR pattern without values, one binary16 weight for every entry
+    /// (`row_ptr`, `col_idx`, `weight`).
+    HomogeneousCsr,
 }
 
 impl MatrixKind {
     /// The name written into the metadata: `macko`, `csr`, `dense`, `macko-quant`,
-    /// `dense-quant` or `sparse24` (not `2:4`: the name also appears in file names and CLI
+    /// `dense-quant`, `sparse24` (not `2:4`: the name also appears in file names and CLI
     /// listings, where a colon is awkward).
     pub fn as_str(self) -> &'static str {
         match self {
@@ -40,6 +44,7 @@ impl MatrixKind {
             MatrixKind::MackoQuant => "macko-quant",
             MatrixKind::DenseQuant => "dense-quant",
             MatrixKind::Sparse24 => "sparse24",
+            MatrixKind::HomogeneousCsr => "csr-homogeneous",
         }
     }
 
@@ -52,6 +57,7 @@ impl MatrixKind {
             "macko-quant" => Some(MatrixKind::MackoQuant),
             "dense-quant" => Some(MatrixKind::DenseQuant),
             "sparse24" => Some(MatrixKind::Sparse24),
+            "csr-homogeneous" => Some(MatrixKind::HomogeneousCsr),
             _ => None,
         }
     }
@@ -72,6 +78,8 @@ pub enum MatrixRef<'a> {
     DenseQuant(&'a QuantDenseMatrix),
     /// A 2:4 structured sparse matrix.
     Sparse24(&'a Sparse24Matrix),
+    /// A homogeneous CSR matrix (one weight for every entry).
+    HomogeneousCsr(&'a HomogeneousCsrMatrix),
 }
 
 impl<'a> From<&'a MackoMatrix> for MatrixRef<'a> {
@@ -104,6 +112,11 @@ impl<'a> From<&'a Sparse24Matrix> for MatrixRef<'a> {
         MatrixRef::Sparse24(m)
     }
 }
+impl<'a> From<&'a HomogeneousCsrMatrix> for MatrixRef<'a> {
+    fn from(m: &'a HomogeneousCsrMatrix) -> Self {
+        MatrixRef::HomogeneousCsr(m)
+    }
+}
 impl<'a> From<&'a AnyMatrix> for MatrixRef<'a> {
     fn from(m: &'a AnyMatrix) -> Self {
         m.as_ref()
@@ -120,6 +133,7 @@ impl MatrixRef<'_> {
             MatrixRef::MackoQuant(_) => MatrixKind::MackoQuant,
             MatrixRef::DenseQuant(_) => MatrixKind::DenseQuant,
             MatrixRef::Sparse24(_) => MatrixKind::Sparse24,
+            MatrixRef::HomogeneousCsr(_) => MatrixKind::HomogeneousCsr,
         }
     }
 
@@ -132,6 +146,7 @@ impl MatrixRef<'_> {
             MatrixRef::MackoQuant(m) => m.rows(),
             MatrixRef::DenseQuant(m) => m.rows(),
             MatrixRef::Sparse24(m) => m.rows(),
+            MatrixRef::HomogeneousCsr(m) => m.rows(),
         }
     }
 
@@ -144,6 +159,7 @@ impl MatrixRef<'_> {
             MatrixRef::MackoQuant(m) => m.cols(),
             MatrixRef::DenseQuant(m) => m.cols(),
             MatrixRef::Sparse24(m) => m.cols(),
+            MatrixRef::HomogeneousCsr(m) => m.cols(),
         }
     }
 
@@ -161,6 +177,7 @@ impl MatrixRef<'_> {
             MatrixRef::MackoQuant(m) => m.bytes(),
             MatrixRef::DenseQuant(m) => m.bytes(),
             MatrixRef::Sparse24(m) => m.bytes(),
+            MatrixRef::HomogeneousCsr(m) => m.bytes(),
         }
     }
 }
@@ -180,6 +197,8 @@ pub enum AnyMatrix {
     DenseQuant(QuantDenseMatrix),
     /// A 2:4 structured sparse matrix.
     Sparse24(Sparse24Matrix),
+    /// A homogeneous CSR matrix (one weight for every entry).
+    HomogeneousCsr(HomogeneousCsrMatrix),
 }
 
 impl From<MackoMatrix> for AnyMatrix {
@@ -215,6 +234,12 @@ impl From<Sparse24Matrix> for AnyMatrix {
     }
 }
 
+impl From<HomogeneousCsrMatrix> for AnyMatrix {
+    fn from(m: HomogeneousCsrMatrix) -> Self {
+        AnyMatrix::HomogeneousCsr(m)
+    }
+}
+
 impl AnyMatrix {
     /// Borrows the matrix (to save it again, or to inspect its shape).
     pub fn as_ref(&self) -> MatrixRef<'_> {
@@ -225,6 +250,7 @@ impl AnyMatrix {
             AnyMatrix::MackoQuant(m) => MatrixRef::MackoQuant(m),
             AnyMatrix::DenseQuant(m) => MatrixRef::DenseQuant(m),
             AnyMatrix::Sparse24(m) => MatrixRef::Sparse24(m),
+            AnyMatrix::HomogeneousCsr(m) => MatrixRef::HomogeneousCsr(m),
         }
     }
 
@@ -247,7 +273,8 @@ impl AnyMatrix {
     /// from CSR or dense otherwise (stored zeros of a CSR are dropped, see
     /// [`MackoMatrix::from_csr`]), from the dense form of a 2:4 matrix (exact), and from the
     /// binary16 rounding of the values of a quantized matrix (lossy: see
-    /// [`QuantMackoMatrix::dequantize`]).
+    /// [`QuantMackoMatrix::dequantize`]), and from the CSR a homogeneous CSR stands for (its
+    /// weight at every entry; a zero weight leaves no entry).
     pub fn into_macko(self) -> Result<MackoMatrix> {
         match self {
             AnyMatrix::Macko(m) => Ok(m),
@@ -256,6 +283,7 @@ impl AnyMatrix {
             AnyMatrix::MackoQuant(m) => MackoMatrix::from_dense(&m.dequantize()?),
             AnyMatrix::DenseQuant(m) => MackoMatrix::from_dense(&m.dequantize()?),
             AnyMatrix::Sparse24(m) => MackoMatrix::from_dense(&m.to_dense()?),
+            AnyMatrix::HomogeneousCsr(m) => MackoMatrix::from_csr(&m.to_csr()),
         }
     }
 }

@@ -2,19 +2,24 @@
 //! a backend's f32-accumulated result must meet.
 //!
 //! Semantics (docs/FORMAT.md, "Multiplication semantics"): in the sparse formats (MACKO, CSR,
-//! 2:4) an entry whose value is ±0 — padding entries, tail padding — contributes nothing, even
-//! where x holds NaN or ±∞. Dense follows IEEE arithmetic, as every dense GEMV (cuBLAS
-//! included) does: a stored zero times ∞ is NaN.
+//! homogeneous CSR, 2:4) an entry whose value is ±0 — padding entries, tail padding —
+//! contributes nothing, even where x holds NaN or ±∞. Dense follows IEEE arithmetic, as every
+//! dense GEMV (cuBLAS included) does: a stored zero times ∞ is NaN. Products with a sparse
+//! input and the transposed product Aᵀ·x skip x's zeros besides ([`spmv_sparse_x`],
+//! [`spmv_transposed`]).
 
 use half::f16;
 
 use crate::csr::CsrMatrix;
+use crate::csr_homogeneous::HomogeneousCsrMatrix;
 use crate::dense::{is_zero, DenseMatrix};
 use crate::dense_quant::QuantDenseMatrix;
 use crate::error::{FormatError, Result};
 use crate::macko::MackoMatrix;
 use crate::macko_quant::QuantMackoMatrix;
 use crate::sparse24::Sparse24Matrix;
+use crate::sparse_vector::SparseVector;
+use crate::MatrixRef;
 
 /// The precision a backend returns y in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -173,6 +178,22 @@ pub fn spmv_csr(a: &CsrMatrix, x: &[f16]) -> Result<Reference> {
     Ok(out)
 }
 
+/// Reference y = A·x for a homogeneous CSR matrix: CSR's with every value the matrix's weight
+/// (a zero weight makes every entry a stored zero, which contributes nothing).
+pub fn spmv_csr_homogeneous(a: &HomogeneousCsrMatrix, x: &[f16]) -> Result<Reference> {
+    check_x(a.cols(), x)?;
+    let mut out = Reference::with_rows(a.rows());
+    if a.is_zero_weight() {
+        return Ok(out);
+    }
+    for r in 0..a.rows() {
+        for c in a.row_columns(r) {
+            accumulate(&mut out, r, a.weight(), x[c]);
+        }
+    }
+    Ok(out)
+}
+
 /// Reference y = A·x for a dense matrix, with IEEE semantics (0·∞ = NaN) like any dense GEMV.
 pub fn spmv_dense(a: &DenseMatrix, x: &[f16]) -> Result<Reference> {
     check_x(a.cols(), x)?;
@@ -200,8 +221,11 @@ fn accumulate_quant(out: &mut Reference, r: usize, a: f64, x: f16) {
     let term = a * x.to_f64();
     out.y[r] += term;
     out.abs_sum[r] += term.abs();
-    out.terms[r] += 2;
+    out.terms[r] += U_TERMS_QUANT;
 }
+
+/// What one term of a quantized matrix counts for in the tolerance (see `accumulate_quant`).
+const U_TERMS_QUANT: usize = 2;
 
 /// Reference y = A·x for a MACKO matrix with quantized values, each value `scale · q` exact;
 /// zero values (padding, and codes or scales of 0) contribute nothing, as in MACKO-16-4.
@@ -229,7 +253,7 @@ pub fn spmv_dense_quant(a: &QuantDenseMatrix, x: &[f16]) -> Result<Reference> {
 }
 
 /// Reference y = A·x for a matrix in any format, with each format's semantics (see
-/// [`spmv_macko`], [`spmv_csr`], [`spmv_dense`], [`spmv_sparse24`]).
+/// [`spmv_macko`], [`spmv_csr`], [`spmv_csr_homogeneous`], [`spmv_dense`], [`spmv_sparse24`]).
 pub fn spmv(a: crate::MatrixRef<'_>, x: &[f16]) -> Result<Reference> {
     match a {
         crate::MatrixRef::Macko(m) => spmv_macko(m, x),
@@ -238,6 +262,7 @@ pub fn spmv(a: crate::MatrixRef<'_>, x: &[f16]) -> Result<Reference> {
         crate::MatrixRef::MackoQuant(m) => spmv_macko_quant(m, x),
         crate::MatrixRef::DenseQuant(m) => spmv_dense_quant(m, x),
         crate::MatrixRef::Sparse24(m) => spmv_sparse24(m, x),
+        crate::MatrixRef::HomogeneousCsr(m) => spmv_csr_homogeneous(m, x),
     }
 }
 
@@ -265,4 +290,127 @@ pub fn spmm(a: crate::MatrixRef<'_>, x: &[f16], batch: usize) -> Result<Referenc
         out.terms.extend(r.terms);
     }
     Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Products with a sparse input (docs/FORMAT.md, "Sparse vectors"): y = A·x with x a
+// `SparseVector`, and the transposed product y = Aᵀ·x, x dense or sparse, for every format.
+//
+// An element of x that is ±0, stored or not, contributes nothing, even where the matrix holds
+// NaN or ±∞ there: x's zeros are a sparse operand's zeros, as a sparse matrix's stored zeros
+// are, and that is what lets a product skip them. The matrix keeps its format's semantics: in
+// the sparse formats a zero value contributes nothing even where x holds NaN or ±∞; dense
+// (binary16 or quantized) is IEEE, a stored zero times ∞ is NaN. Aᵀ·x has one output per
+// column of A: y[c] = Σᵢ A[i, c]·x[i] over the rows i where x is non-zero, so a product need
+// read only those rows.
+// ---------------------------------------------------------------------------------------------
+
+/// Calls `f(column, value, terms)` for every term row `r` of `a` contributes under its format's
+/// semantics: the sparse formats skip zero values, dense ones give every column. `terms` is
+/// what the term counts for the tolerance: 1, or 2 for a quantized value (`scale · q · x` may
+/// round once more in f32, as in [`spmv_macko_quant`]).
+fn row_terms(a: MatrixRef<'_>, r: usize, mut f: impl FnMut(usize, f64, usize)) {
+    let mut sparse = |c: usize, v: f16| {
+        if !is_zero(v) {
+            f(c, v.to_f64(), 1);
+        }
+    };
+    match a {
+        MatrixRef::Macko(m) => m.row_entries(r).for_each(|(c, v)| sparse(c, v)),
+        MatrixRef::Csr(m) => m
+            .row_range(r)
+            .for_each(|i| sparse(m.col_idx()[i] as usize, m.values()[i])),
+        MatrixRef::HomogeneousCsr(m) => m.row_columns(r).for_each(|c| sparse(c, m.weight())),
+        MatrixRef::Sparse24(m) => m.row_entries(r).for_each(|(c, v)| sparse(c, v)),
+        MatrixRef::Dense(m) => m
+            .row(r)
+            .iter()
+            .enumerate()
+            .for_each(|(c, v)| f(c, v.to_f64(), 1)),
+        MatrixRef::MackoQuant(m) => m
+            .row_entries(r)
+            .filter(|(_, v)| *v != 0.0)
+            .for_each(|(c, v)| f(c, v, U_TERMS_QUANT)),
+        MatrixRef::DenseQuant(m) => {
+            (0..m.cols()).for_each(|c| f(c, m.value(r, c), U_TERMS_QUANT));
+        }
+    }
+}
+
+/// Adds the term `a · x` to output `o`, counted as `terms` terms.
+#[inline]
+fn add(out: &mut Reference, o: usize, a: f64, x: f64, terms: usize) {
+    let term = a * x;
+    out.y[o] += term;
+    out.abs_sum[o] += term.abs();
+    out.terms[o] += terms;
+}
+
+fn check_len(what: &'static str, expected: usize, found: usize) -> Result<()> {
+    if expected != found {
+        return Err(FormatError::VectorLength {
+            what,
+            expected,
+            found,
+        });
+    }
+    Ok(())
+}
+
+/// Reference y = A·x with a sparse x (`x.len()` = columns): only x's non-zero elements
+/// contribute, so a column of A where x is zero adds nothing, even a NaN or ±∞ of the matrix.
+/// Otherwise the format's semantics, as in [`spmv`].
+pub fn spmv_sparse_x(a: MatrixRef<'_>, x: &SparseVector) -> Result<Reference> {
+    check_len(
+        "a sparse x must have one element per column",
+        a.cols(),
+        x.len(),
+    )?;
+    let mut dense: Vec<Option<f64>> = vec![None; a.cols()];
+    for (i, v) in x.entries().filter(|(_, v)| !is_zero(*v)) {
+        dense[i] = Some(v.to_f64());
+    }
+    let mut out = Reference::with_rows(a.rows());
+    for r in 0..a.rows() {
+        row_terms(a, r, |c, v, terms| {
+            if let Some(xc) = dense[c] {
+                add(&mut out, r, v, xc, terms);
+            }
+        });
+    }
+    Ok(out)
+}
+
+/// Reference y = Aᵀ·x for a dense x of one element per row of A; y has one element per
+/// column. Rows where x is ±0 contribute nothing (they need not be read); in the others the
+/// format's semantics hold (a sparse format's zero values add nothing even where x is NaN or
+/// ±∞, dense is IEEE).
+pub fn spmv_transposed(a: MatrixRef<'_>, x: &[f16]) -> Result<Reference> {
+    check_len(
+        "x of a transposed product must have one element per row",
+        a.rows(),
+        x.len(),
+    )?;
+    Ok(transposed(a, x.iter().copied().enumerate()))
+}
+
+/// Reference y = Aᵀ·x for a sparse x (`x.len()` = rows of A): [`spmv_transposed`] of its dense
+/// form, each stored non-zero selecting one row of A.
+pub fn spmv_transposed_sparse_x(a: MatrixRef<'_>, x: &SparseVector) -> Result<Reference> {
+    check_len(
+        "a sparse x of a transposed product must have one element per row",
+        a.rows(),
+        x.len(),
+    )?;
+    Ok(transposed(a, x.entries()))
+}
+
+/// Σ over the non-zero `(row, value)` pairs of `x` of value · A\[row, :\].
+fn transposed(a: MatrixRef<'_>, x: impl Iterator<Item = (usize, f16)>) -> Reference {
+    let mut out = Reference::with_rows(a.cols());
+    for (i, xi) in x.filter(|(_, v)| !is_zero(*v)) {
+        let xi = xi.to_f64();
+        row_terms(a, i, |c, v, terms| add(&mut out, c, v, xi, terms));
+    }
+    out
 }

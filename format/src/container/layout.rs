@@ -28,6 +28,10 @@ pub fn tensor_names(kind: MatrixKind, name: &str) -> Vec<String> {
             .iter()
             .map(|part| format!("{name}.{part}"))
             .collect(),
+        MatrixKind::HomogeneousCsr => ["row_ptr", "col_idx", "weight"]
+            .iter()
+            .map(|part| format!("{name}.{part}"))
+            .collect(),
         MatrixKind::Sparse24 => ["values", "meta"]
             .iter()
             .map(|part| format!("{name}.{part}"))

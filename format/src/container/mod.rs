@@ -1,5 +1,6 @@
-//! The safetensors container: MACKO, CSR, dense and 2:4 matrices stored as named tensors in one
-//! `.safetensors` file, and plain 2-D weight tensors read from any checkpoint.
+//! The safetensors container: MACKO, CSR, homogeneous CSR, dense and 2:4 matrices stored as
+//! named tensors in one `.safetensors` file, and plain 2-D weight tensors read from any
+//! checkpoint.
 //!
 //! # Layout
 //!
@@ -12,6 +13,7 @@
 //! | dense | `w` (F16, shape `[rows, cols]`) |
 //! | MACKO, quantized | `w.row_ptr` (U32), `w.codes` (U8), `w.q` (I8, P; int4: U8, P / 2), `w.scales` (F16) |
 //! | dense, quantized | `w.q` (I8, rows·cols; int4: U8, ⌈rows·cols / 2⌉), `w.scales` (F16) |
+//! | homogeneous CSR (`csr-homogeneous`) | `w.row_ptr` (U32, rows + 1), `w.col_idx` (U32, nnz), `w.weight` (F16, 1) |
 //! | 2:4 (`sparse24`) | `w.values` (F16, 2 per group of 4 columns), `w.meta` (U8, ⌈groups / 2⌉) |
 //!
 //! and described by the metadata entry `macko.w`, a JSON object such as
@@ -62,6 +64,7 @@ use safetensors::tensor::{Metadata, TensorInfo};
 use safetensors::Dtype;
 
 use crate::csr::CsrMatrix;
+use crate::csr_homogeneous::HomogeneousCsrMatrix;
 use crate::dense::DenseMatrix;
 use crate::dense_quant::QuantDenseMatrix;
 use crate::error::{FormatError, Result};
@@ -406,7 +409,7 @@ impl MatrixFile {
         let kind = kind.as_str().and_then(MatrixKind::parse).ok_or_else(|| {
             bad(format!(
                 "kind is {kind}, expected \"macko\", \"csr\", \"dense\", \"macko-quant\", \
-                 \"dense-quant\" or \"sparse24\""
+                 \"dense-quant\", \"sparse24\" or \"csr-homogeneous\""
             ))
         })?;
         let quant =
@@ -507,6 +510,26 @@ impl MatrixFile {
                 let scales = self.read_f16(&format!("{name}.scales"))?;
                 QuantDenseMatrix::from_parts(quant, rows, cols, q, scales)
                     .map(AnyMatrix::DenseQuant)
+                    .map_err(|e| in_container(context, e))
+            }
+            MatrixKind::HomogeneousCsr => {
+                let row_ptr = self.read_u32(&format!("{name}.row_ptr"))?;
+                let col_idx = self.read_u32(&format!("{name}.col_idx"))?;
+                let weight_name = format!("{name}.weight");
+                let weight = match self.read_f16(&weight_name)?[..] {
+                    [w] => w,
+                    ref other => {
+                        return Err(FormatError::Container {
+                            context: self.tensor_context(&weight_name),
+                            message: format!(
+                                "holds {} values; a homogeneous CSR weight is one F16 value",
+                                other.len()
+                            ),
+                        })
+                    }
+                };
+                HomogeneousCsrMatrix::from_parts(rows, cols, row_ptr, col_idx, weight)
+                    .map(AnyMatrix::HomogeneousCsr)
                     .map_err(|e| in_container(context, e))
             }
             MatrixKind::Sparse24 => {

@@ -146,6 +146,16 @@ fn prepare<'a>(
                     (Dtype::F16, vec![v.scales().len()], f16_bytes(v.scales())),
                 ]
             }
+            // The weight as a one-element tensor, so the file's checksum record covers it.
+            MatrixRef::HomogeneousCsr(m) => vec![
+                (Dtype::U32, vec![m.row_ptr().len()], u32_bytes(m.row_ptr())),
+                (Dtype::U32, vec![m.col_idx().len()], u32_bytes(m.col_idx())),
+                (
+                    Dtype::F16,
+                    vec![1],
+                    Cow::Owned(m.weight().to_bits().to_le_bytes().to_vec()),
+                ),
+            ],
             MatrixRef::Sparse24(m) => vec![
                 (Dtype::F16, vec![m.values().len()], f16_bytes(m.values())),
                 (Dtype::U8, vec![m.meta().len()], Cow::Borrowed(m.meta())),
