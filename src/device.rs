@@ -23,6 +23,8 @@ pub struct BackendStatus {
     pub device: std::result::Result<DeviceInfo, String>,
 }
 
+pub(crate) mod sparse_inputs;
+
 static NEXT_DEVICE_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A device, its matrices and its vectors can be shared by threads; this fails to compile if a
@@ -277,7 +279,8 @@ impl Device {
         Ok(())
     }
 
-    /// Copies a matrix (MACKO, CSR or dense) to the device.
+    /// Copies a matrix of any format to the device (the GPU backends refuse the formats they
+    /// have no kernel for yet, 2:4 and homogeneous CSR, with [`Error::Unsupported`]).
     pub fn upload<'a>(&self, m: impl Into<MatrixRef<'a>>) -> Result<DeviceMatrix> {
         let m = m.into();
         self.wrap_matrix(m, self.backend.upload_matrix(m)?)

@@ -5,6 +5,7 @@
 //! error, never a downcast.
 
 use half::f16;
+use macko_format::SparseVector;
 
 use crate::backend::cpu::{CpuBackend, CpuMatrix, CpuPlan, CpuVector};
 #[cfg(feature = "cuda")]
@@ -12,7 +13,7 @@ use crate::backend::cuda::{plan::CudaPlan, CudaBackend, CudaMatrix, CudaVector};
 #[cfg(feature = "wgpu")]
 use crate::backend::wgpu::{GpuMatrix, GpuVector, WgpuBackend, WgpuPlan};
 use crate::backend::{
-    Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, VendorBaseline,
+    Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, SparseInput, VendorBaseline,
 };
 use crate::error::{Error, Result};
 
@@ -64,6 +65,24 @@ pub(crate) enum AnyVector {
     Cuda(CudaVector),
 }
 
+/// A sparse vector of one backend (the GPU backends have none yet: see
+/// [`crate::backend::NoSparseVector`]).
+pub(crate) enum AnySparseVector {
+    Cpu(crate::backend::cpu::CpuSparseVector),
+    #[cfg(feature = "wgpu")]
+    #[allow(dead_code)] // cannot be made until wgpu has sparse-input kernels
+    Wgpu(crate::backend::NoSparseVector),
+    #[cfg(feature = "cuda")]
+    #[allow(dead_code)] // cannot be made until CUDA has sparse-input kernels
+    Cuda(crate::backend::NoSparseVector),
+}
+
+/// An x of a product with a sparse input, as the device layer holds it.
+pub(crate) enum AnySparseInput<'a> {
+    Dense(&'a AnyVector),
+    Sparse(&'a AnySparseVector),
+}
+
 /// The error for a handle of another backend: a bug in macko (the device checks ownership
 /// first), reported rather than panicking.
 fn foreign(backend: BackendKind, what: &str) -> Error {
@@ -75,7 +94,26 @@ fn foreign(backend: BackendKind, what: &str) -> Error {
 
 /// Typed access to one backend's handles inside the enums.
 macro_rules! handles_of {
-    ($variant:ident, $kind:expr, $matrix:ty, $vector:ty, $get:ident, $get_v:ident, $get_v_mut:ident) => {
+    ($variant:ident, $kind:expr, $matrix:ty, $vector:ty, $sparse:ty, $get:ident, $get_v:ident, $get_v_mut:ident, $get_s:ident, $get_in:ident) => {
+        impl AnySparseVector {
+            #[allow(unreachable_patterns)]
+            fn $get_s(&self) -> Result<&$sparse> {
+                match self {
+                    AnySparseVector::$variant(v) => Ok(v),
+                    _ => Err(foreign($kind, "sparse vector")),
+                }
+            }
+        }
+        impl AnySparseInput<'_> {
+            /// The x of `multiply_transposed`, unwrapped for this backend.
+            #[allow(unreachable_patterns)]
+            fn $get_in(&self) -> Result<SparseInput<'_, $vector, $sparse>> {
+                match self {
+                    AnySparseInput::Dense(v) => v.$get_v().map(SparseInput::Dense),
+                    AnySparseInput::Sparse(v) => v.$get_s().map(SparseInput::Sparse),
+                }
+            }
+        }
         impl AnyMatrix {
             #[allow(unreachable_patterns)]
             fn $get(&self) -> Result<&$matrix> {
@@ -109,9 +147,12 @@ handles_of!(
     BackendKind::Cpu,
     CpuMatrix,
     CpuVector,
+    crate::backend::cpu::CpuSparseVector,
     cpu,
     cpu_v,
-    cpu_v_mut
+    cpu_v_mut,
+    cpu_s,
+    cpu_in
 );
 #[cfg(feature = "wgpu")]
 handles_of!(
@@ -119,9 +160,12 @@ handles_of!(
     BackendKind::Wgpu,
     GpuMatrix,
     GpuVector,
+    crate::backend::NoSparseVector,
     wgpu,
     wgpu_v,
-    wgpu_v_mut
+    wgpu_v_mut,
+    wgpu_s,
+    wgpu_in
 );
 #[cfg(feature = "cuda")]
 handles_of!(
@@ -129,14 +173,17 @@ handles_of!(
     BackendKind::Cuda,
     CudaMatrix,
     CudaVector,
+    crate::backend::NoSparseVector,
     cuda,
     cuda_v,
-    cuda_v_mut
+    cuda_v_mut,
+    cuda_s,
+    cuda_in
 );
 
 /// Every call of [`crate::Device`], sent to its backend with the handles unwrapped.
 macro_rules! dispatch_all {
-    ($($variant:ident => $get:ident, $get_v:ident, $get_v_mut:ident, $cfg:meta;)+) => {
+    ($($variant:ident => $get:ident, $get_v:ident, $get_v_mut:ident, $get_s:ident, $get_in:ident, $cfg:meta;)+) => {
         impl AnyBackend {
             pub(crate) fn info(&self) -> DeviceInfo {
                 match self { $( #[$cfg] AnyBackend::$variant(b) => b.info(), )+ }
@@ -158,6 +205,15 @@ macro_rules! dispatch_all {
             }
             pub(crate) fn multiply(&self, a: &AnyMatrix, x: &AnyVector, y: &mut AnyVector, batch: usize) -> Result<()> {
                 match self { $( #[$cfg] AnyBackend::$variant(b) => b.multiply(a.$get()?, x.$get_v()?, y.$get_v_mut()?, batch), )+ }
+            }
+            pub(crate) fn upload_sparse_vector(&self, x: &SparseVector) -> Result<AnySparseVector> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.upload_sparse_vector(x).map(AnySparseVector::$variant), )+ }
+            }
+            pub(crate) fn multiply_sparse_x(&self, a: &AnyMatrix, x: &AnySparseVector, y: &mut AnyVector) -> Result<()> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.multiply_sparse_x(a.$get()?, x.$get_s()?, y.$get_v_mut()?), )+ }
+            }
+            pub(crate) fn multiply_transposed(&self, a: &AnyMatrix, x: AnySparseInput<'_>, y: &mut AnyVector) -> Result<()> {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.multiply_transposed(a.$get()?, x.$get_in()?, y.$get_v_mut()?), )+ }
             }
             pub(crate) fn plan(&self, a: &AnyMatrix) -> Result<Plan> {
                 match self { $( #[$cfg] AnyBackend::$variant(b) => Backend::plan(b, a.$get()?).map(Plan::$variant), )+ }
@@ -192,7 +248,7 @@ macro_rules! dispatch_all {
 }
 
 dispatch_all! {
-    Cpu => cpu, cpu_v, cpu_v_mut, cfg(all());
-    Wgpu => wgpu, wgpu_v, wgpu_v_mut, cfg(feature = "wgpu");
-    Cuda => cuda, cuda_v, cuda_v_mut, cfg(feature = "cuda");
+    Cpu => cpu, cpu_v, cpu_v_mut, cpu_s, cpu_in, cfg(all());
+    Wgpu => wgpu, wgpu_v, wgpu_v_mut, wgpu_s, wgpu_in, cfg(feature = "wgpu");
+    Cuda => cuda, cuda_v, cuda_v_mut, cuda_s, cuda_in, cfg(feature = "cuda");
 }

@@ -105,13 +105,15 @@ pub enum Error {
         /// The device's limit.
         limit: u64,
     },
-    /// The backend has no kernel for this kind of matrix yet (2:4 on a GPU); the CPU backend
-    /// multiplies every format.
+    /// The backend has no kernel for this kind of matrix yet (2:4 and homogeneous CSR on a
+    /// GPU), or for this product (a sparse x, a transposed product, on a GPU); the CPU backend
+    /// multiplies every format, in every product.
     #[error("{backend}: cannot multiply {what} matrices yet; upload them to the cpu device")]
     Unsupported {
         /// Backend that refused.
         backend: BackendKind,
-        /// The format, as stored in files (`sparse24`).
+        /// The format, as stored in files (`sparse24`, `csr-homogeneous`), or the product
+        /// ([`crate::backend::UNSUPPORTED_SPARSE_X`], [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
         what: &'static str,
     },
     /// The backend's API reported an error (driver, compiler, validation); the message is its own.

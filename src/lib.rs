@@ -53,14 +53,15 @@ pub use backend::{
     BackendKind, DeviceInfo, ForcedPlan, HostVector, MatrixKind, MatrixRef, Precision,
     VendorBaseline,
 };
+pub use device::sparse_inputs::DeviceSparseVector;
 pub use device::{BackendStatus, Device, DeviceMatrix, DeviceVector};
 pub use dispatch::Plan;
 pub use error::{Error, Result};
 pub use half;
 pub use macko_format::{
     self as format, reference, storage, AnyMatrix, CsrMatrix, DenseMatrix, FormatError,
-    MackoMatrix, OutputPrecision, QuantBits, QuantDenseMatrix, QuantMackoMatrix, Quantization,
-    ScaleLayout, Sparse24Matrix,
+    HomogeneousCsrMatrix, MackoMatrix, OutputPrecision, QuantBits, QuantDenseMatrix,
+    QuantMackoMatrix, Quantization, ScaleLayout, Sparse24Matrix, SparseVector,
 };
 #[doc(hidden)]
 pub use options::Tuning;

@@ -183,6 +183,7 @@ impl Matrix {
             AnyMatrix::MackoQuant(m) => m.dequantize(),
             AnyMatrix::DenseQuant(m) => m.dequantize(),
             AnyMatrix::Sparse24(m) => m.to_dense(),
+            AnyMatrix::HomogeneousCsr(m) => m.to_dense(),
         }
         .map_err(errors::format_to_py)?;
         f16_array(py, dense.values(), &[dense.rows(), dense.cols()])

@@ -6,7 +6,7 @@
 use std::str::FromStr;
 
 use half::f16;
-use macko_format::OutputPrecision;
+use macko_format::{OutputPrecision, SparseVector};
 
 use crate::error::{Error, Result};
 
@@ -111,6 +111,10 @@ pub(crate) trait Backend: Send + Sync {
     /// How a matrix is multiplied, computed once at upload (see [`crate::Plan`]).
     type Plan;
 
+    /// A sparse vector on this device ([`NoSparseVector`] where the backend has no products
+    /// with sparse inputs yet).
+    type SparseVector: Send + Sync;
+
     /// Name, backend and key properties.
     fn info(&self) -> DeviceInfo;
     /// Copies a validated host matrix to the device.
@@ -131,6 +135,44 @@ pub(crate) trait Backend: Send + Sync {
         y: &mut Self::Vector,
         batch: usize,
     ) -> Result<()>;
+    /// Copies a validated sparse vector to the device. Unsupported by default: a backend
+    /// without products on sparse inputs refuses it here, before any product is queued.
+    fn upload_sparse_vector(&self, x: &SparseVector) -> Result<Self::SparseVector> {
+        let _ = x;
+        Err(Error::Unsupported {
+            backend: self.info().backend,
+            what: UNSUPPORTED_SPARSE_X,
+        })
+    }
+    /// Enqueues y = A·x for a sparse x (`x` has `cols` elements, `y` `rows`): only x's
+    /// non-zeros contribute (`reference::spmv_sparse_x`). Unsupported by default.
+    fn multiply_sparse_x(
+        &self,
+        a: &Self::Matrix,
+        x: &Self::SparseVector,
+        y: &mut Self::Vector,
+    ) -> Result<()> {
+        let _ = (a, x, y);
+        Err(Error::Unsupported {
+            backend: self.info().backend,
+            what: UNSUPPORTED_SPARSE_X,
+        })
+    }
+    /// Enqueues y = Aᵀ·x (`x` has `rows` elements, dense or sparse, `y` `cols`), reading only
+    /// the rows of A where x is non-zero (`reference::spmv_transposed`). Unsupported by
+    /// default.
+    fn multiply_transposed(
+        &self,
+        a: &Self::Matrix,
+        x: SparseInput<'_, Self::Vector, Self::SparseVector>,
+        y: &mut Self::Vector,
+    ) -> Result<()> {
+        let _ = (a, x, y);
+        Err(Error::Unsupported {
+            backend: self.info().backend,
+            what: UNSUPPORTED_TRANSPOSED,
+        })
+    }
     /// The plan `a` was uploaded with (an error for a vendor baseline's matrix, which has none).
     fn plan(&self, a: &Self::Matrix) -> Result<Self::Plan>;
     /// Waits until every enqueued product is done.
@@ -192,6 +234,28 @@ pub(crate) trait Backend: Send + Sync {
         })
     }
 }
+
+/// The x of a product with a sparse input: a dense vector whose zeros are skipped, or a sparse
+/// vector (its stored indices and values).
+pub(crate) enum SparseInput<'a, V, S> {
+    /// A dense vector on the device.
+    Dense(&'a V),
+    /// A sparse vector on the device.
+    Sparse(&'a S),
+}
+
+/// The sparse vector of a backend that has no products with sparse inputs yet: it cannot be
+/// made (the enum has no value), so such a backend refuses every sparse vector at upload.
+#[cfg(any(feature = "wgpu", feature = "cuda"))]
+pub(crate) enum NoSparseVector {}
+
+/// [`Error::Unsupported`]'s `what` for a product with a sparse x (or its upload) on a backend
+/// without such kernels: "cannot multiply sparse vectors (SparseVector) by matrices yet".
+pub const UNSUPPORTED_SPARSE_X: &str = "sparse vectors (SparseVector) by";
+
+/// [`Error::Unsupported`]'s `what` for a transposed product on a backend without such
+/// kernels: "cannot multiply transposed (y = Aᵀ·x) matrices yet".
+pub const UNSUPPORTED_TRANSPOSED: &str = "transposed (y = Aᵀ·x)";
 
 /// Most vectors one pass over the matrix multiplies: a larger batch is worked through in
 /// chunks (`backend::chunks`) of at most this many. Sixteen f32 sums per row still fit a GPU

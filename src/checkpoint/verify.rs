@@ -227,6 +227,7 @@ fn decode_row(m: &AnyMatrix, r: usize, row: &mut [f16]) -> bool {
             .row_range(r)
             .for_each(|i| row[m.col_idx()[i] as usize] = m.values()[i]),
         AnyMatrix::Dense(m) => row.copy_from_slice(m.row(r)),
+        AnyMatrix::HomogeneousCsr(m) => m.row_columns(r).for_each(|c| row[c] = m.weight()),
         // Padding positions (columns past the last) hold zeros and have no place in the row.
         AnyMatrix::Sparse24(m) => m.row_entries(r).for_each(|(c, v)| {
             if let Some(slot) = row.get_mut(c) {
@@ -384,6 +385,10 @@ pub fn verify(file: &std::path::Path, against: Option<&std::path::Path>) -> Resu
             }
             AnyMatrix::Sparse24(m) => {
                 check.entries = Some(m.values().len());
+                None
+            }
+            AnyMatrix::HomogeneousCsr(m) => {
+                check.entries = Some(m.nnz());
                 None
             }
         };

@@ -67,6 +67,11 @@ pub(super) fn reference_rows(m: MatrixRef<'_>, x: &[f16], rows: &[usize]) -> Vec
                 .iter()
                 .zip(x)
                 .map(|(v, xv)| v.to_f64() * xv.to_f64())),
+            // A zero weight makes every entry a stored zero, which contributes nothing.
+            MatrixRef::HomogeneousCsr(a) => one(&mut a
+                .row_columns(r)
+                .filter(|_| !a.is_zero_weight())
+                .map(|c| a.weight().to_f64() * x[c].to_f64())),
             // Zero values (fill and padding, whose columns lie past x) contribute nothing.
             MatrixRef::Sparse24(a) => one(&mut a
                 .row_entries(r)

@@ -5,10 +5,10 @@
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
-use macko_format::{code_at, CsrMatrix, MackoMatrix, GROUP};
+use macko_format::{code_at, CsrMatrix, MackoMatrix, SparseVector, GROUP};
 use rayon::prelude::*;
 
-use super::{Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision};
+use super::{Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, SparseInput};
 use crate::error::Result;
 
 mod avx2;
@@ -18,11 +18,12 @@ mod decode;
 mod quant;
 mod quant_avx2;
 mod sparse24;
+mod sparse_inputs;
 mod storage;
 
 use decode::{column_steps, term, widen1, widen8};
-pub(crate) use storage::CpuVector;
 use storage::{CpuData, CpuQuant, CpuStored, ROWS_PER_TASK};
+pub(crate) use storage::{CpuSparseVector, CpuVector};
 
 /// How the CPU multiplies one matrix, chosen once at upload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +75,7 @@ impl Backend for CpuBackend {
     type Matrix = CpuMatrix;
     type Vector = CpuVector;
     type Plan = CpuPlan;
+    type SparseVector = CpuSparseVector;
 
     fn info(&self) -> DeviceInfo {
         let threads = rayon::current_num_threads();
@@ -106,6 +108,7 @@ impl Backend for CpuBackend {
             MatrixRef::MackoQuant(m) => CpuStored::Quant(CpuQuant::Macko(m.clone())),
             MatrixRef::DenseQuant(m) => CpuStored::Quant(CpuQuant::Dense(m.clone())),
             MatrixRef::Sparse24(m) => CpuStored::Sparse24(m.clone()),
+            MatrixRef::HomogeneousCsr(m) => CpuStored::HomogeneousCsr(m.clone()),
         };
         Ok(CpuMatrix { data, plan })
     }
@@ -146,7 +149,50 @@ impl Backend for CpuBackend {
                 sparse24::spmm_sparse24(m, x, batch, &mut sums);
                 store_sums(&sums, y);
             }
+            CpuStored::HomogeneousCsr(m) => {
+                let x = f16_elements(x)?;
+                store_sums(&sparse_inputs::spmm_homogeneous(m, x, batch), y);
+            }
         }
+        Ok(())
+    }
+
+    fn upload_sparse_vector(&self, x: &SparseVector) -> Result<CpuSparseVector> {
+        Ok(CpuSparseVector {
+            len: x.len(),
+            entries: x
+                .entries()
+                .filter(|(_, v)| !macko_format::is_zero(*v))
+                .map(|(i, v)| (i, decode::widen1(v)))
+                .collect(),
+        })
+    }
+
+    fn multiply_sparse_x(
+        &self,
+        a: &CpuMatrix,
+        x: &CpuSparseVector,
+        y: &mut CpuVector,
+    ) -> Result<()> {
+        debug_assert_eq!(x.len, a.data.shape().1, "checked by Device");
+        store_sums(&sparse_inputs::sparse_x(&a.data, x), y);
+        Ok(())
+    }
+
+    fn multiply_transposed(
+        &self,
+        a: &CpuMatrix,
+        x: SparseInput<'_, CpuVector, CpuSparseVector>,
+        y: &mut CpuVector,
+    ) -> Result<()> {
+        let sums = match x {
+            SparseInput::Dense(x) => {
+                let selected = sparse_inputs::selected_rows(f16_elements(x)?);
+                sparse_inputs::transposed(&a.data, &selected)
+            }
+            SparseInput::Sparse(x) => sparse_inputs::transposed(&a.data, &x.entries),
+        };
+        store_sums(&sums, y);
         Ok(())
     }
 

@@ -3,7 +3,8 @@
 
 use half::f16;
 use macko_format::{
-    CsrMatrix, DenseMatrix, MackoMatrix, QuantDenseMatrix, QuantMackoMatrix, Sparse24Matrix,
+    CsrMatrix, DenseMatrix, HomogeneousCsrMatrix, MackoMatrix, QuantDenseMatrix, QuantMackoMatrix,
+    Sparse24Matrix,
 };
 
 /// Rows per parallel task.
@@ -34,12 +35,14 @@ pub(super) enum CpuQuant {
 }
 
 /// What a CPU matrix holds: binary16 values, multiplied by the loops of mod.rs and batch.rs,
-/// quantized ones, multiplied by quant.rs (one pass for all the vectors of a product), or a 2:4
-/// matrix, multiplied by sparse24.rs (one pass too).
+/// quantized ones, multiplied by quant.rs (one pass for all the vectors of a product), a 2:4
+/// matrix, multiplied by sparse24.rs (one pass too), or a homogeneous CSR matrix, multiplied by
+/// sparse_inputs.rs.
 pub(super) enum CpuStored {
     Plain(CpuData),
     Quant(CpuQuant),
     Sparse24(Sparse24Matrix),
+    HomogeneousCsr(HomogeneousCsrMatrix),
 }
 
 impl CpuStored {
@@ -50,6 +53,7 @@ impl CpuStored {
             CpuStored::Quant(CpuQuant::Macko(m)) => (m.rows(), m.cols()),
             CpuStored::Quant(CpuQuant::Dense(m)) => (m.rows(), m.cols()),
             CpuStored::Sparse24(m) => (m.rows(), m.cols()),
+            CpuStored::HomogeneousCsr(m) => (m.rows(), m.cols()),
         }
     }
 }
@@ -58,4 +62,13 @@ impl CpuStored {
 pub(crate) enum CpuVector {
     F16(Vec<f16>),
     F32(Vec<f32>),
+}
+
+/// A sparse vector on the CPU: its stored entries, the values widened to f32 once at upload and
+/// the ±0 ones dropped (they contribute nothing to any product).
+pub(crate) struct CpuSparseVector {
+    /// Elements of the vector, stored or not.
+    pub(super) len: usize,
+    /// `(index, value)` of the non-zero entries, indices increasing.
+    pub(super) entries: Vec<(usize, f32)>,
 }

@@ -445,6 +445,9 @@ fn describe(gpu: &Gpu, tuning: &CudaTuning) -> DeviceInfo {
 impl Backend for CudaBackend {
     type Matrix = CudaMatrix;
     type Vector = CudaVector;
+    // No products with sparse inputs yet (issue 25 part B): sparse vectors are refused at
+    // upload, transposed products when queued (the trait's defaults).
+    type SparseVector = crate::backend::NoSparseVector;
     type Plan = CudaPlan;
 
     fn info(&self) -> DeviceInfo {
@@ -472,6 +475,14 @@ impl Backend for CudaBackend {
             MatrixRef::Sparse24(s) => {
                 let kernels = self.sparse24_kernels()?;
                 CudaMatrix::Sparse24(sparse24::upload(self.stream(), s, kernels)?)
+            }
+            // No homogeneous CSR kernel yet (issue 25 part B): refused before anything is
+            // allocated.
+            MatrixRef::HomogeneousCsr(_) => {
+                return Err(Error::Unsupported {
+                    backend: BackendKind::Cuda,
+                    what: m.kind().as_str(),
+                })
             }
         };
         Ok(matrix)

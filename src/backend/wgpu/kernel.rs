@@ -124,13 +124,19 @@ pub(super) const STREAM_WORKGROUP: u32 = 256;
 pub(super) const STREAM_UNROLL: u32 = 4;
 
 impl Kernel {
-    /// The kernel multiplying `format` on `path`.
+    /// The kernel multiplying `format` on `path`. Homogeneous CSR matrices are refused at
+    /// upload (`Error::Unsupported`) until their kernels exist, so they never reach a plan;
+    /// they are grouped with CSR, whose layout they share but for the values.
     pub fn for_product(format: MatrixKind, path: KernelPath) -> Self {
         match (format, path) {
             (MatrixKind::Macko, KernelPath::Subgroup) => Kernel::MackoSubgroup,
             (MatrixKind::Macko, KernelPath::Workgroup) => Kernel::MackoWorkgroup,
-            (MatrixKind::Csr, KernelPath::Subgroup) => Kernel::CsrSubgroup,
-            (MatrixKind::Csr, KernelPath::Workgroup) => Kernel::CsrWorkgroup,
+            (MatrixKind::Csr | MatrixKind::HomogeneousCsr, KernelPath::Subgroup) => {
+                Kernel::CsrSubgroup
+            }
+            (MatrixKind::Csr | MatrixKind::HomogeneousCsr, KernelPath::Workgroup) => {
+                Kernel::CsrWorkgroup
+            }
             (MatrixKind::Sparse24, KernelPath::Subgroup) => Kernel::Sparse24Subgroup,
             (MatrixKind::Sparse24, KernelPath::Workgroup) => Kernel::Sparse24Workgroup,
             (MatrixKind::Dense, KernelPath::Subgroup) => Kernel::DenseSubgroup,

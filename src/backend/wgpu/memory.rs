@@ -351,6 +351,12 @@ impl WgpuBackend {
             MatrixRef::MackoQuant(m) => self.upload_macko_quant(m),
             MatrixRef::DenseQuant(m) => self.upload_dense_quant(m),
             MatrixRef::Sparse24(m) => self.upload_sparse24(m),
+            // No homogeneous CSR kernel yet (issue 25 part B): refused before anything is
+            // allocated.
+            MatrixRef::HomogeneousCsr(_) => Err(Error::Unsupported {
+                backend: BackendKind::Wgpu,
+                what: m.kind().as_str(),
+            }),
         }
     }
 

@@ -156,6 +156,9 @@ impl WgpuBackend {
 impl Backend for WgpuBackend {
     type Matrix = GpuMatrix;
     type Vector = GpuVector;
+    // No products with sparse inputs yet (issue 25 part B): sparse vectors are refused at
+    // upload, transposed products when queued (the trait's defaults).
+    type SparseVector = crate::backend::NoSparseVector;
     type Plan = WgpuPlan;
 
     fn info(&self) -> DeviceInfo {

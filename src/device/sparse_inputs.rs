@@ -1,0 +1,209 @@
+//! Products with a sparse input on a [`Device`] (docs/FORMAT.md, "Sparse vectors"): y = A·x
+//! with x a [`SparseVector`], and the transposed product y = Aᵀ·x with x dense or sparse, which
+//! reads only the rows of A that x's non-zeros select. The checks that do not depend on the
+//! backend happen here, as in device.rs; the CPU multiplies every format, the GPU backends
+//! refuse with `Error::Unsupported` until their kernels exist.
+
+use macko_format::SparseVector;
+
+use super::{precision_name, Device, DeviceMatrix, DeviceVector};
+use crate::backend::Precision;
+use crate::dispatch::{AnySparseInput, AnySparseVector};
+use crate::error::{Error, Result};
+
+/// A sparse vector on a device ([`Device::upload_sparse_vector`]): the x of
+/// [`Device::spmv_sparse_x`] and [`Device::spmv_transposed_sparse_x`]. Usable only with the
+/// device that made it.
+pub struct DeviceSparseVector {
+    device: u64,
+    len: usize,
+    nnz: usize,
+    storage: AnySparseVector,
+}
+
+/// A sparse vector can be shared by threads like the other handles; this fails to compile if a
+/// backend's sparse vector loses `Send` or `Sync`.
+const _: () = {
+    const fn send_sync<T: Send + Sync>() {}
+    send_sync::<DeviceSparseVector>();
+};
+
+impl DeviceSparseVector {
+    /// Number of elements, stored or not.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    /// Whether the vector has no element at all.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    /// Number of stored entries of the [`SparseVector`] it was uploaded from.
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+}
+
+/// `found == expected`, else a shape mismatch naming `what`.
+fn same(what: &'static str, expected: usize, found: usize) -> Result<()> {
+    if expected != found {
+        return Err(Error::ShapeMismatch {
+            what,
+            expected,
+            found,
+        });
+    }
+    Ok(())
+}
+
+/// y is a single vector (these products multiply one x).
+fn single_y(y: &DeviceVector) -> Result<()> {
+    same(
+        "vectors in y (products with a sparse input multiply one vector)",
+        1,
+        y.batch,
+    )
+}
+
+impl Device {
+    /// Copies a sparse vector (indices and values, already validated by [`SparseVector`]) to
+    /// the device. The GPU backends have no products with sparse inputs yet and refuse it with
+    /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]).
+    pub fn upload_sparse_vector(&self, x: &SparseVector) -> Result<DeviceSparseVector> {
+        Ok(DeviceSparseVector {
+            device: self.id,
+            len: x.len(),
+            nnz: x.nnz(),
+            storage: self.backend.upload_sparse_vector(x)?,
+        })
+    }
+
+    /// Enqueues y = A·x for a sparse x of `cols` elements into y (`rows` elements, f16 or f32),
+    /// accumulated in f32. Only x's non-zero elements contribute: a column where x is zero adds
+    /// nothing, even a NaN or ±∞ of A there (`reference::spmv_sparse_x`). The formats are
+    /// row-major, so the CPU reads every row of A and skips the entries under x's zeros (see
+    /// its `sparse_inputs.rs`); for a product whose bytes follow nnz(x), see
+    /// [`Device::spmv_transposed_sparse_x`].
+    ///
+    /// ```
+    /// use macko::format::{f16, SparseVector};
+    /// use macko::{BackendKind, CsrMatrix, DenseMatrix, Device, Precision};
+    ///
+    /// let dev = Device::new(BackendKind::Cpu)?; // the GPUs have no such kernels yet
+    /// let w = [1.0, 2.0, 0.0, 3.0, 0.0, 4.0].map(f16::from_f32).to_vec();
+    /// let a = CsrMatrix::from_dense(&DenseMatrix::new(2, 3, w)?)?;
+    /// let x = SparseVector::new(3, vec![2], vec![f16::from_f32(10.0)])?; // x = [0, 0, 10]
+    /// let a = dev.upload(&a)?;
+    /// let x = dev.upload_sparse_vector(&x)?;
+    /// let mut y = dev.zeros(2, Precision::F32)?;
+    /// dev.spmv_sparse_x(&a, &x, &mut y)?;
+    /// assert_eq!(dev.download(&y)?.to_f32(), [0.0, 40.0]);
+    /// # Ok::<(), macko::Error>(())
+    /// ```
+    pub fn spmv_sparse_x(
+        &self,
+        a: &DeviceMatrix,
+        x: &DeviceSparseVector,
+        y: &mut DeviceVector,
+    ) -> Result<()> {
+        self.check_owner("matrix", a.device)?;
+        self.check_owner("x", x.device)?;
+        self.check_owner("y", y.device)?;
+        same("sparse x length (matrix columns)", a.cols, x.len)?;
+        same("y length (matrix rows)", a.rows, y.len)?;
+        single_y(y)?;
+        self.backend
+            .multiply_sparse_x(&a.storage, &x.storage, &mut y.storage)
+    }
+
+    /// Enqueues the transposed product y = Aᵀ·x: x has one f16 element per row of A, y (f16 or
+    /// f32) one per column, y\[c\] = Σᵢ A\[i, c\]·x\[i\], accumulated in f32. Rows of A where x is
+    /// ±0 contribute nothing and are not read: the CPU scans x for its non-zeros and reads only
+    /// the rows they select, scattering each into y (`reference::spmv_transposed`). A sparse
+    /// format's zero values add nothing even where x is NaN or ±∞; dense is IEEE. The GPU
+    /// backends refuse it with [`Error::Unsupported`] (`what` =
+    /// [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
+    ///
+    /// ```
+    /// use macko::half::f16;
+    /// use macko::{BackendKind, Device, MackoMatrix, Precision};
+    ///
+    /// let dev = Device::new(BackendKind::Cpu)?;
+    /// // A = [[1, 0, 2], [0, 3, 0]]; x = [0, 2] selects row 1 only.
+    /// let w = [1.0, 0.0, 2.0, 0.0, 3.0, 0.0].map(f16::from_f32);
+    /// let a = dev.upload(&MackoMatrix::from_dense_f16(2, 3, &w)?)?;
+    /// let x = dev.upload_vector(&[f16::ZERO, f16::from_f32(2.0)])?;
+    /// let mut y = dev.zeros(3, Precision::F32)?; // one element per column
+    /// dev.spmv_transposed(&a, &x, &mut y)?;
+    /// assert_eq!(dev.download(&y)?.to_f32(), [0.0, 6.0, 0.0]);
+    /// # Ok::<(), macko::Error>(())
+    /// ```
+    pub fn spmv_transposed(
+        &self,
+        a: &DeviceMatrix,
+        x: &DeviceVector,
+        y: &mut DeviceVector,
+    ) -> Result<()> {
+        self.check_owner("matrix", a.device)?;
+        self.check_owner("x", x.device)?;
+        self.check_owner("y", y.device)?;
+        same(
+            "vectors in x (a transposed product multiplies one vector)",
+            1,
+            x.batch,
+        )?;
+        same(
+            "x length of a transposed product (matrix rows)",
+            a.rows,
+            x.len,
+        )?;
+        same(
+            "y length of a transposed product (matrix columns)",
+            a.cols,
+            y.len,
+        )?;
+        single_y(y)?;
+        if x.precision != Precision::F16 {
+            return Err(Error::WrongElementType {
+                what: "x",
+                expected: "f16",
+                found: precision_name(x.precision),
+            });
+        }
+        self.backend.multiply_transposed(
+            &a.storage,
+            AnySparseInput::Dense(&x.storage),
+            &mut y.storage,
+        )
+    }
+
+    /// Enqueues y = Aᵀ·x for a sparse x of one element per row of A ([`Device::spmv_transposed`]
+    /// with x given by its non-zeros): only the rows of A that x's stored non-zero entries name
+    /// are read, so the bytes of A read scale with nnz(x) (`reference::spmv_transposed_sparse_x`).
+    /// y has one element per column.
+    pub fn spmv_transposed_sparse_x(
+        &self,
+        a: &DeviceMatrix,
+        x: &DeviceSparseVector,
+        y: &mut DeviceVector,
+    ) -> Result<()> {
+        self.check_owner("matrix", a.device)?;
+        self.check_owner("x", x.device)?;
+        self.check_owner("y", y.device)?;
+        same(
+            "sparse x length of a transposed product (matrix rows)",
+            a.rows,
+            x.len,
+        )?;
+        same(
+            "y length of a transposed product (matrix columns)",
+            a.cols,
+            y.len,
+        )?;
+        single_y(y)?;
+        self.backend.multiply_transposed(
+            &a.storage,
+            AnySparseInput::Sparse(&x.storage),
+            &mut y.storage,
+        )
+    }
+}
