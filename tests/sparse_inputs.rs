@@ -1,0 +1,740 @@
+//! Products with a sparse input (docs/FORMAT.md, "Sparse vectors") on every device: y = A·x
+//! with x a `SparseVector` (`Device::spmv_sparse_x`), and the transposed product y = Aᵀ·x with x
+//! dense (`Device::spmv_transposed`) or sparse (`Device::spmv_transposed_sparse_x`), for CSR,
+//! homogeneous CSR, MACKO and dense (the baseline), plus 2:4 and quantized MACKO; every output
+//! checked against the f64 reference in both precisions. Cases: empty and all-zero x, NaN/∞ in
+//! x where A's rows (or columns) are empty or hold only padding, the 10 000 × 10 000 CSR regime
+//! of the issue, and an LLM down-projection after a ReLU. The GPU backends have no such kernels
+//! yet: they must refuse with `Error::Unsupported`, and the CPU never refuses.
+//!
+//! Also: the typed errors of `SparseVector::new` (with a proptest against a model of its
+//! rules), the ordinary products of homogeneous CSR matrices, and their container round trip.
+
+mod common;
+
+use common::*;
+use half::f16;
+use macko::format::container;
+use macko::{
+    reference, AnyMatrix, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, Error,
+    FormatError, HomogeneousCsrMatrix, MackoMatrix, MatrixRef, Precision, QuantBits,
+    QuantMackoMatrix, Quantization, ScaleLayout, Sparse24Matrix, SparseVector,
+};
+use proptest::prelude::*;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+
+/// Whether `e` is the refusal a GPU backend owes a product it has no kernel for.
+fn refused(dev: &Device, e: &Error) -> bool {
+    dev.kind() != BackendKind::Cpu
+        && matches!(e, Error::Unsupported { backend, .. } if *backend == dev.kind())
+}
+
+/// Unwraps a device result, or returns `None` where a GPU refuses as it must; anything else
+/// (any error on the CPU) fails the test.
+fn or_refused<T>(label: &str, what: &str, dev: &Device, r: macko::Result<T>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(e) if refused(dev, &e) => None,
+        Err(e) => panic!("{label}, {what}: {e}"),
+    }
+}
+
+/// A seeded vector of `len` elements of which about `density` are non-zero.
+fn sparse_dense_x(len: usize, density: f64, seed: u64) -> Vec<f16> {
+    let mut rng = StdRng::seed_from_u64(seed ^ 0xa11ce);
+    (0..len)
+        .map(|_| {
+            if rng.random::<f64>() < density {
+                let v: f32 = rng.random_range(-1.0..1.0);
+                f16::from_f32(if v == 0.0 { 0.25 } else { v })
+            } else {
+                f16::ZERO
+            }
+        })
+        .collect()
+}
+
+/// The three products on `dev` for matrix `m` (already uploaded as `a`) and the x given dense
+/// (`x_cols` for A·x, `x_rows` for Aᵀ·x), each checked against the reference in both output
+/// precisions. A GPU's refusal ends the check.
+fn check_products(
+    label: &str,
+    dev: &Device,
+    what: &str,
+    (m, a): (MatrixRef<'_>, &DeviceMatrix),
+    x_cols: &[f16],
+    x_rows: &[f16],
+) {
+    let (rows, cols) = m.shape();
+    let sx_cols = SparseVector::from_dense(x_cols).unwrap();
+    let sx_rows = SparseVector::from_dense(x_rows).unwrap();
+    let r_sparse = reference::spmv_sparse_x(m, &sx_cols).unwrap();
+    let r_t = reference::spmv_transposed(m, x_rows).unwrap();
+    let r_ts = reference::spmv_transposed_sparse_x(m, &sx_rows).unwrap();
+    // Compared as text: a NaN of y equals itself there.
+    assert_eq!(
+        format!("{r_t:?}"),
+        format!("{r_ts:?}"),
+        "{what}: Aᵀ·x is the same for x dense or sparse"
+    );
+    for precision in [Precision::F16, Precision::F32] {
+        // y = A·x, x sparse.
+        let Some(x) = or_refused(label, what, dev, dev.upload_sparse_vector(&sx_cols)) else {
+            return;
+        };
+        assert_eq!((x.len(), x.nnz()), (cols, sx_cols.nnz()));
+        let mut y = dev.zeros(rows, precision).unwrap();
+        if or_refused(label, what, dev, dev.spmv_sparse_x(a, &x, &mut y)).is_none() {
+            return;
+        }
+        let got = dev.download(&y).unwrap();
+        assert_agrees(label, &format!("{what}: A·x, x sparse"), &r_sparse, &got);
+
+        // y = Aᵀ·x, x dense and sparse.
+        let x = dev.upload_vector(x_rows).unwrap();
+        let mut y = dev.zeros(cols, precision).unwrap();
+        if or_refused(label, what, dev, dev.spmv_transposed(a, &x, &mut y)).is_none() {
+            return;
+        }
+        let got = dev.download(&y).unwrap();
+        assert_agrees(label, &format!("{what}: Aᵀ·x, x dense"), &r_t, &got);
+        let x = dev.upload_sparse_vector(&sx_rows).unwrap();
+        let mut y = dev.zeros(cols, precision).unwrap();
+        dev.spmv_transposed_sparse_x(a, &x, &mut y).unwrap();
+        let got = dev.download(&y).unwrap();
+        assert_agrees(label, &format!("{what}: Aᵀ·x, x sparse"), &r_ts, &got);
+    }
+}
+
+/// `dense` in every format these products take, with names.
+fn formats(dense: &DenseMatrix) -> Vec<(&'static str, AnyMatrix)> {
+    let csr = CsrMatrix::from_dense(dense).unwrap();
+    let macko = MackoMatrix::from_dense(dense).unwrap();
+    let mut out: Vec<(&'static str, AnyMatrix)> = vec![
+        ("csr", csr.clone().into()),
+        (
+            "csr-homogeneous",
+            HomogeneousCsrMatrix::from_pattern(&csr, f16::from_f32(0.75)).into(),
+        ),
+        ("macko", macko.clone().into()),
+        ("dense", dense.clone().into()),
+        (
+            "sparse24",
+            Sparse24Matrix::prune_from_dense(dense).unwrap().into(),
+        ),
+    ];
+    // Quantizing refuses NaN and ±∞ weights: int8 joins only where every weight is finite.
+    let int8 = Quantization {
+        bits: QuantBits::Int8,
+        scales: ScaleLayout::PerRow,
+    };
+    if let Ok(q) = QuantMackoMatrix::quantize(&macko, int8) {
+        out.push(("macko-int8", q.into()));
+    }
+    out
+}
+
+/// Uploads `m`, or `None` where a GPU refuses the format (2:4, homogeneous CSR).
+fn upload(label: &str, dev: &Device, what: &str, m: &AnyMatrix) -> Option<DeviceMatrix> {
+    or_refused(label, what, dev, dev.upload(m))
+}
+
+#[test]
+fn products_with_sparse_inputs_agree_in_every_format_or_are_refused() {
+    // Empty rows and columns, one column, widths around MACKO's gap limit, a dense matrix.
+    let shapes = [
+        (1, 1, 1.0),
+        (7, 5, 0.5),
+        (33, 70, 0.1),
+        (64, 40, 0.0),
+        (100, 300, 0.3),
+        (20, 33, 1.0),
+    ];
+    for (label, dev) in devices_under_test() {
+        let cpu = dev.kind() == BackendKind::Cpu;
+        for (i, &(rows, cols, d)) in shapes.iter().enumerate() {
+            let dense = random_dense(rows, cols, d, 2500 + i as u64);
+            for (x_density, seed) in [(0.1, 1u64), (0.5, 2), (1.0, 3)] {
+                let x_cols = sparse_dense_x(cols, x_density, seed + 10 * i as u64);
+                let x_rows = sparse_dense_x(rows, x_density, seed + 100 + 10 * i as u64);
+                for (name, m) in formats(&dense) {
+                    let what = format!("{rows}×{cols} d={d} {name}, x density {x_density}");
+                    let Some(a) = upload(&label, &dev, &what, &m) else {
+                        assert!(!cpu);
+                        continue;
+                    };
+                    check_products(&label, &dev, &what, (m.as_ref(), &a), &x_cols, &x_rows);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn empty_and_all_zero_x_give_zeros() {
+    let dense = random_dense(40, 50, 0.3, 2600);
+    for (label, dev) in devices_under_test() {
+        for (name, m) in formats(&dense) {
+            let Some(a) = upload(&label, &dev, name, &m) else {
+                continue;
+            };
+            // No stored entry; every element a stored zero (+0 and −0): nothing contributes,
+            // not even dense's IEEE zeros (x's zeros are skipped).
+            let zeros_rows = SparseVector::new(
+                40,
+                (0..40).collect(),
+                (0..40)
+                    .map(|i| if i % 2 == 0 { f16::ZERO } else { f16::NEG_ZERO })
+                    .collect(),
+            )
+            .unwrap();
+            for x in [SparseVector::zeros(40), zeros_rows] {
+                let r = reference::spmv_transposed_sparse_x(m.as_ref(), &x).unwrap();
+                assert!(r.y.iter().all(|&v| v == 0.0) && r.terms.iter().all(|&t| t == 0));
+                let Some(xd) = or_refused(&label, name, &dev, dev.upload_sparse_vector(&x)) else {
+                    break;
+                };
+                let mut y = dev.zeros(50, Precision::F32).unwrap();
+                dev.spmv_transposed_sparse_x(&a, &xd, &mut y).unwrap();
+                assert_eq!(dev.download(&y).unwrap().to_f32(), vec![0.0; 50], "{name}");
+            }
+            check_products(
+                &label,
+                &dev,
+                &format!("{name}, x all zero"),
+                (m.as_ref(), &a),
+                &[f16::ZERO; 50],
+                &[f16::NEG_ZERO; 40],
+            );
+        }
+    }
+}
+
+#[test]
+fn nan_and_infinity_in_x_never_meet_empty_rows_zeros_or_padding() {
+    // Row 0: [1, 0 × 20, 2, 0…] (a MACKO padding entry in the gap); row 1 empty; row 2 only
+    // column 3. Column 1..=20 and 23.. are empty except for row 0's padding.
+    let (rows, cols) = (3, 30);
+    let mut w = vec![f16::ZERO; rows * cols];
+    w[0] = f16::from_f32(1.0);
+    w[21] = f16::from_f32(2.0);
+    w[2 * cols + 3] = f16::from_f32(-0.5);
+    let dense = DenseMatrix::new(rows, cols, w).unwrap();
+    let macko = MackoMatrix::from_dense(&dense).unwrap();
+    assert_eq!(
+        macko.row_ptr(),
+        &[0, 3, 3, 4],
+        "the padding entry the test aims at"
+    );
+    for bad in [f16::NAN, f16::INFINITY, f16::NEG_INFINITY] {
+        // Aᵀ·x: NaN/∞ at the empty row 1.
+        let mut x_rows = vec![f16::from_f32(1.0); rows];
+        x_rows[1] = bad;
+        // A·x: NaN/∞ in columns that are empty (or hold only row 0's padding, column 16).
+        let mut x_cols = vec![f16::ZERO; cols];
+        x_cols[0] = f16::from_f32(1.0);
+        x_cols[3] = f16::from_f32(2.0);
+        for c in [1, 16, 20, 25, 29] {
+            x_cols[c] = bad;
+        }
+        let sparse_formats: Vec<(&str, AnyMatrix)> = formats(&dense)
+            .into_iter()
+            .filter(|(name, _)| *name != "dense")
+            .collect();
+        for (name, m) in &sparse_formats {
+            let r = reference::spmv_transposed(m.as_ref(), &x_rows).unwrap();
+            assert!(r.y.iter().all(|v| v.is_finite()), "{name}: {:?}", r.y);
+            let r =
+                reference::spmv_sparse_x(m.as_ref(), &SparseVector::from_dense(&x_cols).unwrap())
+                    .unwrap();
+            assert!(r.y.iter().all(|v| v.is_finite()), "{name}: {:?}", r.y);
+        }
+        // Aᵀ·x with NaN/∞ at row 0, which holds a padding entry at column 16: y[16] stays 0
+        // in MACKO (the padding is masked), the columns of row 0's values get NaN/∞.
+        let x_rows_padding = [bad, f16::ZERO, f16::from_f32(1.0)];
+        let r = reference::spmv_transposed(MatrixRef::from(&macko), &x_rows_padding).unwrap();
+        assert_eq!(r.y[16], 0.0);
+        assert!(!r.y[0].is_finite() && !r.y[21].is_finite());
+        for (label, dev) in devices_under_test() {
+            for (name, m) in formats(&dense) {
+                for xr in [&x_rows[..], &x_rows_padding] {
+                    let what = format!("{name}, x holds {bad}");
+                    let Some(a) = upload(&label, &dev, &what, &m) else {
+                        continue;
+                    };
+                    check_products(&label, &dev, &what, (m.as_ref(), &a), &x_cols, xr);
+                }
+            }
+        }
+    }
+    // A NaN of x under a stored non-zero does reach y, as in every product.
+    let mut x_rows = vec![f16::ZERO; rows];
+    x_rows[2] = f16::NAN;
+    let r = reference::spmv_transposed(MatrixRef::from(&macko), &x_rows).unwrap();
+    assert!(r.y[3].is_nan() && r.y[0] == 0.0, "{:?}", r.y);
+}
+
+#[test]
+fn nan_and_infinity_in_a_under_zeros_of_x_add_nothing() {
+    // Row 1 and column 2 hold ∞ and NaN; x is zero there (row 1 for Aᵀ·x, column 2 for
+    // A·x), so they are skipped in every format, dense included: x's zeros are not multiplied.
+    let (rows, cols) = (4, 5);
+    let mut w: Vec<f16> = (0..rows * cols)
+        .map(|i| {
+            f16::from_f32(if i % 3 == 0 {
+                0.0
+            } else {
+                (i % 7) as f32 - 3.0
+            })
+        })
+        .collect();
+    for c in 0..cols {
+        w[cols + c] = if c % 2 == 0 { f16::INFINITY } else { f16::NAN };
+    }
+    for r in 0..rows {
+        w[r * cols + 2] = f16::NEG_INFINITY;
+    }
+    let dense = DenseMatrix::new(rows, cols, w).unwrap();
+    let x_rows = [1.0, 0.0, 2.0, 0.5].map(f16::from_f32);
+    let x_cols = [1.0, -1.0, 0.0, 2.0, 0.5].map(f16::from_f32);
+    for (label, dev) in devices_under_test() {
+        for (name, m) in formats(&dense) {
+            let what = format!("{name}, NaN/∞ in A under x's zeros");
+            let r = reference::spmv_transposed(m.as_ref(), &x_rows).unwrap();
+            let r_s =
+                reference::spmv_sparse_x(m.as_ref(), &SparseVector::from_dense(&x_cols).unwrap())
+                    .unwrap();
+            if name != "csr-homogeneous" {
+                // Column 2 holds −∞ in every row: Aᵀ·x reaches it from rows 0, 2, 3.
+                assert!(r.y[2].is_infinite(), "{name}: {:?}", r.y);
+                assert!(
+                    r.y.iter().enumerate().all(|(c, v)| c == 2 || v.is_finite()),
+                    "{name}"
+                );
+                assert!(
+                    r_s.y
+                        .iter()
+                        .enumerate()
+                        .all(|(r, v)| r == 1 || v.is_finite()),
+                    "{name}"
+                );
+            }
+            let Some(a) = upload(&label, &dev, &what, &m) else {
+                continue;
+            };
+            check_products(&label, &dev, &what, (m.as_ref(), &a), &x_cols, &x_rows);
+        }
+    }
+}
+
+#[test]
+fn transposed_reference_is_the_product_with_the_transpose() {
+    // For finite values, Aᵀ·x of the reference equals the dense reference of the explicit
+    // transpose, and A·x with x sparse equals A·x with x dense: the new references agree with
+    // the old ones where their semantics meet.
+    let dense = random_dense(45, 61, 0.4, 2700);
+    let mut t = vec![f16::ZERO; 45 * 61];
+    for r in 0..45 {
+        for c in 0..61 {
+            t[c * 45 + r] = dense.row(r)[c];
+        }
+    }
+    let transpose = DenseMatrix::new(61, 45, t).unwrap();
+    let x_rows = sparse_dense_x(45, 0.3, 7);
+    let x_cols = sparse_dense_x(61, 0.3, 8);
+    for (name, m) in formats(&dense) {
+        let dense_of = |m: &AnyMatrix| match m {
+            AnyMatrix::MackoQuant(q) => q.dequantize().unwrap(),
+            AnyMatrix::Sparse24(s) => s.to_dense().unwrap(),
+            _ => dense.clone(),
+        };
+        let base = dense_of(&m);
+        let base_t = if matches!(m, AnyMatrix::MackoQuant(_) | AnyMatrix::Sparse24(_)) {
+            let mut t = vec![f16::ZERO; 45 * 61];
+            for r in 0..45 {
+                for c in 0..61 {
+                    t[c * 45 + r] = base.row(r)[c];
+                }
+            }
+            DenseMatrix::new(61, 45, t).unwrap()
+        } else {
+            transpose.clone()
+        };
+        let got = reference::spmv_transposed(m.as_ref(), &x_rows).unwrap();
+        let want = reference::spmv_dense(&base_t, &x_rows).unwrap();
+        let got_s =
+            reference::spmv_sparse_x(m.as_ref(), &SparseVector::from_dense(&x_cols).unwrap())
+                .unwrap();
+        let want_s = reference::spmv(MatrixRef::from(&base), &x_cols).unwrap();
+        // Homogeneous CSR has 0.75 where dense has its values: compare it with its own dense.
+        if let AnyMatrix::HomogeneousCsr(h) = &m {
+            let hd = h.to_dense().unwrap();
+            let hs = reference::spmv(MatrixRef::from(&hd), &x_cols).unwrap();
+            for (g, w) in got_s.y.iter().zip(&hs.y) {
+                assert!(
+                    (g - w).abs() <= 1e-9 * (1.0 + w.abs()),
+                    "{name}: {g} vs {w}"
+                );
+            }
+            continue;
+        }
+        // Quantized values are exact in the reference but rounded to f16 by dequantize.
+        let tol = if name == "macko-int8" { 1e-2 } else { 1e-9 };
+        for (g, w) in got
+            .y
+            .iter()
+            .zip(&want.y)
+            .chain(got_s.y.iter().zip(&want_s.y))
+        {
+            assert!((g - w).abs() <= tol * (1.0 + w.abs()), "{name}: {g} vs {w}");
+        }
+    }
+}
+
+#[test]
+fn the_regime_of_the_issue_agrees() {
+    // 10 000 × 10 000 CSR with 1 % of its entries, x 10 % non-zero, built from its pattern
+    // (a dense 10⁸ would be 200 MB); and an LLM down-projection (768 × 3072, MACKO at d = 0.5)
+    // after a ReLU, x 90 % zero. Only the CPU multiplies these today.
+    let (n, per_row) = (10_000usize, 100usize);
+    let mut rng = StdRng::seed_from_u64(2800);
+    let mut row_ptr = vec![0u32];
+    let mut col_idx = Vec::new();
+    for _ in 0..n {
+        let mut cols: Vec<u32> = (0..per_row)
+            .map(|_| rng.random_range(0..n as u32))
+            .collect();
+        cols.sort_unstable();
+        cols.dedup();
+        col_idx.extend(&cols);
+        row_ptr.push(col_idx.len() as u32);
+    }
+    let values: Vec<f16> = (0..col_idx.len())
+        .map(|_| f16::from_f32(rng.random_range(0.0625..1.0)))
+        .collect();
+    let csr = CsrMatrix::from_parts(n, n, row_ptr, col_idx, values).unwrap();
+    let homogeneous = HomogeneousCsrMatrix::from_pattern(&csr, f16::from_f32(-1.5));
+    let x = sparse_dense_x(n, 0.1, 9);
+    let x2 = sparse_dense_x(n, 0.1, 10);
+
+    let down = random_dense(768, 3072, 0.5, 2801);
+    let down_t = {
+        let mut t = vec![f16::ZERO; 768 * 3072];
+        for r in 0..768 {
+            for c in 0..3072 {
+                t[c * 768 + r] = down.row(r)[c];
+            }
+        }
+        DenseMatrix::new(3072, 768, t).unwrap()
+    };
+    let relu = |v: Vec<f16>| -> Vec<f16> {
+        v.into_iter()
+            .map(|e| if e.to_f32() > 0.8 { e } else { f16::ZERO })
+            .collect()
+    };
+    let h = relu(random_x(3072, 11));
+    let macko = MackoMatrix::from_dense(&down).unwrap();
+    let macko_t = MackoMatrix::from_dense(&down_t).unwrap();
+    for (label, dev) in devices_under_test() {
+        for (what, m, xc, xr) in [
+            ("10k² CSR 1 %", MatrixRef::from(&csr), &x, &x2),
+            (
+                "10k² homogeneous CSR 1 %",
+                MatrixRef::from(&homogeneous),
+                &x,
+                &x2,
+            ),
+            (
+                "down-projection 768×3072",
+                MatrixRef::from(&macko),
+                &h,
+                &x[..768].to_vec(),
+            ),
+            (
+                "its transpose 3072×768",
+                MatrixRef::from(&macko_t),
+                &x[..768].to_vec(),
+                &h,
+            ),
+        ] {
+            let Some(a) = or_refused(&label, what, &dev, dev.upload(m)) else {
+                continue;
+            };
+            check_products(&label, &dev, what, (m, &a), xc, xr);
+        }
+    }
+}
+
+#[test]
+fn homogeneous_csr_multiplies_like_its_csr_and_round_trips_through_a_file() {
+    let dense = random_dense(50, 70, 0.2, 2900);
+    let csr = CsrMatrix::from_dense(&dense).unwrap();
+    for weight in [0.75f32, 0.0, -0.0, -3.0, f32::INFINITY] {
+        let w = f16::from_f32(weight);
+        let h = HomogeneousCsrMatrix::from_pattern(&csr, w);
+        assert_eq!(h.bytes(), 4 * 51 + 4 * csr.nnz() as u64 + 2);
+        let as_csr = h.to_csr();
+        for batch in [1, 3, 17] {
+            let mut x = random_batch(70, batch, 29);
+            x[5] = f16::NAN; // reaches y where column 5 has an entry, unless the weight is zero
+            let r = reference::spmm(MatrixRef::from(&h), &x, batch).unwrap();
+            let rc = reference::spmm(MatrixRef::from(&as_csr), &x, batch).unwrap();
+            assert_eq!(
+                format!("{:?}", r.y),
+                format!("{:?}", rc.y),
+                "weight {weight}"
+            );
+            for (label, dev) in devices_under_test() {
+                let Some(a) = or_refused(&label, "csr-homogeneous", &dev, dev.upload(&h)) else {
+                    continue;
+                };
+                assert_eq!(a.bytes(), h.bytes());
+                let xd = dev.upload_batch(&x, batch).unwrap();
+                for precision in [Precision::F16, Precision::F32] {
+                    let mut y = dev.zeros_batch(50, batch, precision).unwrap();
+                    dev.spmm(&a, &xd, &mut y).unwrap();
+                    let what = format!("homogeneous CSR, weight {weight}, B = {batch}");
+                    assert_agrees(&label, &what, &r, &dev.download(&y).unwrap());
+                }
+            }
+        }
+        // Saved beside a CSR, loaded back bit for bit (a NaN weight included).
+        let path = std::env::temp_dir().join(format!(
+            "macko-homogeneous-{}-{}.safetensors",
+            std::process::id(),
+            weight.to_bits()
+        ));
+        let nan = HomogeneousCsrMatrix::from_pattern(&csr, f16::NAN);
+        container::save(
+            &path,
+            &[
+                ("h", MatrixRef::from(&h)),
+                ("nan", MatrixRef::from(&nan)),
+                ("c", MatrixRef::from(&csr)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            container::load_matrix(&path, "h").unwrap(),
+            AnyMatrix::HomogeneousCsr(h)
+        );
+        assert_eq!(
+            container::load_matrix(&path, "nan").unwrap(),
+            AnyMatrix::HomogeneousCsr(nan)
+        );
+        assert_eq!(
+            container::load_matrix(&path, "c").unwrap(),
+            AnyMatrix::Csr(csr.clone())
+        );
+        std::fs::remove_file(&path).ok();
+    }
+    // Untrusted arrays get CSR's checks.
+    let w = f16::ONE;
+    assert_eq!(
+        HomogeneousCsrMatrix::from_parts(2, 3, vec![0, 2, 3], vec![1, 1, 0], w),
+        Err(FormatError::CsrColumnsNotIncreasing {
+            row: 0,
+            index: 1,
+            previous: 1,
+            column: 1
+        })
+    );
+    assert_eq!(
+        HomogeneousCsrMatrix::from_parts(2, 3, vec![0, 1, 2], vec![0, 3], w),
+        Err(FormatError::CsrColumnOutOfRange {
+            row: 1,
+            index: 1,
+            column: 3,
+            cols: 3
+        })
+    );
+    assert!(matches!(
+        HomogeneousCsrMatrix::from_parts(2, 3, vec![0, 1, 2], vec![0], w),
+        Err(FormatError::CsrLength {
+            entries: 2,
+            col_idx: 1,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn sparse_vectors_refuse_bad_indices_with_typed_errors() {
+    let v = |n: usize| vec![f16::ONE; n];
+    assert_eq!(
+        SparseVector::new(10, vec![1, 2], v(3)),
+        Err(FormatError::SparseVectorLength {
+            indices: 2,
+            values: 3
+        })
+    );
+    assert_eq!(
+        SparseVector::new(10, vec![1, 5, 5, 7], v(4)),
+        Err(FormatError::SparseIndexDuplicate {
+            position: 2,
+            index: 5
+        })
+    );
+    assert_eq!(
+        SparseVector::new(10, vec![1, 5, 3], v(3)),
+        Err(FormatError::SparseIndexUnsorted {
+            position: 2,
+            index: 3,
+            previous: 5
+        })
+    );
+    assert_eq!(
+        SparseVector::new(10, vec![1, 10], v(2)),
+        Err(FormatError::SparseIndexOutOfRange {
+            position: 1,
+            index: 10,
+            len: 10
+        })
+    );
+    assert_eq!(
+        SparseVector::new(0, vec![0], v(1)),
+        Err(FormatError::SparseIndexOutOfRange {
+            position: 0,
+            index: 0,
+            len: 0
+        })
+    );
+    let msg = SparseVector::new(10, vec![4, 4], v(2))
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("index 4") && msg.contains("repeats"), "{msg}");
+    // A NaN or ∞ is not zero and is kept by from_dense; ±0 are dropped.
+    let x = [0.0, -0.0, f32::NAN, f32::INFINITY, 1.0].map(f16::from_f32);
+    let s = SparseVector::from_dense(&x).unwrap();
+    assert_eq!(s.indices(), &[2, 3, 4]);
+    assert_eq!(s.len(), 5);
+}
+
+#[test]
+fn devices_check_the_shapes_of_products_with_sparse_inputs() {
+    let dev = Device::new(BackendKind::Cpu).unwrap();
+    let a = dev
+        .upload(&CsrMatrix::from_dense(&random_dense(4, 6, 0.5, 1)).unwrap())
+        .unwrap();
+    let x6 = dev.upload_sparse_vector(&SparseVector::zeros(6)).unwrap();
+    let x4 = dev.upload_sparse_vector(&SparseVector::zeros(4)).unwrap();
+    let mut y4 = dev.zeros(4, Precision::F32).unwrap();
+    let mut y6 = dev.zeros(6, Precision::F32).unwrap();
+    let shape = |r: macko::Result<()>| match r {
+        Err(Error::ShapeMismatch {
+            expected, found, ..
+        }) => (expected, found),
+        other => panic!("expected a shape mismatch, got {other:?}"),
+    };
+    assert_eq!(shape(dev.spmv_sparse_x(&a, &x4, &mut y4)), (6, 4));
+    assert_eq!(shape(dev.spmv_sparse_x(&a, &x6, &mut y6)), (4, 6));
+    assert_eq!(
+        shape(dev.spmv_transposed_sparse_x(&a, &x6, &mut y6)),
+        (4, 6)
+    );
+    assert_eq!(
+        shape(dev.spmv_transposed_sparse_x(&a, &x4, &mut y4)),
+        (6, 4)
+    );
+    let xd = dev.upload_vector(&[f16::ONE; 6]).unwrap();
+    assert_eq!(shape(dev.spmv_transposed(&a, &xd, &mut y6)), (4, 6));
+    let y32 = dev.zeros(4, Precision::F32).unwrap();
+    assert!(matches!(
+        dev.spmv_transposed(&a, &y32, &mut y6),
+        Err(Error::WrongElementType { .. })
+    ));
+    let mut yb = dev.zeros_batch(4, 2, Precision::F32).unwrap();
+    assert_eq!(shape(dev.spmv_sparse_x(&a, &x6, &mut yb)), (1, 2));
+    let other = Device::new(BackendKind::Cpu).unwrap();
+    assert!(matches!(
+        other.spmv_sparse_x(&a, &x6, &mut y4),
+        Err(Error::WrongDevice { .. })
+    ));
+}
+
+/// The first rule `indices` break for a vector of `len` elements, as `SparseVector::new`
+/// must report it: a model of the rules, written independently of the type.
+fn first_violation(len: usize, indices: &[u32], values: usize) -> Option<FormatError> {
+    if indices.len() != values {
+        return Some(FormatError::SparseVectorLength {
+            indices: indices.len(),
+            values,
+        });
+    }
+    for (position, &index) in indices.iter().enumerate() {
+        if index as usize >= len {
+            return Some(FormatError::SparseIndexOutOfRange {
+                position,
+                index,
+                len,
+            });
+        }
+        if position > 0 {
+            let previous = indices[position - 1];
+            if previous == index {
+                return Some(FormatError::SparseIndexDuplicate { position, index });
+            }
+            if previous > index {
+                return Some(FormatError::SparseIndexUnsorted {
+                    position,
+                    index,
+                    previous,
+                });
+            }
+        }
+    }
+    None
+}
+
+proptest! {
+    #[test]
+    fn sparse_vector_validation_matches_its_rules(
+        len in 0usize..40,
+        indices in proptest::collection::vec(0u32..45, 0..12),
+        sorted in any::<bool>(),
+        extra_values in 0usize..3,
+        short in any::<bool>(),
+    ) {
+        let mut indices = indices;
+        if sorted {
+            indices.sort_unstable();
+        }
+        let values = if short && extra_values > 0 && !indices.is_empty() {
+            indices.len() - 1
+        } else if short {
+            indices.len()
+        } else {
+            indices.len() + extra_values
+        };
+        let got = SparseVector::new(len, indices.clone(), vec![f16::ONE; values]);
+        match first_violation(len, &indices, values) {
+            Some(e) => prop_assert_eq!(got, Err(e)),
+            None => {
+                let v = got.unwrap();
+                prop_assert_eq!(v.indices(), &indices[..]);
+                prop_assert_eq!(v.nnz(), indices.len());
+            }
+        }
+    }
+
+    #[test]
+    fn from_dense_keeps_exactly_the_non_zeros(
+        bits in proptest::collection::vec(any::<u16>(), 0..64),
+    ) {
+        let x: Vec<f16> = bits.iter().map(|&b| f16::from_bits(b)).collect();
+        let s = SparseVector::from_dense(&x).unwrap();
+        prop_assert_eq!(s.len(), x.len());
+        let back = s.to_dense();
+        for (i, (a, b)) in x.iter().zip(&back).enumerate() {
+            if macko::format::is_zero(*a) {
+                prop_assert_eq!(b.to_bits(), 0, "element {} is zero, stored as +0", i);
+            } else {
+                prop_assert_eq!(a.to_bits(), b.to_bits(), "element {} kept bit for bit", i);
+            }
+        }
+        // And it passes new()'s checks.
+        let (len, indices, values) = s.clone().into_parts();
+        prop_assert_eq!(SparseVector::new(len, indices, values), Ok(s));
+    }
+}
