@@ -112,10 +112,10 @@ pub(super) fn sparse_x(a: &CpuStored, x: &CpuSparseVector) -> Vec<f32> {
             let mut acc = 0.0f32;
             visit_row(a, r, |c, v| {
                 let xc = dense[c];
-                // x's zeros are skipped; so are A's in the sparse formats.
-                if xc != 0.0 && !(mask && v == 0.0) {
-                    acc += v * xc;
-                }
+                // x's zeros are skipped; so are A's in the sparse formats. A select, not a
+                // branch: which entries meet x's zeros is as random as x.
+                let keep = (xc != 0.0) & !(mask & (v == 0.0));
+                acc += if keep { v * xc } else { 0.0 };
             });
             *out = acc;
         });
