@@ -1,6 +1,7 @@
 """The cost of calling macko's op from PyTorch, beyond the kernel it launches.
 
-For each case (a ``MackoLinear`` of a given shape and density, one vector), it measures:
+For each case (a ``MackoLinear`` of a given shape, format and density, one vector), it
+measures:
 
 - **kernel**: the GPU time of macko's kernels alone, from the CUDA profiler (CUPTI) over a
   CUDA-graph replay of ``--calls`` products;
@@ -35,6 +36,9 @@ def parse_args():
     p.add_argument("--shapes", default="256x256,4096x4096,11008x4096",
                    help="comma-separated ROWSxCOLS")
     p.add_argument("--density", type=float, default=0.5)
+    p.add_argument("--formats", default="macko",
+                   help="comma-separated macko formats: macko, csr, dense, sparse24 (2:4 prunes "
+                        "to half itself; --density does not apply to it)")
     p.add_argument("--calls", type=int, default=200, help="products per graph / eager loop")
     p.add_argument("--repeats", type=int, default=20)
     p.add_argument("--out", help="write the results as JSON here")
@@ -127,11 +131,15 @@ def main():
     for shape in args.shapes.split(","):
         rows, cols = (int(s) for s in shape.lower().split("x"))
         dense = torch.nn.Linear(cols, rows, bias=False, dtype=torch.float16, device="cuda")
-        sparse = MackoLinear.from_linear(dense, density=args.density)
+        layers = []
+        for fmt in args.formats.split(","):
+            density = None if fmt == "sparse24" else args.density
+            layers.append((fmt, MackoLinear.from_linear(dense, density=density, format=fmt)))
+        layers.append(("torch dense", dense))
         x = torch.randn(1, cols, dtype=torch.float16, device="cuda")
         with torch.no_grad():
             log(f"{rows}x{cols}, d={args.density}")
-            for name, layer in (("macko", sparse), ("torch dense", dense)):
+            for name, layer in layers:
                 row = measure(name, layer, x, args)
                 row.update({"rows": rows, "cols": cols, "density": args.density})
                 rows_out.append(row)
