@@ -250,6 +250,61 @@ class MackoLinear(torch.nn.Module):
         )
         return cls(matrix, linear.bias, device=linear.weight.device)
 
+    @classmethod
+    def shard_of(
+        cls,
+        linear,
+        rank,
+        world,
+        parallel,
+        density=None,
+        format="macko",
+        quantize=None,
+        group=None,
+        device=None,
+    ):
+        """The ``MackoLinear`` of one tensor-parallel shard of an ``nn.Linear``.
+
+        ``parallel="column"`` splits the output features: shard ``rank`` of ``world`` computes
+        its slice of the output (with its slice of the bias), and the slices concatenate to
+        the whole. ``parallel="row"`` splits the input features: the shard takes its slice of
+        the input, the partial outputs sum to the whole (an all-reduce), and only rank 0 keeps
+        the bias. Slices follow ``torch.tensor_split`` (the first ``n % world`` shards one
+        longer), so no divisibility rule applies beyond the format's own.
+
+        The weight is pruned to ``density`` whole, before it is sliced, so the shards together
+        are exactly the unsharded ``from_linear(linear, density)`` (2:4 is the exception: it
+        is pruned per shard, since a column slice may cut its groups of four). Each shard is
+        encoded on its own and put on ``device`` (default: the layer's).
+        """
+        if not isinstance(linear, torch.nn.Linear):
+            raise DtypeError(f"expected a torch.nn.Linear, not {type(linear).__name__}")
+        if parallel not in ("column", "row"):
+            raise ConfigError(f"parallel={parallel!r}: expected 'column' or 'row'")
+        if not (isinstance(world, int) and isinstance(rank, int) and 0 <= rank < world):
+            raise ConfigError(f"rank={rank}, world={world}: need integers with 0 <= rank < world")
+        w = linear.weight.detach()
+        w = w.to("cpu", torch.float16 if w.dtype == torch.float16 else torch.float32).numpy()
+        if density is not None and format != "sparse24":
+            w = _native.Matrix.from_dense(w, format="dense", density=density).to_dense()
+            density = None
+        axis = 0 if parallel == "column" else 1
+        if w.shape[axis] < world:
+            raise ShapeError(
+                f"{w.shape[axis]} {'output' if axis == 0 else 'input'} features cannot be split "
+                f"into {world} non-empty shards"
+            )
+        bounds = torch.tensor_split(torch.arange(w.shape[axis]), world)[rank]
+        lo, hi = int(bounds[0]), int(bounds[-1]) + 1
+        piece = w[lo:hi] if axis == 0 else w[:, lo:hi]
+        matrix = _native.Matrix.from_dense(
+            piece.copy(), format=format, density=density, quantize=quantize, group=group
+        )
+        bias = linear.bias
+        if bias is not None:
+            bias = bias.detach()[lo:hi] if axis == 0 else (bias.detach() if rank == 0 else None)
+        return cls(matrix, bias, device=linear.weight.device if device is None else device)
+
     def forward(self, x):
         if x.shape[-1] != self.in_features:
             raise ShapeError(

@@ -136,6 +136,29 @@ class OnTheCpu(unittest.TestCase):
         with self.assertRaises(macko.FormatError):
             b.set_extra_state({"macko_matrix": b"not a safetensors file"})
 
+    def test_shards_compose_to_the_whole_layer(self):
+        layer = linear(37, 50, seed=25)  # neither side divisible by the 3 shards
+        whole = mt.MackoLinear.from_linear(layer, density=0.5)
+        x = torch.randn(4, 50, dtype=torch.float16)
+        want = expected(whole, x)
+        cols = [mt.MackoLinear.shard_of(layer, r, 3, "column", density=0.5) for r in range(3)]
+        self.assertEqual([c.out_features for c in cols], [13, 12, 12])
+        got = torch.cat([c(x).double() for c in cols], dim=-1)
+        assert_close(self, got, want, "column shards concatenated")
+        rows = [mt.MackoLinear.shard_of(layer, r, 3, "row", density=0.5) for r in range(3)]
+        self.assertEqual([r.in_features for r in rows], [17, 17, 16])
+        self.assertIsNotNone(rows[0].bias)
+        self.assertIsNone(rows[1].bias)
+        parts = torch.split(x, [17, 17, 16], dim=-1)
+        got = sum(r(p).double() for r, p in zip(rows, parts))
+        assert_close(self, got, want, "row shards summed")
+        # Pruned whole before slicing: the shards hold exactly the whole layer's entries.
+        pieces = np.concatenate([c.matrix.to_dense() for c in cols], axis=0)
+        np.testing.assert_array_equal(pieces, whole.matrix.to_dense())
+        for bad in [(3, 3, "column"), (0, 2, "diagonal"), (0, 60, "row")]:
+            with self.assertRaises((macko.ConfigError, macko.ShapeError)):
+                mt.MackoLinear.shard_of(layer, *bad)
+
     def test_bad_tensors_are_refused(self):
         m = macko.Matrix.from_dense(np.ones((4, 8), np.float16))
         a = macko.Device("cpu").upload(m)
