@@ -291,7 +291,10 @@ impl Matrix {
         let py = slf.py();
         let rebuild = py.get_type::<Self>().getattr("from_bytes")?;
         let bytes = slf.borrow().to_bytes(py)?;
-        PyTuple::new(py, [rebuild.into_any(), PyTuple::new(py, [bytes])?.into_any()])
+        PyTuple::new(
+            py,
+            [rebuild.into_any(), PyTuple::new(py, [bytes])?.into_any()],
+        )
     }
 
     fn __repr__(&self) -> String {
