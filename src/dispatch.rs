@@ -65,13 +65,12 @@ pub(crate) enum AnyVector {
     Cuda(CudaVector),
 }
 
-/// A sparse vector of one backend (the GPU backends have none yet: see
+/// A sparse vector of one backend (CUDA has none yet: see
 /// [`crate::backend::NoSparseVector`]).
 pub(crate) enum AnySparseVector {
     Cpu(crate::backend::cpu::CpuSparseVector),
     #[cfg(feature = "wgpu")]
-    #[allow(dead_code)] // cannot be made until wgpu has sparse-input kernels
-    Wgpu(crate::backend::NoSparseVector),
+    Wgpu(crate::backend::wgpu::GpuSparseVector),
     #[cfg(feature = "cuda")]
     #[allow(dead_code)] // cannot be made until CUDA has sparse-input kernels
     Cuda(crate::backend::NoSparseVector),
@@ -160,7 +159,7 @@ handles_of!(
     BackendKind::Wgpu,
     GpuMatrix,
     GpuVector,
-    crate::backend::NoSparseVector,
+    crate::backend::wgpu::GpuSparseVector,
     wgpu,
     wgpu_v,
     wgpu_v_mut,

@@ -246,7 +246,7 @@ pub(crate) enum SparseInput<'a, V, S> {
 
 /// The sparse vector of a backend that has no products with sparse inputs yet: it cannot be
 /// made (the enum has no value), so such a backend refuses every sparse vector at upload.
-#[cfg(any(feature = "wgpu", feature = "cuda"))]
+#[cfg(feature = "cuda")]
 pub(crate) enum NoSparseVector {}
 
 /// [`Error::Unsupported`]'s `what` for a product with a sparse x (or its upload) on a backend

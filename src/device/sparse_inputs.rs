@@ -1,8 +1,9 @@
 //! Products with a sparse input on a [`Device`] (docs/FORMAT.md, "Sparse vectors"): y = A·x
 //! with x a [`SparseVector`], and the transposed product y = Aᵀ·x with x dense or sparse, which
 //! reads only the rows of A that x's non-zeros select. The checks that do not depend on the
-//! backend happen here, as in device.rs; the CPU multiplies every format, the GPU backends
-//! refuse with `Error::Unsupported` until their kernels exist.
+//! backend happen here, as in device.rs; the CPU multiplies every format, wgpu has y = Aᵀ·x with a
+//! sparse x for CSR (shaders/README.md, "Transposed products with a sparse x"), and the GPU
+//! backends refuse the rest with `Error::Unsupported` until their kernels exist.
 
 use macko_format::SparseVector;
 
@@ -66,8 +67,9 @@ fn single_y(y: &DeviceVector) -> Result<()> {
 
 impl Device {
     /// Copies a sparse vector (indices and values, already validated by [`SparseVector`]) to
-    /// the device. The GPU backends have no products with sparse inputs yet and refuse it with
-    /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]).
+    /// the device. CUDA has no products with sparse inputs yet and refuses it with
+    /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]); wgpu takes it
+    /// for [`Device::spmv_transposed_sparse_x`].
     pub fn upload_sparse_vector(&self, x: &SparseVector) -> Result<DeviceSparseVector> {
         Ok(DeviceSparseVector {
             device: self.id,
@@ -179,7 +181,9 @@ impl Device {
     /// Enqueues y = Aᵀ·x for a sparse x of one element per row of A ([`Device::spmv_transposed`]
     /// with x given by its non-zeros): only the rows of A that x's stored non-zero entries name
     /// are read, so the bytes of A read scale with nnz(x) (`reference::spmv_transposed_sparse_x`).
-    /// y has one element per column.
+    /// y has one element per column. wgpu multiplies CSR matrices, one workgroup per tile of y's
+    /// columns, with sums in a fixed order (no float atomics); its other formats, and CUDA,
+    /// refuse with [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
     pub fn spmv_transposed_sparse_x(
         &self,
         a: &DeviceMatrix,

@@ -74,6 +74,9 @@ pub enum Kernel {
     QuantDenseWorkgroup,
     QuantMackoBatch,
     QuantDenseBatch,
+    /// The transposed CSR product with a sparse x, y = Aᵀ·x (shaders/README.md, "Transposed
+    /// products with a sparse x"): one path, workgroup memory and barriers only.
+    CsrTransposed,
 }
 
 /// What a quantized kernel's code depends on besides the kernel: the width of the codes (the
@@ -115,6 +118,8 @@ pub(super) enum MatrixLayout {
     QuantDenseBatch,
     /// The chunk (uniform and XT, written) as group 0, x as group 1.
     Transpose,
+    /// `Sparse`, then the sparse x (uniform, indices, f32 values at bindings 2..4), then y.
+    SparseTransposed,
 }
 
 /// Rows computed by one workgroup of the dense kernels (ROWS in dense_*.wgsl).
@@ -292,6 +297,7 @@ impl Kernel {
                 "quant_batch.wgsl",
                 "quant_dense_batch_wg.wgsl"
             ),
+            Kernel::CsrTransposed => kernel_source!("csr_transposed_wg.wgsl"),
         }
     }
 
@@ -320,6 +326,7 @@ impl Kernel {
             Kernel::QuantDenseWorkgroup => "quant_dense_wg",
             Kernel::QuantMackoBatch => "quant_macko_batch_wg",
             Kernel::QuantDenseBatch => "quant_dense_batch_wg",
+            Kernel::CsrTransposed => "csr_transposed_wg",
         }
     }
 
@@ -337,6 +344,7 @@ impl Kernel {
             Kernel::QuantMackoSubgroup => 128,
             Kernel::QuantMackoWorkgroup | Kernel::QuantMackoBatch | Kernel::QuantDenseBatch => 64,
             Kernel::QuantDenseSubgroup | Kernel::QuantDenseWorkgroup => 256,
+            Kernel::CsrTransposed => 64,
         }
     }
 
@@ -362,6 +370,7 @@ impl Kernel {
             Kernel::QuantDenseSubgroup | Kernel::QuantDenseWorkgroup => MatrixLayout::QuantDense,
             Kernel::QuantMackoBatch => MatrixLayout::QuantSparseBatch,
             Kernel::QuantDenseBatch => MatrixLayout::QuantDenseBatch,
+            Kernel::CsrTransposed => MatrixLayout::SparseTransposed,
         }
     }
 

@@ -143,7 +143,7 @@ struct MackoLayout {
 pub(crate) struct GpuVector {
     pub(super) buffer: wgpu::Buffer,
     /// The f32 copy of an f16 vector (kept alive here; bound in both groups).
-    _wide: Option<wgpu::Buffer>,
+    pub(super) wide: Option<wgpu::Buffer>,
     pub(super) len: usize,
     pub(super) precision: Precision,
     /// Bind group as x (f16 vectors only).
@@ -678,7 +678,7 @@ impl WgpuBackend {
         let as_y = self.bind_group(&self.pipelines.y, &[(0, &buffer), (1, second)], "y")?;
         Ok(GpuVector {
             buffer,
-            _wide: wide,
+            wide,
             len,
             precision,
             as_x,

@@ -43,15 +43,23 @@ mod quant_upload;
 mod specialize;
 mod tiles;
 mod timing;
+mod transposed;
 mod tuning;
 
 use half::f16;
 
-use super::{Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision};
+use macko_format::SparseVector;
+
+use super::{
+    Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, SparseInput,
+    UNSUPPORTED_TRANSPOSED,
+};
+use crate::error::Error;
 use crate::error::Result;
 
 pub(crate) use backend::WgpuBackend;
 pub(crate) use memory::{GpuMatrix, GpuVector};
+pub(crate) use transposed::GpuSparseVector;
 
 #[doc(hidden)]
 pub use kernel::{Kernel, KernelPath, QuantKey};
@@ -156,9 +164,10 @@ impl WgpuBackend {
 impl Backend for WgpuBackend {
     type Matrix = GpuMatrix;
     type Vector = GpuVector;
-    // No products with sparse inputs yet (issue 25 part B): sparse vectors are refused at
-    // upload, transposed products when queued (the trait's defaults).
-    type SparseVector = crate::backend::NoSparseVector;
+    // Sparse vectors are the x of transposed CSR products (transposed.rs); y = A·x with a
+    // sparse x is refused when queued (the trait's default), as are transposed products of
+    // the other formats and with a dense x.
+    type SparseVector = GpuSparseVector;
     type Plan = WgpuPlan;
 
     fn info(&self) -> DeviceInfo {
@@ -189,6 +198,25 @@ impl Backend for WgpuBackend {
         batch: usize,
     ) -> Result<()> {
         self.spmv_impl(a, x, y, batch)
+    }
+
+    fn upload_sparse_vector(&self, x: &SparseVector) -> Result<GpuSparseVector> {
+        self.upload_sparse_vector_impl(x)
+    }
+
+    fn multiply_transposed(
+        &self,
+        a: &GpuMatrix,
+        x: SparseInput<'_, GpuVector, GpuSparseVector>,
+        y: &mut GpuVector,
+    ) -> Result<()> {
+        match x {
+            SparseInput::Sparse(x) => self.transposed_sparse_x_impl(a, x, y),
+            SparseInput::Dense(_) => Err(Error::Unsupported {
+                backend: BackendKind::Wgpu,
+                what: UNSUPPORTED_TRANSPOSED,
+            }),
+        }
     }
 
     fn plan(&self, a: &GpuMatrix) -> Result<WgpuPlan> {

@@ -282,6 +282,10 @@ pub(super) struct Pipelines {
     /// as the transposition writes it (uniform, XT).
     pub batch_read: wgpu::BindGroupLayout,
     pub batch_write: wgpu::BindGroupLayout,
+    /// A sparse x (kernels of transposed products): uniform, indices, f32 values at bindings
+    /// 2..4 of group 1, clear of the dense x's bindings in common.wgsl.
+    pub sparse_x: wgpu::BindGroupLayout,
+    sparse_transposed_layout: wgpu::PipelineLayout,
     sparse_layout: wgpu::PipelineLayout,
     dense_layout: wgpu::PipelineLayout,
     stream_layout: wgpu::PipelineLayout,
@@ -350,6 +354,10 @@ impl Pipelines {
                 ],
             );
             let batch_write = bgl("chunk (write)", &[uniform(0), storage(1, false)]);
+            let sparse_x = bgl(
+                "sparse x",
+                &[uniform(2), storage(3, true), storage(4, true)],
+            );
             let layout = |label: &str, groups: &[Option<&wgpu::BindGroupLayout>]| {
                 d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                     label: Some(label),
@@ -358,6 +366,10 @@ impl Pipelines {
                 })
             };
             let sparse_layout = layout("sparse product", &[Some(&sparse), Some(&x), Some(&y)]);
+            let sparse_transposed_layout = layout(
+                "transposed sparse product",
+                &[Some(&sparse), Some(&sparse_x), Some(&y)],
+            );
             let dense_layout = layout("dense product", &[Some(&dense), Some(&x), Some(&y)]);
             let stream_layout = layout("stream", &[Some(&stream)]);
             let sparse_batch_layout = layout(
@@ -398,6 +410,8 @@ impl Pipelines {
                 y,
                 batch_read,
                 batch_write,
+                sparse_x,
+                sparse_transposed_layout,
                 sparse_layout,
                 dense_layout,
                 stream_layout,
@@ -435,6 +449,7 @@ impl Pipelines {
             MatrixLayout::QuantDense => &self.quant_dense_layout,
             MatrixLayout::QuantSparseBatch => &self.quant_sparse_batch_layout,
             MatrixLayout::QuantDenseBatch => &self.quant_dense_batch_layout,
+            MatrixLayout::SparseTransposed => &self.sparse_transposed_layout,
         };
         let int4 = key.quant.is_some_and(|q| q.int4);
         let source = kernel.source(key.x_form.is_f16(), int4);

@@ -388,7 +388,8 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         | Kernel::DenseBatch
         | Kernel::QuantMackoBatch
         | Kernel::QuantDenseBatch
-        | Kernel::BatchTranspose => return plain(spread(1)),
+        | Kernel::BatchTranspose
+        | Kernel::CsrTransposed => return plain(spread(1)),
     }
     let (cols, fill) = (stats.cols, stats.fill);
     // The quantized kernel stages x whole or not at all (its binding 4 holds the scales, not

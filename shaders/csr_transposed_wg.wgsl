@@ -1,0 +1,135 @@
+// Transposed CSR product with a sparse x, y = Aᵀ·x (common.wgsl is prepended). See
+// shaders/README.md, "Transposed products with a sparse x".
+//
+// x's non-zeros select rows of A; only those rows are read. Each workgroup owns a tile of TILE
+// consecutive columns of y and keeps their sums in workgroup memory: it walks x's entries in
+// order and, for each selected row, finds the row's entries inside its tile by binary search
+// (CSR columns increase within a row) and adds x_i·A[i, c] into its tile, its invocations
+// striding over those entries. A row's columns are distinct, so within one row no two
+// invocations add into one slot, and a barrier after each row orders the rows: every y[c] is the
+// sum of its terms in x's order, the same on every run and every device, with no atomics.
+//
+// Row blocks: a split matrix is one dispatch per block, in order. Block 0 starts the sums at
+// zero; later blocks resume from what the previous block left (y itself for f32 output, y's f32
+// copy for f16 output, unrounded); the last block (its rows end at x's length) rounds an f16
+// output once.
+
+@group(0) @binding(0) var<uniform> params: MatrixParams;
+@group(0) @binding(1) var<storage, read> row_ptr: array<u32>;
+@group(0) @binding(2) var<storage, read> values: array<u32>;
+@group(0) @binding(3) var<storage, read> col_idx: array<u32>;
+
+// The sparse x (group 1 at bindings 2..4, clear of common.wgsl's dense x at 0 and 1).
+struct SparseXParams {
+    // Stored entries (indices increasing, values non-zero).
+    nnz: u32,
+    // Elements of x, stored or not: the rows of the whole matrix.
+    len: u32,
+    unused0: u32,
+    unused1: u32,
+}
+@group(1) @binding(2) var<uniform> sx: SparseXParams;
+@group(1) @binding(3) var<storage, read> sx_index: array<u32>;
+@group(1) @binding(4) var<storage, read> sx_value: array<f32>;
+
+const WORKGROUP: u32 = 64u;
+// Columns of y one workgroup owns (even, so an f16 output word is never shared).
+const TILE: u32 = 256u;
+
+var<workgroup> acc: array<f32, TILE>;
+
+// The first entry in [lo, hi) of the block's arrays whose column is at least c (hi if none).
+fn lower_bound(lo0: u32, hi0: u32, c: u32) -> u32 {
+    var lo = lo0;
+    var hi = hi0;
+    loop {
+        if lo >= hi {
+            break;
+        }
+        let mid = lo + (hi - lo) / 2u;
+        if col_idx[mid] < c {
+            lo = mid + 1u;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn main(
+    @builtin(local_invocation_index) t: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let c0 = (wid.x + wid.y * nwg.x) * TILE;
+    if c0 >= params.cols {
+        return;
+    }
+    let c1 = min(c0 + TILE, params.cols);
+    let first = params.slot == 0u;
+    let last = params.row_offset + params.rows == sx.len;
+    for (var k = t; k < TILE; k += WORKGROUP) {
+        let c = c0 + k;
+        var v = 0.0;
+        if !first && c < c1 {
+            if Y_F16 {
+                v = y_wide[c];
+            } else {
+                v = bitcast<f32>(atomicLoad(&y[c]));
+            }
+        }
+        acc[k] = v;
+    }
+    workgroupBarrier();
+    let r0 = params.row_offset;
+    for (var n = 0u; n < sx.nnz; n++) {
+        let i = sx_index[n];
+        if i >= r0 && i < r0 + params.rows {
+            let xv = sx_value[n];
+            let r = i - r0;
+            let lo = lower_bound(row_ptr[r], row_ptr[r + 1u], c0);
+            let hi = lower_bound(lo, row_ptr[r + 1u], c1);
+            for (var j = lo + t; j < hi; j += WORKGROUP) {
+                let bits = (values[j >> 1u] >> ((j & 1u) * 16u)) & 0xffffu;
+                // A stored zero adds nothing, even where x is NaN or ±∞.
+                if (bits & 0x7fffu) != 0u {
+                    let k = col_idx[j] - c0;
+                    acc[k] += unpack2x16float(bits).x * xv;
+                }
+            }
+        }
+        workgroupBarrier();
+    }
+    if Y_F16 {
+        // One word (two columns) per step: the tile starts at an even column.
+        for (var w = t; w < TILE / 2u; w += WORKGROUP) {
+            let c = c0 + 2u * w;
+            if c < c1 {
+                let a = acc[2u * w];
+                let b = select(0.0, acc[2u * w + 1u], c + 1u < c1);
+                if last {
+                    let lo_bits = f32_to_f16_bits(a);
+                    let hi_bits = f32_to_f16_bits(b);
+                    atomicStore(&y[c >> 1u], lo_bits | (hi_bits << 16u));
+                    y_wide[c] = unpack2x16float(lo_bits).x;
+                    if c + 1u < c1 {
+                        y_wide[c + 1u] = unpack2x16float(hi_bits).x;
+                    }
+                } else {
+                    y_wide[c] = a;
+                    if c + 1u < c1 {
+                        y_wide[c + 1u] = b;
+                    }
+                }
+            }
+        }
+    } else {
+        for (var k = t; k < TILE; k += WORKGROUP) {
+            let c = c0 + k;
+            if c < c1 {
+                atomicStore(&y[c], bitcast<u32>(acc[k]));
+            }
+        }
+    }
+}

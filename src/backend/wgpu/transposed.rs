@@ -1,0 +1,138 @@
+//! Transposed products with a sparse x, y = Aᵀ·x (shaders/csr_transposed_wg.wgsl; shaders/README.md,
+//! "Transposed products with a sparse x"): the sparse vector on the device and the recording of
+//! its products. CSR matrices only so far; the other formats and a dense x are refused with
+//! `Error::Unsupported` (`UNSUPPORTED_TRANSPOSED`).
+
+use bytemuck::{Pod, Zeroable};
+use macko_format::SparseVector;
+
+use crate::backend::{BackendKind, Precision, UNSUPPORTED_TRANSPOSED};
+use crate::error::{Error, Result};
+
+use super::backend::WgpuBackend;
+use super::gpu::lock;
+use super::kernel::Kernel;
+use super::launch::MAX_PENDING_PRODUCTS;
+use super::memory::{to_u32, GpuMatrix, GpuVector};
+use super::pipelines::PipelineKey;
+
+/// Columns of y one workgroup of the transposed kernel owns (TILE in csr_transposed_wg.wgsl).
+const TILE: u32 = 256;
+
+/// What the transposed kernel reads about a sparse x (SparseXParams in csr_transposed_wg.wgsl).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Pod, Zeroable)]
+struct SparseXParams {
+    nnz: u32,
+    len: u32,
+    unused: [u32; 2],
+}
+
+/// A sparse vector on the device: its non-zero entries (the ±0 ones dropped at upload, as on
+/// the CPU), indices increasing and values widened to f32 once, bound as group 1 of the
+/// transposed kernel. The buffers live in the bind group.
+pub(crate) struct GpuSparseVector {
+    group: wgpu::BindGroup,
+}
+
+impl WgpuBackend {
+    pub(super) fn upload_sparse_vector_impl(&self, x: &SparseVector) -> Result<GpuSparseVector> {
+        self.gpu.check()?;
+        let len = to_u32(x.len(), "length of a sparse vector")?;
+        let (mut index, mut value) = (Vec::new(), Vec::new());
+        for (i, v) in x.entries().filter(|(_, v)| !macko_format::is_zero(*v)) {
+            // i < len, which fits u32.
+            index.push(i as u32);
+            value.push(v.to_f32());
+        }
+        let params = SparseXParams {
+            nnz: to_u32(index.len(), "entries of a sparse vector")?,
+            len,
+            unused: [0; 2],
+        };
+        let params = self.gpu.upload(
+            bytemuck::bytes_of(&params),
+            wgpu::BufferUsages::UNIFORM,
+            "sparse x parameters",
+        )?;
+        let index = self.storage(bytemuck::cast_slice(&index), "sparse x indices")?;
+        let value = self.storage(bytemuck::cast_slice(&value), "sparse x values")?;
+        let group = self.bind_group(
+            &self.pipelines.sparse_x,
+            &[(2, &params), (3, &index), (4, &value)],
+            "sparse x",
+        )?;
+        Ok(GpuSparseVector { group })
+    }
+
+    /// Queues y = Aᵀ·x for a CSR `a` and a sparse `x` (shapes checked by the device layer):
+    /// one dispatch per row block, in order, each over every column tile of y.
+    pub(super) fn transposed_sparse_x_impl(
+        &self,
+        a: &GpuMatrix,
+        x: &GpuSparseVector,
+        y: &GpuVector,
+    ) -> Result<()> {
+        self.gpu.check()?;
+        if !matches!(a.plan.kernel, Kernel::CsrSubgroup | Kernel::CsrWorkgroup) {
+            return Err(Error::Unsupported {
+                backend: BackendKind::Wgpu,
+                what: UNSUPPORTED_TRANSPOSED,
+            });
+        }
+        let mut pending = lock(&self.pending);
+        if a.blocks.is_empty() {
+            // No rows: y = 0, written after whatever is queued before it.
+            self.flush(&mut pending)?;
+            let zeros = vec![0u8; y.buffer.size() as usize];
+            self.gpu.write(&y.buffer, &zeros, "zero y")?;
+            if let Some(wide) = &y.wide {
+                let zeros = vec![0u8; wide.size() as usize];
+                self.gpu.write(wide, &zeros, "zero y (f32 copy)")?;
+            }
+            return Ok(());
+        }
+        let tiles = to_u32(y.len.div_ceil(TILE as usize), "column tiles of y")?;
+        let max_dim = self.caps.max_workgroups_per_dim.max(1);
+        let gx = tiles.clamp(1, max_dim);
+        let gy = tiles.div_ceil(gx);
+        if gy > max_dim {
+            return Err(Error::TooLarge {
+                backend: BackendKind::Wgpu,
+                what: format!("column tiles of a transposed product ({} columns)", y.len),
+                needed: u64::from(tiles),
+                limit: u64::from(max_dim) * u64::from(max_dim),
+            });
+        }
+        let key = PipelineKey::plain(Kernel::CsrTransposed, y.precision == Precision::F16);
+        let pipeline = self.pipelines.get(&self.gpu, key)?;
+        let pass = pending.pass(&self.gpu);
+        pass.set_pipeline(&pipeline);
+        pass.set_bind_group(1, &x.group, &[]);
+        pass.set_bind_group(2, &y.as_y, &[]);
+        for block in &a.blocks {
+            pass.set_bind_group(0, &block.bind_group, &[]);
+            pass.dispatch_workgroups(gx, gy, 1);
+        }
+        pending.products += 1;
+        if pending.products >= MAX_PENDING_PRODUCTS {
+            self.flush(&mut pending)?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Kernel, TILE};
+
+    /// The tile and workgroup the dispatch is sized with are the kernel's.
+    #[test]
+    fn the_tile_and_workgroup_match_the_shader() {
+        let wgsl = include_str!("../../../shaders/csr_transposed_wg.wgsl");
+        assert!(wgsl.contains(&format!("const TILE: u32 = {TILE}u;")));
+        let wg = Kernel::CsrTransposed.workgroup_size();
+        assert!(wgsl.contains(&format!("const WORKGROUP: u32 = {wg}u;")));
+        assert_eq!(TILE % 2, 0, "an f16 word of y must not straddle two tiles");
+    }
+}
