@@ -237,6 +237,23 @@ pub const BATCH_MMA: KernelSource = KernelSource {
 /// Every kernel file loaded when the backend opens.
 pub const KERNELS: [KernelSource; 6] = [MACKO, CSR, DENSE, STREAM, BATCH, BATCH_MMA];
 
+/// The transposed CSR product with a sparse x, y = Aᵀ·x (kernels/transposed.cu: zeroing of the
+/// f32 sums, the scatter with f32 atomicAdd, the rounding of an f16 y). Not in [`KERNELS`] and
+/// not loaded by the backend yet (issue 25 part B: it refuses these products with
+/// `Error::Unsupported` until the kernel has run on a GPU); compiled by tests/cuda_kernels.rs.
+pub const TRANSPOSED: KernelSource = KernelSource {
+    file: "transposed.cu",
+    source: include_str!("../../../kernels/transposed.cu"),
+    variant: "",
+    defines: &[],
+    headers: &[],
+    entries: &[
+        "transposed_zero",
+        "csr_transposed_sparse_x",
+        "transposed_finish_f16",
+    ],
+};
+
 /// 2:4 structured sparsity, single vector and few-token (kernels/sparse24.cu). Not in
 /// [`KERNELS`]: compiled and loaded on the first upload of a 2:4 matrix (`cuda/sparse24.rs`),
 /// so opening the backend pays nothing for it.
@@ -551,7 +568,11 @@ mod tests {
 
     #[test]
     fn every_kernel_file_declares_its_entries() {
-        for k in KERNELS.iter().chain(&QUANT_KERNELS).chain([&SPARSE24]) {
+        for k in KERNELS
+            .iter()
+            .chain(&QUANT_KERNELS)
+            .chain([&SPARSE24, &TRANSPOSED])
+        {
             for e in k.entries {
                 assert!(
                     k.source.contains(&format!("({e},")) || k.source.contains(&format!(" {e}(")),
