@@ -16,7 +16,7 @@ override WORKGROUP: u32 = 128u;
 // Entry i of the row's entries ..e, if i < e and its value is not ±0.
 fn entry_batch(i: u32, e: u32) {
     let k = min(i, e - 1u);
-    let bits = (values[k >> 1u] >> ((k & 1u) * 16u)) & 0xffffu;
+    let bits = csr_value_bits(k);
     let live = i < e && (bits & 0x7fffu) != 0u;
     add_entry(
         select(0.0, unpack2x16float(bits).x, live),

@@ -15,7 +15,7 @@ var<workgroup> partial: array<array<vec4<f32>, 4>, WORKGROUP>;
 
 // Entry i (below the row's end), unless its value is ±0.
 fn entry_batch(i: u32) {
-    let bits = (values[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu;
+    let bits = csr_value_bits(i);
     let live = (bits & 0x7fffu) != 0u;
     add_entry(
         select(0.0, unpack2x16float(bits).x, live),

@@ -18,7 +18,7 @@ const WORKGROUP: u32 = 128u;
 
 // Entry i's product, or an exact 0 for a zero-valued entry.
 fn term(i: u32) -> f32 {
-    let bits = (values[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu;
+    let bits = csr_value_bits(i);
     let live = (bits & 0x7fffu) != 0u;
     let c = select(0u, col_idx[i], live);
     return select(0.0, unpack2x16float(bits).x * load_x(c), live);

@@ -91,7 +91,7 @@ fn main(
             let lo = lower_bound(row_ptr[r], row_ptr[r + 1u], c0);
             let hi = lower_bound(lo, row_ptr[r + 1u], c1);
             for (var j = lo + t; j < hi; j += WORKGROUP) {
-                let bits = (values[j >> 1u] >> ((j & 1u) * 16u)) & 0xffffu;
+                let bits = csr_value_bits(j);
                 // A stored zero adds nothing, even where x is NaN or ±∞.
                 if (bits & 0x7fffu) != 0u {
                     let k = col_idx[j] - c0;

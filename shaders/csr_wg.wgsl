@@ -13,7 +13,7 @@ const WORKGROUP: u32 = 64u;
 var<workgroup> partial: array<f32, WORKGROUP>;
 
 fn term(i: u32) -> f32 {
-    let bits = (values[i >> 1u] >> ((i & 1u) * 16u)) & 0xffffu;
+    let bits = csr_value_bits(i);
     let live = (bits & 0x7fffu) != 0u;
     let c = select(0u, col_idx[i], live);
     return select(0.0, unpack2x16float(bits).x * load_x(c), live);

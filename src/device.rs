@@ -279,8 +279,8 @@ impl Device {
         Ok(())
     }
 
-    /// Copies a matrix of any format to the device (the GPU backends refuse the formats they
-    /// have no kernel for yet, 2:4 and homogeneous CSR, with [`Error::Unsupported`]).
+    /// Copies a matrix of any format to the device (CUDA refuses homogeneous CSR, which it has
+    /// no kernel for yet, with [`Error::Unsupported`]).
     pub fn upload<'a>(&self, m: impl Into<MatrixRef<'a>>) -> Result<DeviceMatrix> {
         let m = m.into();
         self.wrap_matrix(m, self.backend.upload_matrix(m)?)

@@ -128,11 +128,11 @@ fn check_products(
 }
 
 /// Whether `dev` has a kernel for y = Aᵀ·x with a sparse x and A in `format` (so must not
-/// refuse it): the CPU for every format, wgpu for CSR.
+/// refuse it): the CPU for every format, wgpu for CSR and homogeneous CSR.
 fn transposed_sparse_x_built(dev: &Device, format: MatrixKind) -> bool {
     match dev.kind() {
         BackendKind::Cpu => true,
-        BackendKind::Wgpu => format == MatrixKind::Csr,
+        BackendKind::Wgpu => matches!(format, MatrixKind::Csr | MatrixKind::HomogeneousCsr),
         BackendKind::Cuda => false,
     }
 }

@@ -246,6 +246,24 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
     } else {
         &[&[]]
     };
+    // The CSR kernels: HOMOGENEOUS both ways (csr.wgsl); nothing for the others.
+    let homogeneous: &[Option<f64>] = if has("HOMOGENEOUS") {
+        &[Some(0.0), Some(1.0)]
+    } else {
+        &[None]
+    };
+    let with_homogeneous = |constants: &naga::back::PipelineConstants| {
+        homogeneous
+            .iter()
+            .map(|h| {
+                let mut c = constants.clone();
+                if let Some(h) = h {
+                    c.insert("HOMOGENEOUS".to_string(), *h);
+                }
+                c
+            })
+            .collect::<Vec<_>>()
+    };
     // Few-token kernels: every chunk width, and X_TILED both ways for MACKO.
     if has("W") {
         for (w, scale_mode) in [2.0, 4.0, 8.0, 16.0]
@@ -264,13 +282,15 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
                 if has("X_TILED") {
                     constants.insert("X_TILED".to_string(), tiled);
                 }
-                naga::back::pipeline_constants::process_overrides(
-                    &module,
-                    &info,
-                    Some((naga::ShaderStage::Compute, "main")),
-                    &constants,
-                )
-                .map_err(|e| format!("{name}: {constants:?}: {e}"))?;
+                for constants in with_homogeneous(&constants) {
+                    naga::back::pipeline_constants::process_overrides(
+                        &module,
+                        &info,
+                        Some((naga::ShaderStage::Compute, "main")),
+                        &constants,
+                    )
+                    .map_err(|e| format!("{name}: {constants:?}: {e}"))?;
+                }
             }
         }
         return Ok(());
@@ -283,13 +303,15 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
                 for (k, v) in x_mode.iter() {
                     constants.insert(k.to_string(), *v);
                 }
-                naga::back::pipeline_constants::process_overrides(
-                    &module,
-                    &info,
-                    Some((naga::ShaderStage::Compute, "main")),
-                    &constants,
-                )
-                .map_err(|e| format!("{name}: {constants:?}: {e}"))?;
+                for constants in with_homogeneous(&constants) {
+                    naga::back::pipeline_constants::process_overrides(
+                        &module,
+                        &info,
+                        Some((naga::ShaderStage::Compute, "main")),
+                        &constants,
+                    )
+                    .map_err(|e| format!("{name}: {constants:?}: {e}"))?;
+                }
             }
         }
     }

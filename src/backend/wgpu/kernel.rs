@@ -129,9 +129,8 @@ pub(super) const STREAM_WORKGROUP: u32 = 256;
 pub(super) const STREAM_UNROLL: u32 = 4;
 
 impl Kernel {
-    /// The kernel multiplying `format` on `path`. Homogeneous CSR matrices are refused at
-    /// upload (`Error::Unsupported`) until their kernels exist, so they never reach a plan;
-    /// they are grouped with CSR, whose layout they share but for the values.
+    /// The kernel multiplying `format` on `path`. Homogeneous CSR matrices share CSR's kernels,
+    /// built with `HOMOGENEOUS` (csr.wgsl: one weight for every entry).
     pub fn for_product(format: MatrixKind, path: KernelPath) -> Self {
         match (format, path) {
             (MatrixKind::Macko, KernelPath::Subgroup) => Kernel::MackoSubgroup,
@@ -210,8 +209,8 @@ impl Kernel {
             Kernel::MackoWorkgroup => {
                 kernel_source!("macko.wgsl", "macko_x_words.wgsl", "macko_wg.wgsl")
             }
-            Kernel::CsrSubgroup => kernel_source!("csr_sg.wgsl"),
-            Kernel::CsrWorkgroup => kernel_source!("csr_wg.wgsl"),
+            Kernel::CsrSubgroup => kernel_source!("csr.wgsl", "csr_sg.wgsl"),
+            Kernel::CsrWorkgroup => kernel_source!("csr.wgsl", "csr_wg.wgsl"),
             Kernel::Sparse24Subgroup => kernel_source!("sparse24.wgsl", "sparse24_sg.wgsl"),
             Kernel::Sparse24Workgroup => kernel_source!("sparse24.wgsl", "sparse24_wg.wgsl"),
             Kernel::DenseSubgroup => kernel_source!("dense_sg.wgsl"),
@@ -231,8 +230,12 @@ impl Kernel {
                 "macko_batch.wgsl",
                 "macko_batch_wg.wgsl"
             ),
-            Kernel::CsrBatchSubgroup => kernel_source!("batch.wgsl", "csr_batch_sg.wgsl"),
-            Kernel::CsrBatchWorkgroup => kernel_source!("batch.wgsl", "csr_batch_wg.wgsl"),
+            Kernel::CsrBatchSubgroup => {
+                kernel_source!("csr.wgsl", "batch.wgsl", "csr_batch_sg.wgsl")
+            }
+            Kernel::CsrBatchWorkgroup => {
+                kernel_source!("csr.wgsl", "batch.wgsl", "csr_batch_wg.wgsl")
+            }
             Kernel::Sparse24BatchSubgroup => {
                 kernel_source!("sparse24.wgsl", "batch.wgsl", "sparse24_batch_sg.wgsl")
             }
@@ -297,7 +300,7 @@ impl Kernel {
                 "quant_batch.wgsl",
                 "quant_dense_batch_wg.wgsl"
             ),
-            Kernel::CsrTransposed => kernel_source!("csr_transposed_wg.wgsl"),
+            Kernel::CsrTransposed => kernel_source!("csr.wgsl", "csr_transposed_wg.wgsl"),
         }
     }
 

@@ -120,6 +120,8 @@ pub(super) struct PipelineKey {
     pub width: u32,
     /// Quantized kernels: the width of the codes and the scale layout (`None` for the others).
     pub quant: Option<QuantKey>,
+    /// CSR kernels of a homogeneous CSR matrix (`HOMOGENEOUS`, shaders/csr.wgsl).
+    pub homogeneous: bool,
 }
 
 impl PipelineKey {
@@ -139,6 +141,7 @@ impl PipelineKey {
             half_rows: false,
             width: 0,
             quant: None,
+            homogeneous: false,
         }
     }
 
@@ -160,6 +163,9 @@ impl PipelineKey {
         let mut c = Vec::new();
         if self.kernel.writes_y() {
             c.push(("Y_F16", flag(self.y_f16)));
+        }
+        if self.homogeneous {
+            c.push(("HOMOGENEOUS", 1.0));
         }
         if let Some(q) = self.quant {
             c.push(("PER_GROUP", flag(q.per_group)));
@@ -222,6 +228,9 @@ impl PipelineKey {
         }
         if self.y_f16 {
             what += " (f16 y)";
+        }
+        if self.homogeneous {
+            what += " (homogeneous CSR)";
         }
         if self.x_words > 0 {
             what += &format!(

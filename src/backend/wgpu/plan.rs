@@ -181,6 +181,9 @@ pub struct WgpuPlan {
     /// Quantized matrices: the codes' width and the scale layout their kernels are built for
     /// (set by the upload, `WgpuPlan::quantized`; `None` for the other formats).
     pub quant: Option<QuantKey>,
+    /// A homogeneous CSR matrix: CSR's kernels built with `HOMOGENEOUS` (shaders/csr.wgsl),
+    /// the values binding holding the one weight.
+    pub homogeneous: bool,
 }
 
 impl WgpuPlan {
@@ -232,6 +235,7 @@ impl WgpuPlan {
             aligned_rows: self.aligned_rows,
             half_rows: self.half_rows,
             quant: self.quant,
+            homogeneous: self.homogeneous,
         }
     }
 }
@@ -353,6 +357,7 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         gather_probe: false,
         batch: Vec::new(),
         quant: None,
+        homogeneous: stats.format == MatrixKind::HomogeneousCsr,
     };
     // Enough subgroups for every row to start at once (assuming the smallest subgroups, so the
     // most of them), capped by the dispatch limit; subgroups loop over rows beyond that.
@@ -443,6 +448,7 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         gather_probe: !quant && tuning.gather_probe && x != XStaging::Memory && x_form.is_f16(),
         batch: Vec::new(),
         quant: None,
+        homogeneous: false,
     }
 }
 
@@ -476,6 +482,8 @@ pub struct BatchPlan {
     pub x_tiled: bool,
     /// Quantized matrices: as `WgpuPlan::quant`.
     pub quant: Option<QuantKey>,
+    /// Homogeneous CSR: as `WgpuPlan::homogeneous`.
+    pub homogeneous: bool,
 }
 
 impl BatchPlan {
@@ -488,6 +496,7 @@ impl BatchPlan {
         };
         PipelineKey {
             quant: self.quant,
+            homogeneous: self.homogeneous,
             ..PipelineKey::batch(self.kernel, y_f16, self.width, workgroup, self.x_tiled)
         }
     }
@@ -547,6 +556,7 @@ pub fn batch_plan(plan: &WgpuPlan, caps: &WgpuCaps, tuning: &WgpuTuning, width: 
         grid,
         x_tiled: matches!(plan.x, XStaging::Tiles(_)),
         quant: plan.quant,
+        homogeneous: plan.homogeneous,
     }
 }
 

@@ -556,6 +556,7 @@ fn default_plans_on_the_benchmark_shapes() {
             // Checked on their own (batch_plan_tests.rs).
             batch: got.batch.clone(),
             quant: None,
+            homogeneous: false,
         };
         assert_eq!(got, want, "{c:?}, {rows}×{cols}, fill {fill}");
     }

@@ -1,7 +1,7 @@
 //! Transposed products with a sparse x, y = Aᵀ·x (shaders/csr_transposed_wg.wgsl; shaders/README.md,
 //! "Transposed products with a sparse x"): the sparse vector on the device and the recording of
-//! its products. CSR matrices only so far; the other formats and a dense x are refused with
-//! `Error::Unsupported` (`UNSUPPORTED_TRANSPOSED`).
+//! its products. CSR and homogeneous CSR matrices only so far; the other formats and a dense x
+//! are refused with `Error::Unsupported` (`UNSUPPORTED_TRANSPOSED`).
 
 use bytemuck::{Pod, Zeroable};
 use macko_format::SparseVector;
@@ -65,7 +65,7 @@ impl WgpuBackend {
         Ok(GpuSparseVector { group })
     }
 
-    /// Queues y = Aᵀ·x for a CSR `a` and a sparse `x` (shapes checked by the device layer):
+    /// Queues y = Aᵀ·x for a CSR (or homogeneous CSR) `a` and a sparse `x` (shapes checked by the device layer):
     /// one dispatch per row block, in order, each over every column tile of y.
     pub(super) fn transposed_sparse_x_impl(
         &self,
@@ -104,7 +104,10 @@ impl WgpuBackend {
                 limit: u64::from(max_dim) * u64::from(max_dim),
             });
         }
-        let key = PipelineKey::plain(Kernel::CsrTransposed, y.precision == Precision::F16);
+        let key = PipelineKey {
+            homogeneous: a.plan.homogeneous,
+            ..PipelineKey::plain(Kernel::CsrTransposed, y.precision == Precision::F16)
+        };
         let pipeline = self.pipelines.get(&self.gpu, key)?;
         let pass = pending.pass(&self.gpu);
         pass.set_pipeline(&pipeline);
