@@ -506,6 +506,41 @@ fn the_regime_of_the_issue_agrees() {
     }
 }
 
+/// wgpu's transposed CSR product sums each y[c] in x's order (shaders/README.md, "Transposed
+/// products with a sparse x"), so its f32 y is the same bit for bit on every run and on every
+/// wgpu configuration, the split into row blocks of 64 KiB bindings included.
+#[test]
+fn wgpu_transposed_sparse_x_is_deterministic_across_runs_and_row_blocks() {
+    let (rows, cols) = (3000usize, 700usize);
+    let dense = random_dense(rows, cols, 0.05, 3100);
+    let csr = CsrMatrix::from_dense(&dense).unwrap();
+    let x = SparseVector::from_dense(&sparse_dense_x(rows, 0.3, 31)).unwrap();
+    let r = reference::spmv_transposed_sparse_x(MatrixRef::from(&csr), &x).unwrap();
+    let mut first: Option<(String, Vec<u32>)> = None;
+    for (label, dev) in devices_under_test() {
+        if dev.kind() != BackendKind::Wgpu {
+            continue;
+        }
+        let a = dev.upload(&csr).unwrap();
+        let xd = dev.upload_sparse_vector(&x).unwrap();
+        for run in 0..2 {
+            let mut y = dev.zeros(cols, Precision::F32).unwrap();
+            dev.spmv_transposed_sparse_x(&a, &xd, &mut y).unwrap();
+            let got = dev.download(&y).unwrap();
+            assert_agrees(&label, "Aᵀ·x, x sparse", &r, &got);
+            let bits: Vec<u32> = got.to_f32().iter().map(|v| v.to_bits()).collect();
+            match &first {
+                None => first = Some((label.clone(), bits)),
+                Some((l0, b0)) => assert!(
+                    *b0 == bits,
+                    "{label} (run {run}) differs from {l0} in {} of {cols} columns",
+                    b0.iter().zip(&bits).filter(|(a, b)| a != b).count()
+                ),
+            }
+        }
+    }
+}
+
 #[test]
 fn homogeneous_csr_multiplies_like_its_csr_and_round_trips_through_a_file() {
     let dense = random_dense(50, 70, 0.2, 2900);
