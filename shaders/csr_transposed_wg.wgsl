@@ -1,5 +1,5 @@
-// Transposed CSR product with a sparse x, y = Aᵀ·x (common.wgsl is prepended). See
-// shaders/README.md, "Transposed products with a sparse x".
+// Transposed CSR product y = Aᵀ·x, x sparse or dense (common.wgsl and csr.wgsl are prepended).
+// See shaders/README.md, "Transposed products with a sparse x".
 //
 // x's non-zeros select rows of A; only those rows are read. Each workgroup owns a tile of TILE
 // consecutive columns of y and keeps their sums in workgroup memory: it walks x's entries in
@@ -9,10 +9,15 @@
 // invocations add into one slot, and a barrier after each row orders the rows: every y[c] is the
 // sum of its terms in x's order, the same on every run and every device, with no atomics.
 //
+// x is a sparse vector (group 1 at bindings 2..4), or with DENSE_X the dense x of common.wgsl
+// (its f32 copy), whose block rows are walked in order, its ±0 elements skipped.
+//
 // Row blocks: a split matrix is one dispatch per block, in order. Block 0 starts the sums at
 // zero; later blocks resume from what the previous block left (y itself for f32 output, y's f32
-// copy for f16 output, unrounded); the last block (its rows end at x's length) rounds an f16
-// output once.
+// copy for f16 output, unrounded); the last block (its rows end at params.stride, the rows of
+// the whole matrix) rounds an f16 output once.
+
+override DENSE_X: bool = false;
 
 @group(0) @binding(0) var<uniform> params: MatrixParams;
 @group(0) @binding(1) var<storage, read> row_ptr: array<u32>;
@@ -23,10 +28,9 @@
 struct SparseXParams {
     // Stored entries (indices increasing, values non-zero).
     nnz: u32,
-    // Elements of x, stored or not: the rows of the whole matrix.
-    len: u32,
     unused0: u32,
     unused1: u32,
+    unused2: u32,
 }
 @group(1) @binding(2) var<uniform> sx: SparseXParams;
 @group(1) @binding(3) var<storage, read> sx_index: array<u32>;
@@ -68,7 +72,7 @@ fn main(
     }
     let c1 = min(c0 + TILE, params.cols);
     let first = params.slot == 0u;
-    let last = params.row_offset + params.rows == sx.len;
+    let last = params.row_offset + params.rows == params.stride;
     for (var k = t; k < TILE; k += WORKGROUP) {
         let c = c0 + k;
         var v = 0.0;
@@ -83,10 +87,30 @@ fn main(
     }
     workgroupBarrier();
     let r0 = params.row_offset;
-    for (var n = 0u; n < sx.nnz; n++) {
-        let i = sx_index[n];
-        if i >= r0 && i < r0 + params.rows {
-            let xv = sx_value[n];
+    // An `if`, not a select: the branch DENSE_X rules out is removed before the driver sees
+    // the kernel, and with it every use of the x binding the pipeline does not have.
+    var count: u32;
+    if DENSE_X {
+        count = params.rows;
+    } else {
+        count = sx.nnz;
+    }
+    for (var n = 0u; n < count; n++) {
+        var i: u32;
+        var xv: f32;
+        if DENSE_X {
+            i = r0 + n;
+            xv = load_x(i);
+        } else {
+            i = sx_index[n];
+            xv = sx_value[n];
+        }
+        // ±0 is skipped, a NaN is not: compared by its bits, since WGSL lets a float
+        // comparison assume no NaN (and SPIR-V's ordered != calls NaN equal to 0). Uniform
+        // over the workgroup (loads of read-only memory at a uniform index), so the barrier
+        // inside is reached by every invocation or by none.
+        let live = (bitcast<u32>(xv) & 0x7fffffffu) != 0u;
+        if i >= r0 && i < r0 + params.rows && live {
             let r = i - r0;
             let lo = lower_bound(row_ptr[r], row_ptr[r + 1u], c0);
             let hi = lower_bound(lo, row_ptr[r + 1u], c1);
@@ -98,8 +122,8 @@ fn main(
                     acc[k] += unpack2x16float(bits).x * xv;
                 }
             }
+            workgroupBarrier();
         }
-        workgroupBarrier();
     }
     if Y_F16 {
         // One word (two columns) per step: the tile starts at an even column.

@@ -5,7 +5,7 @@
 //! checked against the f64 reference in both precisions. Cases: empty and all-zero x, NaN/∞ in
 //! x where A's rows (or columns) are empty or hold only padding, the 10 000 × 10 000 CSR regime
 //! of the issue, and an LLM down-projection after a ReLU. A product a device has a kernel for must
-//! agree (the CPU: all; wgpu: Aᵀ·x with a sparse x for CSR, `transposed_sparse_x_built`); the
+//! agree (the CPU: all; wgpu: Aᵀ·x for CSR and homogeneous CSR, `transposed_built`); the
 //! rest must be refused with `Error::Unsupported`.
 //!
 //! Also: the typed errors of `SparseVector::new` (with a proptest against a model of its
@@ -101,7 +101,13 @@ fn check_products(
         // y = Aᵀ·x, x dense.
         let x = dev.upload_vector(x_rows).unwrap();
         let mut y = dev.zeros(cols, precision).unwrap();
-        if or_refused(label, what, dev, dev.spmv_transposed(a, &x, &mut y)).is_some() {
+        let done = dev.spmv_transposed(a, &x, &mut y);
+        if transposed_built(dev, m.kind()) {
+            if let Err(e) = &done {
+                panic!("{label}, {what}: Aᵀ·x, x dense: {e}");
+            }
+        }
+        if or_refused(label, what, dev, done).is_some() {
             let got = dev.download(&y).unwrap();
             assert_agrees(label, &format!("{what}: Aᵀ·x, x dense"), &r_t, &got);
         }
@@ -112,7 +118,7 @@ fn check_products(
         };
         let mut y = dev.zeros(cols, precision).unwrap();
         let done = dev.spmv_transposed_sparse_x(a, &x, &mut y);
-        let done = if transposed_sparse_x_built(dev, m.kind()) {
+        let done = if transposed_built(dev, m.kind()) {
             if let Err(e) = done {
                 panic!("{label}, {what}: Aᵀ·x, x sparse: {e}");
             }
@@ -127,9 +133,9 @@ fn check_products(
     }
 }
 
-/// Whether `dev` has a kernel for y = Aᵀ·x with a sparse x and A in `format` (so must not
+/// Whether `dev` has a kernel for y = Aᵀ·x, x dense or sparse, with A in `format` (so must not
 /// refuse it): the CPU for every format, wgpu for CSR and homogeneous CSR.
-fn transposed_sparse_x_built(dev: &Device, format: MatrixKind) -> bool {
+fn transposed_built(dev: &Device, format: MatrixKind) -> bool {
     match dev.kind() {
         BackendKind::Cpu => true,
         BackendKind::Wgpu => matches!(format, MatrixKind::Csr | MatrixKind::HomogeneousCsr),
@@ -231,7 +237,7 @@ fn empty_and_all_zero_x_give_zeros() {
                     dev.zeros(50, Precision::F32).unwrap(),
                 ] {
                     let done = dev.spmv_transposed_sparse_x(&a, &xd, &mut y);
-                    if !transposed_sparse_x_built(&dev, m.kind()) {
+                    if !transposed_built(&dev, m.kind()) {
                         assert!(or_refused(&label, name, &dev, done).is_none(), "{name}");
                         continue;
                     }

@@ -246,19 +246,18 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
     } else {
         &[&[]]
     };
-    // The CSR kernels: HOMOGENEOUS both ways (csr.wgsl); nothing for the others.
-    let homogeneous: &[Option<f64>] = if has("HOMOGENEOUS") {
-        &[Some(0.0), Some(1.0)]
-    } else {
-        &[None]
-    };
+    // The CSR kernels: HOMOGENEOUS both ways (csr.wgsl), and for the transposed one DENSE_X
+    // both ways; nothing for the others.
+    let flags: Vec<&str> = ["HOMOGENEOUS", "DENSE_X"]
+        .into_iter()
+        .filter(|f| has(f))
+        .collect();
     let with_homogeneous = |constants: &naga::back::PipelineConstants| {
-        homogeneous
-            .iter()
-            .map(|h| {
+        (0..1u32 << flags.len())
+            .map(|bits| {
                 let mut c = constants.clone();
-                if let Some(h) = h {
-                    c.insert("HOMOGENEOUS".to_string(), *h);
+                for (k, flag) in flags.iter().enumerate() {
+                    c.insert(flag.to_string(), f64::from((bits >> k) & 1));
                 }
                 c
             })

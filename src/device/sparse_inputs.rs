@@ -1,9 +1,9 @@
 //! Products with a sparse input on a [`Device`] (docs/FORMAT.md, "Sparse vectors"): y = A·x
 //! with x a [`SparseVector`], and the transposed product y = Aᵀ·x with x dense or sparse, which
 //! reads only the rows of A that x's non-zeros select. The checks that do not depend on the
-//! backend happen here, as in device.rs; the CPU multiplies every format, wgpu has y = Aᵀ·x with a
-//! sparse x for CSR (shaders/README.md, "Transposed products with a sparse x"), and the GPU
-//! backends refuse the rest with `Error::Unsupported` until their kernels exist.
+//! backend happen here, as in device.rs; the CPU multiplies every format, wgpu has y = Aᵀ·x for
+//! CSR and homogeneous CSR (shaders/README.md, "Transposed products with a sparse x"), and the
+//! GPU backends refuse the rest with `Error::Unsupported` until their kernels exist.
 
 use macko_format::SparseVector;
 
@@ -121,8 +121,9 @@ impl Device {
     /// f32) one per column, y\[c\] = Σᵢ A\[i, c\]·x\[i\], accumulated in f32. Rows of A where x is
     /// ±0 contribute nothing and are not read: the CPU scans x for its non-zeros and reads only
     /// the rows they select, scattering each into y (`reference::spmv_transposed`). A sparse
-    /// format's zero values add nothing even where x is NaN or ±∞; dense is IEEE. The GPU
-    /// backends refuse it with [`Error::Unsupported`] (`what` =
+    /// format's zero values add nothing even where x is NaN or ±∞; dense is IEEE. wgpu multiplies
+    /// CSR and homogeneous CSR matrices (as [`Device::spmv_transposed_sparse_x`] does); its
+    /// other formats, and CUDA, refuse with [`Error::Unsupported`] (`what` =
     /// [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
     ///
     /// ```
@@ -181,7 +182,8 @@ impl Device {
     /// Enqueues y = Aᵀ·x for a sparse x of one element per row of A ([`Device::spmv_transposed`]
     /// with x given by its non-zeros): only the rows of A that x's stored non-zero entries name
     /// are read, so the bytes of A read scale with nnz(x) (`reference::spmv_transposed_sparse_x`).
-    /// y has one element per column. wgpu multiplies CSR matrices, one workgroup per tile of y's
+    /// y has one element per column. wgpu multiplies CSR and homogeneous CSR matrices, one
+    /// workgroup per tile of y's
     /// columns, with sums in a fixed order (no float atomics); its other formats, and CUDA,
     /// refuse with [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
     pub fn spmv_transposed_sparse_x(

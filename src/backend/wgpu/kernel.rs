@@ -77,6 +77,9 @@ pub enum Kernel {
     /// The transposed CSR product with a sparse x, y = Aᵀ·x (shaders/README.md, "Transposed
     /// products with a sparse x"): one path, workgroup memory and barriers only.
     CsrTransposed,
+    /// The same kernel with a dense x (`DENSE_X`), its zeros skipped: bound as the other
+    /// products are (the `Sparse` layout).
+    CsrTransposedDense,
 }
 
 /// What a quantized kernel's code depends on besides the kernel: the width of the codes (the
@@ -300,7 +303,9 @@ impl Kernel {
                 "quant_batch.wgsl",
                 "quant_dense_batch_wg.wgsl"
             ),
-            Kernel::CsrTransposed => kernel_source!("csr.wgsl", "csr_transposed_wg.wgsl"),
+            Kernel::CsrTransposed | Kernel::CsrTransposedDense => {
+                kernel_source!("csr.wgsl", "csr_transposed_wg.wgsl")
+            }
         }
     }
 
@@ -330,6 +335,7 @@ impl Kernel {
             Kernel::QuantMackoBatch => "quant_macko_batch_wg",
             Kernel::QuantDenseBatch => "quant_dense_batch_wg",
             Kernel::CsrTransposed => "csr_transposed_wg",
+            Kernel::CsrTransposedDense => "csr_transposed_wg (dense x)",
         }
     }
 
@@ -347,7 +353,7 @@ impl Kernel {
             Kernel::QuantMackoSubgroup => 128,
             Kernel::QuantMackoWorkgroup | Kernel::QuantMackoBatch | Kernel::QuantDenseBatch => 64,
             Kernel::QuantDenseSubgroup | Kernel::QuantDenseWorkgroup => 256,
-            Kernel::CsrTransposed => 64,
+            Kernel::CsrTransposed | Kernel::CsrTransposedDense => 64,
         }
     }
 
@@ -374,6 +380,7 @@ impl Kernel {
             Kernel::QuantMackoBatch => MatrixLayout::QuantSparseBatch,
             Kernel::QuantDenseBatch => MatrixLayout::QuantDenseBatch,
             Kernel::CsrTransposed => MatrixLayout::SparseTransposed,
+            Kernel::CsrTransposedDense => MatrixLayout::Sparse,
         }
     }
 

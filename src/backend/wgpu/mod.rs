@@ -50,11 +50,7 @@ use half::f16;
 
 use macko_format::SparseVector;
 
-use super::{
-    Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, SparseInput,
-    UNSUPPORTED_TRANSPOSED,
-};
-use crate::error::Error;
+use super::{Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, SparseInput};
 use crate::error::Result;
 
 pub(crate) use backend::WgpuBackend;
@@ -166,7 +162,7 @@ impl Backend for WgpuBackend {
     type Vector = GpuVector;
     // Sparse vectors are the x of transposed CSR products (transposed.rs); y = A·x with a
     // sparse x is refused when queued (the trait's default), as are transposed products of
-    // the other formats and with a dense x.
+    // the formats other than CSR and homogeneous CSR.
     type SparseVector = GpuSparseVector;
     type Plan = WgpuPlan;
 
@@ -210,13 +206,7 @@ impl Backend for WgpuBackend {
         x: SparseInput<'_, GpuVector, GpuSparseVector>,
         y: &mut GpuVector,
     ) -> Result<()> {
-        match x {
-            SparseInput::Sparse(x) => self.transposed_sparse_x_impl(a, x, y),
-            SparseInput::Dense(_) => Err(Error::Unsupported {
-                backend: BackendKind::Wgpu,
-                what: UNSUPPORTED_TRANSPOSED,
-            }),
-        }
+        self.transposed_impl(a, x, y)
     }
 
     fn plan(&self, a: &GpuMatrix) -> Result<WgpuPlan> {

@@ -167,6 +167,9 @@ impl PipelineKey {
         if self.homogeneous {
             c.push(("HOMOGENEOUS", 1.0));
         }
+        if self.kernel == Kernel::CsrTransposedDense {
+            c.push(("DENSE_X", 1.0));
+        }
         if let Some(q) = self.quant {
             c.push(("PER_GROUP", flag(q.per_group)));
             c.push(("SCALE_POW2", flag(q.pow2)));

@@ -394,7 +394,8 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         | Kernel::QuantMackoBatch
         | Kernel::QuantDenseBatch
         | Kernel::BatchTranspose
-        | Kernel::CsrTransposed => return plain(spread(1)),
+        | Kernel::CsrTransposed
+        | Kernel::CsrTransposedDense => return plain(spread(1)),
     }
     let (cols, fill) = (stats.cols, stats.fill);
     // The quantized kernel stages x whole or not at all (its binding 4 holds the scales, not

@@ -1,16 +1,16 @@
-//! Transposed products with a sparse x, y = Aᵀ·x (shaders/csr_transposed_wg.wgsl; shaders/README.md,
-//! "Transposed products with a sparse x"): the sparse vector on the device and the recording of
-//! its products. CSR and homogeneous CSR matrices only so far; the other formats and a dense x
-//! are refused with `Error::Unsupported` (`UNSUPPORTED_TRANSPOSED`).
+//! Transposed products y = Aᵀ·x, x sparse or dense (shaders/csr_transposed_wg.wgsl;
+//! shaders/README.md, "Transposed products with a sparse x"): the sparse vector on the device and
+//! the recording of the products. CSR and homogeneous CSR matrices only so far; the other
+//! formats are refused with `Error::Unsupported` (`UNSUPPORTED_TRANSPOSED`).
 
 use bytemuck::{Pod, Zeroable};
 use macko_format::SparseVector;
 
-use crate::backend::{BackendKind, Precision, UNSUPPORTED_TRANSPOSED};
+use crate::backend::{BackendKind, Precision, SparseInput, UNSUPPORTED_TRANSPOSED};
 use crate::error::{Error, Result};
 
 use super::backend::WgpuBackend;
-use super::gpu::lock;
+use super::gpu::{backend_error, lock};
 use super::kernel::Kernel;
 use super::launch::MAX_PENDING_PRODUCTS;
 use super::memory::{to_u32, GpuMatrix, GpuVector};
@@ -24,8 +24,7 @@ const TILE: u32 = 256;
 #[derive(Debug, Clone, Copy, Pod, Zeroable)]
 struct SparseXParams {
     nnz: u32,
-    len: u32,
-    unused: [u32; 2],
+    unused: [u32; 3],
 }
 
 /// A sparse vector on the device: its non-zero entries (the ±0 ones dropped at upload, as on
@@ -38,7 +37,7 @@ pub(crate) struct GpuSparseVector {
 impl WgpuBackend {
     pub(super) fn upload_sparse_vector_impl(&self, x: &SparseVector) -> Result<GpuSparseVector> {
         self.gpu.check()?;
-        let len = to_u32(x.len(), "length of a sparse vector")?;
+        to_u32(x.len(), "length of a sparse vector")?;
         let (mut index, mut value) = (Vec::new(), Vec::new());
         for (i, v) in x.entries().filter(|(_, v)| !macko_format::is_zero(*v)) {
             // i < len, which fits u32.
@@ -47,8 +46,7 @@ impl WgpuBackend {
         }
         let params = SparseXParams {
             nnz: to_u32(index.len(), "entries of a sparse vector")?,
-            len,
-            unused: [0; 2],
+            unused: [0; 3],
         };
         let params = self.gpu.upload(
             bytemuck::bytes_of(&params),
@@ -65,12 +63,13 @@ impl WgpuBackend {
         Ok(GpuSparseVector { group })
     }
 
-    /// Queues y = Aᵀ·x for a CSR (or homogeneous CSR) `a` and a sparse `x` (shapes checked by the device layer):
-    /// one dispatch per row block, in order, each over every column tile of y.
-    pub(super) fn transposed_sparse_x_impl(
+    /// Queues y = Aᵀ·x for a CSR (or homogeneous CSR) `a` and a sparse or dense (f16) `x`
+    /// (shapes checked by the device layer): one dispatch per row block, in order, each over
+    /// every column tile of y.
+    pub(super) fn transposed_impl(
         &self,
         a: &GpuMatrix,
-        x: &GpuSparseVector,
+        x: SparseInput<'_, GpuVector, GpuSparseVector>,
         y: &GpuVector,
     ) -> Result<()> {
         self.gpu.check()?;
@@ -104,14 +103,23 @@ impl WgpuBackend {
                 limit: u64::from(max_dim) * u64::from(max_dim),
             });
         }
+        let (kernel, x_group) = match x {
+            SparseInput::Sparse(x) => (Kernel::CsrTransposed, &x.group),
+            SparseInput::Dense(x) => (
+                Kernel::CsrTransposedDense,
+                x.as_x
+                    .as_ref()
+                    .ok_or_else(|| backend_error("internal: x is not an f16 vector"))?,
+            ),
+        };
         let key = PipelineKey {
             homogeneous: a.plan.homogeneous,
-            ..PipelineKey::plain(Kernel::CsrTransposed, y.precision == Precision::F16)
+            ..PipelineKey::plain(kernel, y.precision == Precision::F16)
         };
         let pipeline = self.pipelines.get(&self.gpu, key)?;
         let pass = pending.pass(&self.gpu);
         pass.set_pipeline(&pipeline);
-        pass.set_bind_group(1, &x.group, &[]);
+        pass.set_bind_group(1, x_group, &[]);
         pass.set_bind_group(2, &y.as_y, &[]);
         for block in &a.blocks {
             pass.set_bind_group(0, &block.bind_group, &[]);
