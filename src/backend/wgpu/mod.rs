@@ -14,7 +14,9 @@
 //!   size; `pipelines`: bind group layouts, pipelines compiled once on first use, each kernel
 //!   specialized first (`specialize`).
 //! - `memory`: matrices (planned at upload, split into row blocks), vectors, uploads;
-//!   `quant_upload`: the uploads of quantized matrices.
+//!   `quant_upload`: the uploads of quantized matrices; `csr_upload`: of CSR and homogeneous
+//!   CSR matrices.
+//! - `transposed`: sparse vectors and the transposed products y = Aᵀ·x.
 //! - `launch`: the recording and queueing of products (few-token products chunk by chunk).
 //! - `batch`: a matrix's few-token scratch (the transposed x) and its chunks' bind groups;
 //!   their plans, one per chunk width, are `plan`'s too.
@@ -32,6 +34,7 @@ mod adapter;
 mod backend;
 mod batch;
 mod config;
+mod csr_upload;
 mod forced;
 mod gpu;
 mod kernel;
