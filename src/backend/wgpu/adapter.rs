@@ -93,9 +93,22 @@ mod headless {
         c"VK_KHR_xlib_surface",
     ];
 
-    /// The instance, or `None` where Vulkan cannot be loaded (no loader or driver: the
-    /// machine has no Vulkan adapter to offer, as wgpu's own instance would find).
+    /// The process's one instance, or `None` where Vulkan cannot be loaded (no loader or
+    /// driver: the machine has no Vulkan adapter to offer, as wgpu's own instance would
+    /// find).
+    ///
+    /// Made once and never destroyed. With an instance per device, tests opening and dropping
+    /// devices on parallel threads died on an H100 (2026-11-27, 2 of 4 runs of
+    /// tests/sparse_inputs.rs; each test passed alone) with SIGSEGV on an instruction fetch
+    /// from an unmapped page: code of a library the loader had unloaded when another thread's
+    /// instance went. One instance keeps the driver loaded for the process's life.
     pub(super) fn vulkan_instance() -> Option<wgpu::Instance> {
+        static SHARED: std::sync::OnceLock<Option<wgpu::Instance>> = std::sync::OnceLock::new();
+        SHARED.get_or_init(new_vulkan_instance).clone()
+    }
+
+    /// A new instance without the window-system extensions.
+    fn new_vulkan_instance() -> Option<wgpu::Instance> {
         let flags = wgpu::InstanceFlags::empty().with_env();
         let desc = wgpu::InstanceDescriptor::new_without_display_handle();
         let hal_desc = wgpu::hal::InstanceDescriptor {
