@@ -12,7 +12,9 @@ use crate::backend::{
 };
 use crate::dispatch::{AnyBackend, AnyMatrix, AnyVector, Plan};
 use crate::error::{Error, Result};
-use crate::options::{self, DeviceOptions};
+use crate::options::{self, DeviceOptions, Tuning};
+use crate::tune::class::MatrixClass;
+use crate::tune::loaded::{PlanCacheStatus, TunedPlans};
 
 /// Whether one backend can be used here, and if not, why.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,6 +64,8 @@ pub struct Device {
     backend: Arc<AnyBackend>,
     info: DeviceInfo,
     id: u64,
+    /// The plan cache's tuned plans for this device (`crate::tune`), applied at upload.
+    tuned: Arc<TunedPlans>,
 }
 
 impl std::fmt::Debug for Device {
@@ -208,10 +212,15 @@ impl Device {
                 })?,
         };
         let info = backend.info();
+        let tuned = match options::resolve_plan_cache(opts) {
+            Ok(path) => TunedPlans::load(path, &info),
+            Err(why) => TunedPlans::none(why),
+        };
         Ok(Self {
             backend: Arc::new(backend),
             info,
             id: NEXT_DEVICE_ID.fetch_add(1, Ordering::Relaxed),
+            tuned: Arc::new(tuned),
         })
     }
 
@@ -281,9 +290,30 @@ impl Device {
 
     /// Copies a matrix of any format to the device (CUDA refuses homogeneous CSR, which it has
     /// no kernel for yet, with [`Error::Unsupported`]).
+    ///
+    /// Where the plan cache ([`crate::tune`]) has a tuned plan for the matrix's class on this
+    /// device, the matrix is planned with it; should the device refuse that plan (a cache
+    /// written for a matrix it no longer fits), with the rules' own.
     pub fn upload<'a>(&self, m: impl Into<MatrixRef<'a>>) -> Result<DeviceMatrix> {
         let m = m.into();
+        if let Some(tuning) = self.tuned.get(&MatrixClass::of(m)) {
+            if let Ok(storage) = self.backend.upload_matrix_tuned(m, tuning) {
+                return self.wrap_matrix(m, storage);
+            }
+        }
         self.wrap_matrix(m, self.backend.upload_matrix(m)?)
+    }
+
+    /// Uploads `m` planned with `tuning`'s choices instead of the device's own (the tuner's
+    /// candidates).
+    pub(crate) fn upload_tuned(&self, m: MatrixRef<'_>, tuning: &Tuning) -> Result<DeviceMatrix> {
+        self.wrap_matrix(m, self.backend.upload_matrix_tuned(m, tuning)?)
+    }
+
+    /// What this device made of the plan cache when it opened: the file and how many tuned
+    /// classes apply here, or why none do.
+    pub fn plan_cache(&self) -> &PlanCacheStatus {
+        self.tuned.status()
     }
 
     /// A handle for storage the backend made from `m`.

@@ -16,6 +16,7 @@ use crate::backend::{
     Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, SparseInput, VendorBaseline,
 };
 use crate::error::{Error, Result};
+use crate::options::Tuning;
 
 /// How a device multiplies one uploaded matrix: the plan its backend computed once, at upload,
 /// from the shape, the matrix's statistics, the device's capabilities and the tuning. Plans are
@@ -244,6 +245,26 @@ macro_rules! dispatch_all {
             }
         }
     };
+}
+
+impl AnyBackend {
+    /// Uploads `m` planned with the choices `tuning` forces for its backend instead of the
+    /// device's own (a tuned plan from the plan cache, or a candidate being timed). The CPU has
+    /// no plan choices.
+    #[cfg_attr(not(any(feature = "cuda", feature = "wgpu")), allow(unused_variables))]
+    pub(crate) fn upload_matrix_tuned(
+        &self,
+        m: MatrixRef<'_>,
+        tuning: &Tuning,
+    ) -> Result<AnyMatrix> {
+        match self {
+            AnyBackend::Cpu(b) => b.upload_matrix(m).map(AnyMatrix::Cpu),
+            #[cfg(feature = "wgpu")]
+            AnyBackend::Wgpu(b) => b.upload_matrix_tuned(m, &tuning.wgpu).map(AnyMatrix::Wgpu),
+            #[cfg(feature = "cuda")]
+            AnyBackend::Cuda(b) => b.upload_matrix_tuned(m, &tuning.cuda).map(AnyMatrix::Cuda),
+        }
+    }
 }
 
 dispatch_all! {

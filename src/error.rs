@@ -116,6 +116,14 @@ pub enum Error {
         /// ([`crate::backend::UNSUPPORTED_SPARSE_X`], [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
         what: &'static str,
     },
+    /// The plan cache file ([`crate::tune`]) could not be written.
+    #[error("plan cache {path}: {reason}")]
+    PlanCache {
+        /// The file.
+        path: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// The backend's API reported an error (driver, compiler, validation); the message is its own.
     #[error("{backend}: {message}")]
     Backend {

@@ -48,6 +48,7 @@ pub mod interop;
 mod options;
 pub mod prune;
 pub mod synthetic;
+pub mod tune;
 
 pub use backend::{
     BackendKind, DeviceInfo, ForcedPlan, HostVector, MatrixKind, MatrixRef, Precision,
@@ -65,4 +66,6 @@ pub use macko_format::{
 };
 #[doc(hidden)]
 pub use options::Tuning;
-pub use options::{DeviceOptions, ENV_BACKEND, ENV_TUNING, ENV_WGPU_SUBGROUPS};
+pub use options::{
+    DeviceOptions, PlanCache, ENV_BACKEND, ENV_PLAN_CACHE, ENV_TUNING, ENV_WGPU_SUBGROUPS,
+};

@@ -2,7 +2,9 @@
 //!
 //! Variables for users (README, "Environment variables"):
 //! - `MACKO_BACKEND=cpu|wgpu|cuda` forces a backend ([`crate::Device::from_env`]);
-//! - `MACKO_WGPU_SUBGROUPS=0` turns off wgpu's subgroup kernels (the workgroup-memory path).
+//! - `MACKO_WGPU_SUBGROUPS=0` turns off wgpu's subgroup kernels (the workgroup-memory path);
+//! - `MACKO_PLAN_CACHE=off|PATH` turns off the tuned plans of `macko tune`, or reads them from
+//!   PATH instead of the user's cache directory ([`crate::tune`]).
 //!
 //! For maintainers, `MACKO_TUNING` forces plan choices the rules otherwise make, for the sweep
 //! scripts of kernels/ and shaders/: whitespace-separated `backend.key=value` items, e.g.
@@ -23,6 +25,39 @@ pub const ENV_BACKEND: &str = "MACKO_BACKEND";
 pub const ENV_WGPU_SUBGROUPS: &str = "MACKO_WGPU_SUBGROUPS";
 /// Environment variable of plan choices forced for measurements (see the module docs).
 pub const ENV_TUNING: &str = "MACKO_TUNING";
+/// Environment variable that turns off the plan cache (`off`) or names its file.
+pub const ENV_PLAN_CACHE: &str = "MACKO_PLAN_CACHE";
+
+/// Where a device finds tuned plans ([`crate::tune`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum PlanCache {
+    /// `MACKO_PLAN_CACHE`'s choice where it is set, else the user's cache file
+    /// ([`crate::tune::default_cache_path`]).
+    #[default]
+    Auto,
+    /// No tuned plans: the plan rules decide every plan.
+    Off,
+    /// This file.
+    File(std::path::PathBuf),
+}
+
+impl PlanCache {
+    /// The setting a `MACKO_PLAN_CACHE` value names: `off` (or `0`, `false`, `no`) turns the
+    /// cache off, empty is [`PlanCache::Auto`], anything else is a file.
+    pub fn from_value(value: &str) -> Self {
+        match value.trim() {
+            "" => PlanCache::Auto,
+            v if matches!(
+                v.to_ascii_lowercase().as_str(),
+                "off" | "0" | "false" | "no"
+            ) =>
+            {
+                PlanCache::Off
+            }
+            v => PlanCache::File(v.into()),
+        }
+    }
+}
 
 /// How to open a device. `Default` is what [`crate::Device::auto`] uses.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,6 +81,9 @@ pub struct DeviceOptions {
     /// environment says.
     #[doc(hidden)]
     pub tuning: Option<Tuning>,
+    /// Where tuned plans come from (`macko tune` writes them). Not read where a tuning is
+    /// forced (`tuning` above or `MACKO_TUNING`): forced choices are for measuring the rules.
+    pub plan_cache: PlanCache,
 }
 
 impl Default for DeviceOptions {
@@ -57,6 +95,7 @@ impl Default for DeviceOptions {
             max_binding_bytes: None,
             cuda_ordinal: 0,
             tuning: None,
+            plan_cache: PlanCache::Auto,
         }
     }
 }
@@ -163,6 +202,9 @@ impl DeviceOptions {
         if let Some(text) = get(ENV_TUNING) {
             opts.tuning = Some(Tuning::parse(&text)?);
         }
+        if let Some(v) = get(ENV_PLAN_CACHE) {
+            opts.plan_cache = PlanCache::from_value(&v);
+        }
         Ok(opts)
     }
 }
@@ -175,6 +217,34 @@ pub(crate) fn resolve_tuning(opts: &DeviceOptions) -> Result<Tuning> {
         None => {
             std::env::var(ENV_TUNING).map_or(Ok(Tuning::default()), |text| Tuning::parse(&text))
         }
+    }
+}
+
+/// The plan cache file of this user: `plans.json` in macko's folder of the platform's cache
+/// directory (`$XDG_CACHE_HOME/macko` or `~/.cache/macko` on Linux, `~/Library/Caches/macko`
+/// on macOS, `%LOCALAPPDATA%\macko` on Windows); `None` where the platform has none.
+pub fn default_cache_path() -> Option<std::path::PathBuf> {
+    dirs::cache_dir().map(|d| d.join("macko").join("plans.json"))
+}
+
+/// The plan cache file a device opened with `opts` reads, or why it reads none: `Err` when
+/// plan choices are forced (by `opts` or `MACKO_TUNING`) or the cache is off.
+pub(crate) fn resolve_plan_cache(
+    opts: &DeviceOptions,
+) -> std::result::Result<std::path::PathBuf, &'static str> {
+    if opts.tuning.is_some() || std::env::var_os(ENV_TUNING).is_some() {
+        return Err("plan choices are forced (MACKO_TUNING or the device options)");
+    }
+    let setting = match &opts.plan_cache {
+        PlanCache::Auto => std::env::var(ENV_PLAN_CACHE)
+            .map(|v| PlanCache::from_value(&v))
+            .unwrap_or_default(),
+        other => other.clone(),
+    };
+    match setting {
+        PlanCache::Off => Err("turned off (MACKO_PLAN_CACHE=off or the device options)"),
+        PlanCache::File(path) => Ok(path),
+        PlanCache::Auto => default_cache_path().ok_or("this platform has no cache directory"),
     }
 }
 
@@ -196,6 +266,26 @@ mod tests {
             DeviceOptions::from_lookup(table(&[])).unwrap(),
             DeviceOptions::default()
         );
+    }
+
+    #[test]
+    fn the_plan_cache_variable_turns_it_off_or_names_a_file() {
+        for (v, want) in [
+            ("off", PlanCache::Off),
+            (" NO ", PlanCache::Off),
+            ("0", PlanCache::Off),
+            ("", PlanCache::Auto),
+            ("/tmp/p.json", PlanCache::File("/tmp/p.json".into())),
+        ] {
+            let o = DeviceOptions::from_lookup(table(&[(ENV_PLAN_CACHE, v)])).unwrap();
+            assert_eq!(o.plan_cache, want, "{v:?}");
+        }
+        let forced = DeviceOptions {
+            tuning: Some(Tuning::default()),
+            plan_cache: PlanCache::File("/tmp/p.json".into()),
+            ..DeviceOptions::default()
+        };
+        assert!(resolve_plan_cache(&forced).is_err());
     }
 
     #[test]

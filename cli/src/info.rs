@@ -15,7 +15,10 @@ pub fn run() -> Result<(), crate::error::CliError> {
         }
     }
     match Device::from_env() {
-        Ok(dev) => println!("\nselected: {}{}", dev.describe(), chosen_by()),
+        Ok(dev) => {
+            println!("\nselected: {}{}", dev.describe(), chosen_by());
+            println!("plan cache: {}", dev.plan_cache());
+        }
         Err(e) => println!("\nno device selected: {e}"),
     }
     Ok(())

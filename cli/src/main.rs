@@ -1,7 +1,8 @@
 //! The `macko` command: `info` (backends and devices), `demo` (one product on the chosen
 //! device, checked against the f64 reference), `bench`, `convert` (a checkpoint to MACKO-16-4,
 //! optionally with int8/int4 values) and `verify` (a converted file against the format's rules
-//! and its source). Exit status 1 on
+//! and its source), `tune` (time candidate plans, keep the fastest in the plan cache). Exit
+//! status 1 on
 //! any error, with the message.
 
 mod bench;
@@ -10,6 +11,7 @@ mod demo;
 mod error;
 mod info;
 mod text;
+mod tune;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -41,6 +43,10 @@ enum Command {
     /// every other tensor, and report the storage of each tensor as dense f16, CSR and MACKO,
     /// with quantization's relative error of W·x.
     Convert(convert::ConvertArgs),
+    /// Time the candidate plans of MACKO matrices on every GPU backend here and keep the
+    /// fastest per matrix class in the plan cache, which products then use (over the 31 paper
+    /// shapes at d = 0.5, 0.3, 0.1 by default, or a converted checkpoint's matrices).
+    Tune(tune::TuneArgs),
     /// Check every matrix of a converted file against the format's rules and, with --against,
     /// bit for bit against the (pruned) f16 source, or for quantized values within the relative
     /// error convert recorded.
@@ -76,6 +82,7 @@ fn main() {
         Command::Bench(args) => bench::run(&args),
         Command::Convert(args) => convert::run(&args),
         Command::Verify(args) => verify::run(&args),
+        Command::Tune(args) => tune::run(&args),
     };
     if let Err(e) = result {
         eprintln!("error: {}", e.one_line());

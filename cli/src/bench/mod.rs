@@ -146,7 +146,7 @@ pub struct BenchArgs {
     merge: Vec<PathBuf>,
 }
 
-fn parse_shape(s: &str) -> Result<(usize, usize), String> {
+pub(crate) fn parse_shape(s: &str) -> Result<(usize, usize), String> {
     let (r, c) = s
         .split_once(['x', 'X', '×'])
         .ok_or_else(|| format!("shape {s:?} is not ROWSxCOLS"))?;
@@ -280,7 +280,13 @@ fn open_devices(args: &BenchArgs) -> Result<Vec<Bench>, CliError> {
         };
         match Device::with_options(&opts) {
             Ok(dev) => {
-                println!("{:<5} {} (timer: {})", kind, dev.info().name, dev.timer());
+                println!(
+                    "{:<5} {} (timer: {}; plan cache: {})",
+                    kind,
+                    dev.info().name,
+                    dev.timer(),
+                    dev.plan_cache()
+                );
                 let baseline = if kind == BackendKind::Cuda {
                     "cublas"
                 } else {

@@ -192,12 +192,52 @@ impl CudaBackend {
         &self.gpu.stream
     }
 
-    fn uploader(&self) -> Uploader<'_> {
+    fn uploader<'a>(&'a self, tuning: &'a CudaTuning) -> Uploader<'a> {
         Uploader {
             stream: self.stream(),
             caps: &self.caps,
-            tuning: &self.tuning,
+            tuning,
         }
+    }
+
+    /// Uploads `m` planned with `tuning`'s choices instead of the device's own (the plan
+    /// cache's tuned plan, or a candidate the tuner times).
+    pub(crate) fn upload_matrix_tuned(
+        &self,
+        m: MatrixRef<'_>,
+        tuning: &CudaTuning,
+    ) -> Result<CudaMatrix> {
+        let up = self.uploader(tuning);
+        let matrix = match m {
+            MatrixRef::Macko(m) => CudaMatrix::Macko(Box::new(up.macko(m)?)),
+            MatrixRef::Csr(m) => CudaMatrix::Csr(up.csr(m)?),
+            MatrixRef::Dense(m) => {
+                let (m, plan) = up.dense(m)?;
+                CudaMatrix::Dense(m, plan)
+            }
+            MatrixRef::MackoQuant(q) => {
+                let kernels = self.quant_kernels(q.quantization().bits)?;
+                CudaMatrix::Macko(Box::new(up.macko_quant(q, kernels)?))
+            }
+            MatrixRef::DenseQuant(q) => {
+                let kernels = self.quant_kernels(q.quantization().bits)?;
+                let (m, plan) = up.dense_quant(q, kernels)?;
+                CudaMatrix::DenseQuant(m, plan)
+            }
+            MatrixRef::Sparse24(s) => {
+                let kernels = self.sparse24_kernels()?;
+                CudaMatrix::Sparse24(sparse24::upload(self.stream(), s, kernels)?)
+            }
+            // No homogeneous CSR kernel yet (issue 25 part B): refused before anything is
+            // allocated.
+            MatrixRef::HomogeneousCsr(_) => {
+                return Err(Error::Unsupported {
+                    backend: BackendKind::Cuda,
+                    what: m.kind().as_str(),
+                })
+            }
+        };
+        Ok(matrix)
     }
 
     /// Launches on `stream`: the backend's own, or a framework's (`external.rs`).
@@ -455,37 +495,7 @@ impl Backend for CudaBackend {
     }
 
     fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<CudaMatrix> {
-        let up = self.uploader();
-        let matrix = match m {
-            MatrixRef::Macko(m) => CudaMatrix::Macko(Box::new(up.macko(m)?)),
-            MatrixRef::Csr(m) => CudaMatrix::Csr(up.csr(m)?),
-            MatrixRef::Dense(m) => {
-                let (m, plan) = up.dense(m)?;
-                CudaMatrix::Dense(m, plan)
-            }
-            MatrixRef::MackoQuant(q) => {
-                let kernels = self.quant_kernels(q.quantization().bits)?;
-                CudaMatrix::Macko(Box::new(up.macko_quant(q, kernels)?))
-            }
-            MatrixRef::DenseQuant(q) => {
-                let kernels = self.quant_kernels(q.quantization().bits)?;
-                let (m, plan) = up.dense_quant(q, kernels)?;
-                CudaMatrix::DenseQuant(m, plan)
-            }
-            MatrixRef::Sparse24(s) => {
-                let kernels = self.sparse24_kernels()?;
-                CudaMatrix::Sparse24(sparse24::upload(self.stream(), s, kernels)?)
-            }
-            // No homogeneous CSR kernel yet (issue 25 part B): refused before anything is
-            // allocated.
-            MatrixRef::HomogeneousCsr(_) => {
-                return Err(Error::Unsupported {
-                    backend: BackendKind::Cuda,
-                    what: m.kind().as_str(),
-                })
-            }
-        };
-        Ok(matrix)
+        self.upload_matrix_tuned(m, &self.tuning)
     }
 
     fn upload_vector(&self, x: &[f16]) -> Result<CudaVector> {

@@ -29,6 +29,7 @@ use super::batch::BatchState;
 use super::gpu::{backend_error, buffer_size, round_up};
 use super::plan::{plan, MatrixStats, WgpuPlan, XStaging};
 use super::tiles::{aligned_tile_row_ptr, aligned_tiles, tile_table, TilePlan};
+use super::tuning::WgpuTuning;
 
 /// What every matrix kernel reads from its uniform (MatrixParams in common.wgsl).
 #[repr(C)]
@@ -321,6 +322,18 @@ impl WgpuBackend {
         cols: usize,
         stored: u64,
     ) -> WgpuPlan {
+        self.plan_with(format, rows, cols, stored, &self.tuning)
+    }
+
+    /// [`Self::plan_for`] with `tuning`'s choices instead of the device's own.
+    fn plan_with(
+        &self,
+        format: MatrixKind,
+        rows: usize,
+        cols: usize,
+        stored: u64,
+        tuning: &WgpuTuning,
+    ) -> WgpuPlan {
         let fill = match format {
             MatrixKind::Macko => stored as f64 / (rows as f64 * cols as f64).max(1.0),
             _ => 0.0,
@@ -331,12 +344,31 @@ impl WgpuBackend {
             cols,
             fill,
         };
-        plan(&stats, &self.caps, &self.tuning)
+        plan(&stats, &self.caps, tuning)
     }
 
     /// The few-token state of a `rows` × `cols` matrix (both checked to fit u32 at upload).
     pub(super) fn batch_state(&self, rows: usize, cols: usize) -> BatchState {
         BatchState::new(rows as u32, cols as u32, self.caps.max_workgroups_per_dim)
+    }
+
+    /// Uploads `m` planned with `tuning`'s choices instead of the device's own (the plan
+    /// cache's tuned plan, or a candidate the tuner times). Only MACKO matrices with binary16
+    /// values have tuned plans; other formats upload with the device's own.
+    pub(crate) fn upload_matrix_tuned(
+        &self,
+        m: MatrixRef<'_>,
+        tuning: &WgpuTuning,
+    ) -> Result<GpuMatrix> {
+        match m {
+            MatrixRef::Macko(a) => {
+                self.gpu.check()?;
+                to_u32(a.rows(), "rows")?;
+                to_u32(a.cols(), "columns")?;
+                self.upload_macko(a, tuning)
+            }
+            _ => self.upload_matrix_impl(m),
+        }
     }
 
     pub(super) fn upload_matrix_impl(&self, m: MatrixRef<'_>) -> Result<GpuMatrix> {
@@ -345,7 +377,7 @@ impl WgpuBackend {
         to_u32(rows, "rows")?;
         to_u32(cols, "columns")?;
         match m {
-            MatrixRef::Macko(m) => self.upload_macko(m),
+            MatrixRef::Macko(m) => self.upload_macko(m, &self.tuning),
             MatrixRef::Csr(m) => self.upload_csr(m),
             MatrixRef::Dense(m) => self.upload_dense(m),
             // quant_upload.rs
@@ -402,10 +434,16 @@ impl WgpuBackend {
         })
     }
 
-    fn upload_macko(&self, m: &MackoMatrix) -> Result<GpuMatrix> {
+    fn upload_macko(&self, m: &MackoMatrix, tuning: &WgpuTuning) -> Result<GpuMatrix> {
         let row_ptr = m.row_ptr();
         let stored = row_ptr.last().copied().unwrap_or(0);
-        let mut plan = self.plan_for(MatrixKind::Macko, m.rows(), m.cols(), u64::from(stored));
+        let mut plan = self.plan_with(
+            MatrixKind::Macko,
+            m.rows(),
+            m.cols(),
+            u64::from(stored),
+            tuning,
+        );
         let tiles = match plan.x {
             XStaging::Tiles(t) => Some(t),
             _ => None,
