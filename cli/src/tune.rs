@@ -214,6 +214,7 @@ fn tune_device(
             .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     let mut gains = Vec::new();
+    let mut fractions: Vec<(f64, f64)> = Vec::new();
     let mut each = |name: String, m: MatrixRef<'_>| -> Result<(), CliError> {
         let class = MatrixClass::of(m);
         bar.set_message(format!("{name}: {}", class.describe()));
@@ -243,13 +244,21 @@ fn tune_device(
         let e = &o.entry;
         let gain = e.rules_us / e.tuned_us;
         gains.push(gain);
+        // The device's streaming read of the same bytes, for "% of the ceiling".
+        let ceiling = ceiling_us(dev, m.bytes(), settings)?;
+        let pct = |us: f64| ceiling.map_or(String::new(), |c| format!(" ({:.1}%)", 100.0 * c / us));
+        if let Some(c) = ceiling {
+            fractions.push((c / e.rules_us, c / e.tuned_us));
+        }
         say(
             &bar,
             format!(
-                "  {:<34} rules {:9.2} µs  tuned {:9.2} µs  ×{gain:.3}  {}  ({} plans, {:.1} s)",
+                "  {:<34} rules {:9.2} µs{}  tuned {:9.2} µs{}  ×{gain:.3}  {}  ({} plans, {:.1} s)",
                 e.class.describe(),
                 e.rules_us,
+                pct(e.rules_us),
                 e.tuned_us,
+                pct(e.tuned_us),
                 label(&e.tuning),
                 e.candidates,
                 o.seconds
@@ -283,6 +292,18 @@ fn tune_device(
         }
     }
     bar.finish_and_clear();
+    if !fractions.is_empty() {
+        let mut rules: Vec<f64> = fractions.iter().map(|f| f.0).collect();
+        let mut tuned: Vec<f64> = fractions.iter().map(|f| f.1).collect();
+        rules.sort_by(f64::total_cmp);
+        tuned.sort_by(f64::total_cmp);
+        println!(
+            "{}: median fraction of the streaming-read ceiling: rules {:.1}%, tuned {:.1}%",
+            dev.describe(),
+            100.0 * rules[rules.len() / 2],
+            100.0 * tuned[tuned.len() / 2]
+        );
+    }
     if !gains.is_empty() {
         gains.sort_by(f64::total_cmp);
         println!(
@@ -294,6 +315,18 @@ fn tune_device(
         );
     }
     Ok(())
+}
+
+/// Median microseconds of the device's streaming read over `bytes` (its ceiling for a product
+/// that reads them), `None` where the device has no such kernel.
+fn ceiling_us(dev: &Device, bytes: u64, settings: &TuneSettings) -> Result<Option<f64>, CliError> {
+    Ok(dev
+        .stream_read(bytes, settings.warmup, settings.iters)?
+        .filter(|t| !t.is_empty())
+        .map(|mut t| {
+            t.sort_by(f64::total_cmp);
+            t[t.len() / 2] * 1e6
+        }))
 }
 
 /// Prints a line above the progress bar (or alone, where the bar is hidden because the output
