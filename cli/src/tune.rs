@@ -151,10 +151,11 @@ fn source(args: &TuneArgs) -> Result<Source, CliError> {
             "--densities {d}: a density is in (0, 1]"
         )));
     }
+    // Density by density, so that an interrupted run has whole densities filed.
     Ok(Source::Synthetic(
-        shapes
+        densities
             .iter()
-            .flat_map(|&s| densities.iter().map(move |&d| (s, d)))
+            .flat_map(|&d| shapes.iter().map(move |&s| (s, d)))
             .collect(),
     ))
 }
