@@ -26,7 +26,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use macko::{
     synthetic, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, DeviceOptions, Error,
     MackoMatrix, MatrixRef, Precision, QuantBits, QuantDenseMatrix, QuantMackoMatrix, Quantization,
-    VendorBaseline,
+    Sparse24Matrix, VendorBaseline,
 };
 pub use record::Record;
 use record::{Host, Results, Settings, TOOL};
@@ -125,6 +125,11 @@ pub struct BenchArgs {
     /// A backend without quantized kernels is skipped for them, with a note. Default f16.
     #[arg(long, value_delimiter = ',', value_name = "TYPES")]
     values: Vec<ValueType>,
+    /// Also measure 2:4 structured sparsity (kernel `sparse24`): each case's matrix pruned to
+    /// 2:4 (the two largest |w| of every four columns), same shape. Its storage, 0.5625 of
+    /// dense, does not depend on the case's density: compare it with MACKO at d = 0.5.
+    #[arg(long)]
+    sparse24: bool,
     /// Scale group of the int8 and int4 values: one binary16 scale per G consecutive stored
     /// values (a multiple of 8 from 8 to 16777216). Default: int8 one scale per row, int4 one
     /// per 64 values.
@@ -206,6 +211,8 @@ struct Plan {
     batches: Vec<usize>,
     /// The quantized value types, in the order given, each once.
     quants: Vec<Quantization>,
+    /// `--sparse24`.
+    sparse24: bool,
 }
 
 /// A refused argument as the command's usage error.
@@ -258,6 +265,7 @@ fn plan(args: &BenchArgs) -> Result<Plan, CliError> {
         densities,
         batches,
         quants,
+        sparse24: args.sparse24,
     })
 }
 
@@ -336,6 +344,8 @@ struct Matrices<'a> {
     reference: [Vec<Vec<RowRef>>; 3],
     /// The quantized matrices of each `--values` width that some backend still measures.
     quant: Vec<QuantMatrices>,
+    /// With `--sparse24`: the case's matrix pruned to 2:4, and its reference.
+    sparse24: Option<(Sparse24Matrix, Vec<Vec<RowRef>>)>,
 }
 
 impl Matrices<'_> {
@@ -380,6 +390,15 @@ impl Matrices<'_> {
                 matrix: self.csr.into(),
                 vendor: Some(VendorBaseline::CusparseCsr),
                 reference: csr_ref,
+            });
+        }
+        if let Some((m, reference)) = &self.sparse24 {
+            kernels.push(Kernel {
+                name: "sparse24",
+                quant: None,
+                matrix: m.into(),
+                vendor: None,
+                reference,
             });
         }
         // The quantized kernels come after every f16 one, so a case line reads as before with
@@ -614,7 +633,15 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
                     reference,
                 });
             }
+            let sparse24 = if plan.sparse24 {
+                let m = Sparse24Matrix::prune_from_dense(&dense)?;
+                let reference = reference_batch((&m).into(), &x, most, &sample);
+                Some((m, reference))
+            } else {
+                None
+            };
             let matrices = Matrices {
+                sparse24,
                 reference: [
                     reference_batch((&macko).into(), &x, most, &sample),
                     reference_batch((&dense).into(), &x, most, &sample),

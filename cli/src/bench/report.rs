@@ -201,7 +201,61 @@ pub fn summary(records: &[Record]) {
     println!("(medians over shapes; speedups are over cuBLAS on cuda, our dense GEMV elsewhere, with the same B)");
     println!("{}", ceiling_note(&percents));
     quant_summary(&groups);
+    sparse24_summary(&groups);
     batch_summary(records);
+}
+
+/// Where `--sparse24` measured the 2:4 kernel: per backend, batch and density, the median over
+/// shapes of `sparse24` over the dense baseline, of its fraction of the ceiling over its own
+/// bytes, and of MACKO's time over its time (above 1: 2:4 is faster than MACKO at that density
+/// on the same shape). Nothing is printed without such records.
+fn sparse24_summary(groups: &BTreeMap<(String, usize, i64), Vec<&Record>>) {
+    if !groups
+        .values()
+        .any(|rs| rs.iter().any(|r| r.kernel == "sparse24"))
+    {
+        return;
+    }
+    println!(
+        "\n{:<7} {:>3} {:>7} {:>8} {:>14} {:>14} {:>14}",
+        "backend", "B", "density", "shapes", "2:4×dense", "2:4 %ceil", "macko/2:4 time"
+    );
+    let mut percents: Vec<String> = Vec::new();
+    for ((backend, batch, d), rs) in groups {
+        let two4: Vec<&&Record> = rs.iter().filter(|r| r.kernel == "sparse24").collect();
+        if two4.is_empty() {
+            continue;
+        }
+        let ratio: Vec<f64> = two4
+            .iter()
+            .filter_map(|s| {
+                rs.iter()
+                    .find(|r| r.kernel == "macko" && (r.rows, r.cols) == (s.rows, s.cols))
+                    .map(|m| m.median_us / s.median_us)
+            })
+            .collect();
+        let ceil = fmt_percent(median(
+            two4.iter()
+                .filter_map(|r| r.fraction_of_ceiling.map(|f| f * 100.0))
+                .collect(),
+        ));
+        println!(
+            "{:<7} {:>3} {:>7.2} {:>8} {:>14} {:>14} {:>14}",
+            backend,
+            batch,
+            -*d as f64 / 1000.0,
+            two4.len(),
+            fmt_opt(
+                median(two4.iter().filter_map(|r| r.speedup_over_dense).collect()),
+                2
+            ),
+            ceil,
+            fmt_opt(median(ratio), 2),
+        );
+        percents.push(ceil);
+    }
+    println!("(medians over shapes; 2:4 storage is 0.5625 of dense at every density, so compare it with MACKO at d = 0.5)");
+    println!("{}", ceiling_note(&percents));
 }
 
 /// The quantized widths, in the order their rows are printed.
