@@ -130,6 +130,13 @@ impl Device {
         properties(py, self.inner.info())
     }
 
+    /// What the device made of the plan cache (`macko tune` fills it): the file and how many
+    /// tuned matrix classes apply to this device, or why none are read.
+    #[getter]
+    fn plan_cache(&self) -> String {
+        self.inner.plan_cache().to_string()
+    }
+
     /// Copies a `Matrix` (or a 2-D array, as a dense matrix) to the device.
     fn upload(&self, py: Python<'_>, matrix: &Bound<'_, PyAny>) -> PyResult<DeviceMatrix> {
         let dense;

@@ -233,6 +233,10 @@ class Errors(unittest.TestCase):
         self.assertTrue(issubclass(macko.OutOfMemoryError, MemoryError))
         self.assertTrue(issubclass(macko.UnavailableError, RuntimeError))
 
+    def test_the_plan_cache_status_says_why_it_is_not_read(self):
+        # The CPU has no plans to tune, whatever the cache holds.
+        self.assertIn("no plans to tune", macko.Device("cpu").plan_cache)
+
     def test_available_lists_every_backend(self):
         listed = macko.available()
         self.assertEqual(sorted(s["backend"] for s in listed), ["cpu", "cuda", "wgpu"])
