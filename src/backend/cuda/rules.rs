@@ -146,7 +146,13 @@ pub(super) const MAX_SPLIT: u32 = 8;
 
 /// DRAM bytes per SM cycle (`CudaCaps::dram_bytes_per_sm_cycle`) under which `auto` may pick the
 /// lean kernel: the H100 (12.8), where it was measured (kernels/README.md, "The lean kernel"), is
-/// under it; the H200 (18.4), SM-bound rather than DRAM-bound and not yet measured with it, is not.
+/// under it; the H200 (18.4), SM-bound rather than DRAM-bound, is not. `macko tune` on an H200
+/// (2026-11-27, bench-results/nvidia-h200/tune/) measured it there: with this bound above 18.8,
+/// the rule would pick the lean kernel on 17 of the 62 classes of the 31 paper shapes at
+/// d = 0.5 and 0.1; the lean kernel was the tuned winner on 10 of them (+3 to +15 %), but not on
+/// the other 7 (28672×8192, 20480×3584, 21504×7168, 27648×9216, 36864×9216 and 12288² at
+/// d = 0.1, 12288² at d = 0.5), where it did not beat the rules' plan by 2 %. Mixed, so the
+/// bound stays; on an H200 the plan cache picks the lean kernel where it wins.
 pub(super) const LEAN_MAX_BYTES_PER_SM_CYCLE: f64 = 15.0;
 
 /// Whether `auto` may pick the lean kernel on a GPU of `bytes_per_sm_cycle` (unknown: no).
