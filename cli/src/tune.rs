@@ -58,6 +58,9 @@ pub struct TuneArgs {
     /// Print every candidate's time, not only each class's winner.
     #[arg(long)]
     verbose: bool,
+    /// Measure nothing: list the plans the cache holds, per device, and exit.
+    #[arg(long, conflicts_with_all = ["shapes", "densities", "checkpoint", "quick", "retune"])]
+    show: bool,
 }
 
 /// Where the matrices to tune come from.
@@ -75,6 +78,9 @@ pub fn run(args: &TuneArgs) -> Result<(), CliError> {
         )));
     }
     let path = cache_path(args)?;
+    if args.show {
+        return show(&path);
+    }
     let source = source(args)?;
     let devices = open_devices(args)?;
     if devices.is_empty() {
@@ -98,6 +104,37 @@ pub fn run(args: &TuneArgs) -> Result<(), CliError> {
     };
     for dev in &devices {
         tune_device(dev, &source, &settings, args, &mut file, &path)?;
+    }
+    Ok(())
+}
+
+/// `--show`: every section of the cache file and its entries.
+fn show(path: &std::path::Path) -> Result<(), CliError> {
+    let file = PlanCacheFile::load(path).map_err(|p| CliError::Check(p.to_string()))?;
+    println!("plan cache: {}", path.display());
+    let mut any = false;
+    for (key, entries) in file.sections() {
+        any = true;
+        println!(
+            "{}: {}, driver {:?}, library {} ({} classes)",
+            key.backend,
+            printable(&key.device),
+            printable(&key.driver),
+            printable(&key.library),
+            entries.len()
+        );
+        for e in entries {
+            println!(
+                "  {:<34} rules {:9.2} µs  tuned {:9.2} µs  {}",
+                e.class.describe(),
+                e.rules_us,
+                e.tuned_us,
+                printable(label(&e.tuning))
+            );
+        }
+    }
+    if !any {
+        println!("(empty: `macko tune` fills it)");
     }
     Ok(())
 }

@@ -79,6 +79,14 @@ fn a_tuned_cache_is_what_devices_read() {
         "{}",
         stdout(&info)
     );
+    let shown = macko(&[&"tune", &"--show", &"--cache", &cache]);
+    assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
+    assert_eq!(
+        stdout(&shown).matches("fill 50%").count(),
+        2,
+        "{}",
+        stdout(&shown)
+    );
     // Tuning again measures nothing: both classes are filed.
     let again = macko(&[
         &"tune",
