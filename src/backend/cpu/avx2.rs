@@ -11,13 +11,15 @@ use macko_format::GROUP;
 
 use super::decode::column_steps;
 
-/// Whether this CPU can run [`groups`].
+/// Whether this CPU can run [`groups`] (and the bitmap row, which also needs POPCNT: every
+/// AVX2 CPU has it).
 pub(super) fn supported() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx2")
             && std::arch::is_x86_feature_detected!("fma")
             && std::arch::is_x86_feature_detected!("f16c")
+            && std::arch::is_x86_feature_detected!("popcnt")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {

@@ -26,7 +26,7 @@ use super::decode::widen1;
 
 /// Independent accumulators of a row (8 chains of FMAs: 2 FMA units × 4 cycles of latency).
 #[cfg(target_arch = "x86_64")]
-const ACCS: usize = 8;
+pub(super) const ACCS: usize = 8;
 
 /// Row `r`'s W sums into `out` (`out.len() == W`), W a multiple of 8 up to 64 (group offsets
 /// are u16: 127 columns · 64 lanes · 4 bytes < 2¹⁶). `xt` holds W lanes for each of the `cols`
@@ -217,7 +217,12 @@ pub(super) unsafe fn macko_row4<const MASK: bool>(
 /// AVX2 and FMA enabled in the caller; `x` points at W readable f32.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-unsafe fn fma_entry<const W: usize>(acc: &mut [__m256; ACCS], j: usize, av: __m256, x: *const u8) {
+pub(super) unsafe fn fma_entry<const W: usize>(
+    acc: &mut [__m256; ACCS],
+    j: usize,
+    av: __m256,
+    x: *const u8,
+) {
     let v_count = W / 8;
     for v in 0..v_count {
         let k = (j * v_count + v) % ACCS;

@@ -14,6 +14,10 @@ use crate::error::Result;
 mod avx2;
 mod batch;
 mod batch_avx2;
+mod bitmap;
+mod bitmap_avx2;
+#[cfg(test)]
+mod bitmap_tests;
 mod decode;
 mod quant;
 mod quant_avx2;
@@ -21,6 +25,7 @@ mod sparse24;
 mod sparse_inputs;
 mod storage;
 
+use bitmap::{BitmapMatrix, BLOCK};
 use decode::{column_steps, term, widen1, widen8};
 use storage::{CpuData, CpuQuant, CpuStored, ROWS_PER_TASK};
 pub(crate) use storage::{CpuSparseVector, CpuVector};
@@ -28,9 +33,42 @@ pub(crate) use storage::{CpuSparseVector, CpuVector};
 /// How the CPU multiplies one matrix, chosen once at upload.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CpuPlan {
-    /// The AVX2 group loop (gathers with 32-bit offsets, so only below 2³¹ columns) and dense
-    /// row, else the portable loops.
+    /// The AVX2 group loop (gathers with 32-bit offsets, so only below 2³¹ columns), bitmap
+    /// row and dense row, else the portable loops.
     pub avx2: bool,
+    /// What the CPU stores for the matrix (see [`CpuLayout::for_macko`]).
+    pub layout: CpuLayout,
+}
+
+/// What the CPU stores for a matrix: a copy of its arrays, or, for a binary16 MACKO matrix, a
+/// bitmap layout derived from them at upload and stored instead of them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuLayout {
+    /// The uploaded arrays as they are (every format; MACKO below the bitmap's density).
+    AsUploaded,
+    /// Per row, a mask byte per 8 columns and the non-zero values packed in column order
+    /// (`src/backend/cpu/bitmap.rs`): x is read densely, never gathered.
+    Bitmap,
+}
+
+impl CpuLayout {
+    /// The layout of a binary16 MACKO matrix of `cols` columns and stored density `density`
+    /// (its entries, padding included, over rows × cols): the bitmap wherever it is smaller
+    /// than the MACKO arrays it replaces, whatever the rows hold, and MACKO's arrays elsewhere.
+    ///
+    /// Per column, MACKO stores 2.5·d bytes (a value and a code per entry) and the bitmap at
+    /// most m + 2·d (m = ⌈cols / 8⌉ / cols mask bytes, the kept values at most the entries):
+    /// the bitmap is the smaller from d = 2·m, 0.25 when cols is a multiple of 8. Measured
+    /// (BENCHMARKS.md, "CPU products at a realistic size"), the bitmap is also the faster from
+    /// there.
+    pub fn for_macko(density: f64, cols: usize) -> Self {
+        let mask_bytes = cols.div_ceil(BLOCK) as f64 / cols.max(1) as f64;
+        if density >= 2.0 * mask_bytes {
+            CpuLayout::Bitmap
+        } else {
+            CpuLayout::AsUploaded
+        }
+    }
 }
 
 /// A matrix "on" the CPU: a copy of the validated host arrays, and its plan.
@@ -44,6 +82,9 @@ pub(crate) struct CpuMatrix {
 pub struct CpuBackend {
     /// Whether the AVX2/FMA/F16C group loop can run here (detected once).
     avx2: bool,
+    /// The layout of every binary16 MACKO matrix instead of [`CpuLayout::for_macko`]'s: the
+    /// unit tests run both layouts on the same matrices.
+    forced_layout: Option<CpuLayout>,
 }
 
 impl Default for CpuBackend {
@@ -58,15 +99,26 @@ impl CpuBackend {
     pub fn new() -> Self {
         Self {
             avx2: avx2::supported(),
+            forced_layout: None,
         }
     }
 }
 
 impl CpuBackend {
-    /// The plan of a matrix of `cols` columns: a pure function of the shape and the CPU.
-    pub fn plan(&self, cols: usize) -> CpuPlan {
+    /// The plan of a matrix: a pure function of its kind, shape and stored density, and of
+    /// the CPU.
+    pub fn plan_for(&self, m: MatrixRef<'_>) -> CpuPlan {
+        let (rows, cols) = m.shape();
+        let layout = match m {
+            MatrixRef::Macko(m) => self.forced_layout.unwrap_or_else(|| {
+                let cells = (rows as f64 * cols as f64).max(1.0);
+                CpuLayout::for_macko(m.entries() as f64 / cells, cols)
+            }),
+            _ => CpuLayout::AsUploaded,
+        };
         CpuPlan {
             avx2: self.avx2 && cols < i32::MAX as usize,
+            layout,
         }
     }
 }
@@ -100,8 +152,11 @@ impl Backend for CpuBackend {
     }
 
     fn upload_matrix(&self, m: MatrixRef<'_>) -> Result<CpuMatrix> {
-        let plan = self.plan(m.shape().1);
+        let plan = self.plan_for(m);
         let data = match m {
+            MatrixRef::Macko(m) if plan.layout == CpuLayout::Bitmap => {
+                CpuStored::Plain(CpuData::Bitmap(BitmapMatrix::from_macko(m)))
+            }
             MatrixRef::Macko(m) => CpuStored::Plain(CpuData::Macko(m.clone())),
             MatrixRef::Csr(m) => CpuStored::Plain(CpuData::Csr(m.clone())),
             MatrixRef::Dense(m) => CpuStored::Plain(CpuData::Dense(m.clone())),
@@ -258,16 +313,21 @@ fn store_sums(sums: &[f32], y: &mut CpuVector) {
 
 /// y = A·x for one vector, row by row.
 fn spmv(data: &CpuData, plan: CpuPlan, x: &CpuVector, y: &mut CpuVector) -> Result<()> {
-    let x = match x {
+    let mut x = match x {
         CpuVector::F16(x) => widen(x),
         CpuVector::F32(x) => x.clone(),
     };
+    if let CpuData::Bitmap(m) = data {
+        // The bitmap row loads x 8 columns at a time: whole blocks, the last one padded.
+        x.resize(m.blocks() * BLOCK, 0.0);
+    }
     // Whether x is finite is known only now: a product with NaN/∞ in x masks padding.
     let finite = x.iter().all(|v| v.is_finite());
     let avx2 = plan.avx2;
     let row = |r: usize| match (data, finite) {
         (CpuData::Macko(m), true) => macko_row::<false>(m, r, &x, avx2),
         (CpuData::Macko(m), false) => macko_row::<true>(m, r, &x, avx2),
+        (CpuData::Bitmap(m), _) => bitmap_row(m, r, &x, avx2, finite),
         (CpuData::Csr(m), true) => csr_row::<false>(m, r, &x),
         (CpuData::Csr(m), false) => csr_row::<true>(m, r, &x),
         (CpuData::Dense(m), _) => {
@@ -438,6 +498,25 @@ fn macko_row<const MASK: bool>(m: &MackoMatrix, r: usize, x: &[f32], avx2: bool)
         i += 1;
     }
     acc + lanes.iter().sum::<f32>()
+}
+
+/// Row `r` of a bitmap product; `x` padded to whole blocks. With NaN/∞ in x (`!finite`), the
+/// AVX2 loop masks the products of lanes without a kept entry; the portable loop multiplies
+/// kept entries only, so it needs no mask.
+fn bitmap_row(m: &BitmapMatrix, r: usize, x: &[f32], avx2: bool, finite: bool) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if avx2 {
+        // SAFETY: the plan's `avx2` is `avx2::supported()` (AVX2, FMA, F16C and POPCNT).
+        return unsafe {
+            if finite {
+                bitmap_avx2::row::<false>(m, r, x)
+            } else {
+                bitmap_avx2::row::<true>(m, r, x)
+            }
+        };
+    }
+    let _ = finite;
+    bitmap::row_portable(m, r, x)
 }
 
 fn csr_row<const MASK: bool>(m: &CsrMatrix, r: usize, x: &[f32]) -> f32 {

@@ -55,6 +55,7 @@ fn visit_row(a: &CpuStored, r: usize, mut f: impl FnMut(usize, f32)) {
                 next = c + 1;
             }
         }
+        CpuStored::Plain(CpuData::Bitmap(m)) => m.visit_row(r, f),
         CpuStored::Plain(CpuData::Csr(m)) => {
             let range = m.row_range(r);
             for (&c, &v) in m.col_idx()[range.clone()].iter().zip(&m.values()[range]) {

@@ -1,6 +1,7 @@
 //! What the CPU backend stores: a matrix's arrays and a vector's elements. A leaf module, shared
 //! by the single-vector loops (mod.rs) and the few-token ones (batch.rs).
 
+use super::bitmap::BitmapMatrix;
 use half::f16;
 use macko_format::{
     CsrMatrix, DenseMatrix, HomogeneousCsrMatrix, MackoMatrix, QuantDenseMatrix, QuantMackoMatrix,
@@ -15,6 +16,9 @@ pub(super) enum CpuData {
     Macko(MackoMatrix),
     Csr(CsrMatrix),
     Dense(DenseMatrix),
+    /// A binary16 MACKO matrix in the bitmap layout (bitmap.rs), stored instead of its MACKO
+    /// arrays where the plan's layout is `CpuLayout::Bitmap`.
+    Bitmap(BitmapMatrix),
 }
 
 impl CpuData {
@@ -24,6 +28,7 @@ impl CpuData {
             CpuData::Macko(m) => (m.rows(), m.cols()),
             CpuData::Csr(m) => (m.rows(), m.cols()),
             CpuData::Dense(m) => (m.rows(), m.cols()),
+            CpuData::Bitmap(m) => m.shape(),
         }
     }
 }
