@@ -47,21 +47,25 @@ impl BitmapMatrix {
         let (rows, cols) = (m.rows(), m.cols());
         let blocks = cols.div_ceil(BLOCK);
         let mut masks = vec![0u8; rows * blocks];
-        let per_row: Vec<Vec<f16>> = masks
-            .par_chunks_mut(blocks.max(1))
-            .take(rows)
-            .enumerate()
-            .map(|(r, row_masks)| {
-                let mut kept = Vec::new();
-                for (c, v) in m.row_entries(r) {
-                    if !is_zero(v) {
-                        row_masks[c / BLOCK] |= 1 << (c % BLOCK);
-                        kept.push(v);
+        // No columns, no entries: every row is empty (and `masks` has no chunks to walk).
+        let per_row: Vec<Vec<f16>> = if blocks == 0 {
+            vec![Vec::new(); rows]
+        } else {
+            masks
+                .par_chunks_mut(blocks)
+                .enumerate()
+                .map(|(r, row_masks)| {
+                    let mut kept = Vec::new();
+                    for (c, v) in m.row_entries(r) {
+                        if !is_zero(v) {
+                            row_masks[c / BLOCK] |= 1 << (c % BLOCK);
+                            kept.push(v);
+                        }
                     }
-                }
-                kept
-            })
-            .collect();
+                    kept
+                })
+                .collect()
+        };
         let kept: usize = per_row.iter().map(Vec::len).sum();
         let mut values = Vec::with_capacity(kept + BLOCK);
         let mut row_ptr = Vec::with_capacity(rows + 1);

@@ -63,7 +63,7 @@ impl CpuLayout {
     /// there.
     pub fn for_macko(density: f64, cols: usize) -> Self {
         let mask_bytes = cols.div_ceil(BLOCK) as f64 / cols.max(1) as f64;
-        if density >= 2.0 * mask_bytes {
+        if cols > 0 && density >= 2.0 * mask_bytes {
             CpuLayout::Bitmap
         } else {
             CpuLayout::AsUploaded
