@@ -296,7 +296,19 @@ fn layout_timings() {
                     format!("{name} {:.2}/{:.2} ms", t[0], t[t.len() / 2])
                 })
                 .collect();
-            println!("B={batch} d={d}: {} (fastest/median)", line.join(", "));
+            // The streaming read of the dense matrix's bytes, fastest of as many passes.
+            let dense_bytes = 2 * (rows * cols) as u64;
+            let stream = super::stream_read(dense_bytes, 2, REPS).unwrap();
+            let stream_ms = stream.iter().copied().fold(f64::INFINITY, f64::min) * 1e3;
+            let bitmap_bytes = super::BitmapMatrix::from_macko(&m).bytes();
+            println!(
+                "B={batch} d={d}: {} (fastest/median); stream read of dense {stream_ms:.2} ms; \
+                 MB macko {:.1} bitmap {:.1} dense {:.1}",
+                line.join(", "),
+                m.bytes() as f64 / 1e6,
+                bitmap_bytes as f64 / 1e6,
+                dense_bytes as f64 / 1e6
+            );
         }
     }
 }

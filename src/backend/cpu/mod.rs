@@ -2,6 +2,10 @@
 //! accumulation. MACKO codes are decoded a 32-bit word (8 codes) at a time: the 8 nibbles are
 //! spread into bytes and prefix-summed with one multiplication, so the 8 columns of a group are
 //! known at once instead of through a chain of dependent additions.
+//!
+//! A binary16 MACKO matrix dense enough that a bitmap per 8 columns is smaller than its codes
+//! is stored in that layout instead (bitmap.rs, [`CpuLayout`]): x is then read densely, never
+//! gathered, which is what bounded the MACKO loops here.
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
@@ -58,9 +62,15 @@ impl CpuLayout {
     ///
     /// Per column, MACKO stores 2.5·d bytes (a value and a code per entry) and the bitmap at
     /// most m + 2·d (m = ⌈cols / 8⌉ / cols mask bytes, the kept values at most the entries):
-    /// the bitmap is the smaller from d = 2·m, 0.25 when cols is a multiple of 8. Measured
-    /// (BENCHMARKS.md, "CPU products at a realistic size"), the bitmap is also the faster from
-    /// there.
+    /// the bitmap is the smaller from d = 2·m, 0.25 when cols is a multiple of 8.
+    ///
+    /// Measured on the 2-core AMD EPYC VM (11008×4096, BENCHMARKS.md "CPU products at a
+    /// realistic size", `layout_timings` in bitmap_tests.rs): for one vector the bitmap is
+    /// 2–5× faster than MACKO's gather loop from d = 0.25 to 0.7, and as fast as the dense
+    /// product or faster up to d = 0.5. It is faster at d = 0.1–0.2 as well (1.3–1.8×) but
+    /// larger there (2–6 %), so memory decides: it is not chosen below its size threshold.
+    /// What it costs is few-token speed: at B = 4 its rows are 1.1–1.6× slower than MACKO's
+    /// hand-vectorised ones (still faster than dense), at B = 8 about as fast from d = 0.3.
     pub fn for_macko(density: f64, cols: usize) -> Self {
         let mask_bytes = cols.div_ceil(BLOCK) as f64 / cols.max(1) as f64;
         if cols > 0 && density >= 2.0 * mask_bytes {
@@ -138,6 +148,10 @@ impl Backend for CpuBackend {
             properties: vec![
                 ("threads".into(), threads.to_string()),
                 ("f16 conversion".into(), features),
+                (
+                    "MACKO layout".into(),
+                    "bitmap per 8 columns where smaller than the codes, else gap codes".into(),
+                ),
                 (
                     "MACKO group loop".into(),
                     if self.avx2 {
