@@ -234,9 +234,10 @@ fn the_bitmap_is_smaller_where_it_is_chosen() {
 
 /// Not a check: times both layouts and the dense product on one realistic shape, products
 /// alternated so that a neighbour's load hits them alike, and prints the fastest and the
-/// median of each (`cargo test --release --lib layout_timings -- --ignored --nocapture`;
-/// `MACKO_LAYOUT_TIMING` is not read: edit `SHAPE`/`BATCHES` here). What the layout rule
-/// and BENCHMARKS.md's CPU figures were measured with.
+/// median of each, with the streaming read of the dense bytes and the bytes of each layout
+/// (`cargo test --release --lib layout_timings -- --ignored --nocapture`; the shape, batches
+/// and densities are the constants below). What the layout rule and BENCHMARKS.md's CPU
+/// figures were measured with.
 #[test]
 #[ignore = "timing, not a check: run by hand on an idle machine"]
 fn layout_timings() {
