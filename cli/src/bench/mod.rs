@@ -15,6 +15,7 @@ mod merge;
 mod plots;
 mod record;
 mod report;
+mod shapes;
 mod values;
 
 use std::path::PathBuf;
@@ -30,45 +31,11 @@ use macko::{
 };
 pub use record::Record;
 use record::{Host, Results, Settings, TOOL};
+pub use shapes::{parse_shape, PAPER_SHAPES};
 use values::{parse_group, quantization};
 use values::{quant_kernels, ValueType};
 
 use crate::error::CliError;
-
-/// The 31 LLM weight shapes (rows × cols) of the MACKO paper.
-pub const PAPER_SHAPES: [(usize, usize); 31] = [
-    (4096, 4096),
-    (8192, 8192),
-    (8192, 29568),
-    (32000, 5120),
-    (32000, 8192),
-    (28672, 8192),
-    (5120, 5120),
-    (5120, 13824),
-    (3584, 20480),
-    (4096, 11008),
-    (13824, 5120),
-    (18944, 3584),
-    (14336, 4096),
-    (4096, 14336),
-    (8192, 28672),
-    (11008, 4096),
-    (32000, 4096),
-    (20480, 3584),
-    (3584, 18944),
-    (21504, 7168),
-    (7168, 7168),
-    (28672, 7168),
-    (7168, 28672),
-    (27648, 9216),
-    (9216, 9216),
-    (36864, 9216),
-    (9216, 36864),
-    (36864, 12288),
-    (12288, 12288),
-    (49152, 12288),
-    (12288, 49152),
-];
 
 /// `--quick`: a few small shapes, seconds on a laptop or on lavapipe.
 const QUICK_SHAPES: [(usize, usize); 3] = [(1024, 1024), (2048, 1024), (1024, 3072)];
@@ -149,18 +116,6 @@ pub struct BenchArgs {
         conflicts_with_all = ["backend", "quick", "shapes", "densities", "iters", "warmup", "check_rows", "seed", "batch", "values", "group"]
     )]
     merge: Vec<PathBuf>,
-}
-
-pub(crate) fn parse_shape(s: &str) -> Result<(usize, usize), String> {
-    let (r, c) = s
-        .split_once(['x', 'X', '×'])
-        .ok_or_else(|| format!("shape {s:?} is not ROWSxCOLS"))?;
-    let parse = |v: &str| {
-        v.trim()
-            .parse::<usize>()
-            .map_err(|e| format!("shape {s:?}: {v:?} is not a size ({e})"))
-    };
-    Ok((parse(r)?, parse(c)?))
 }
 
 /// A `--batch` value that is not a number of vectors from 1 to [`MAX_BATCH`].
