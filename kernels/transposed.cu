@@ -1,31 +1,97 @@
-// Transposed product with a sparse x, y = Aᵀ·x, for CSR (README.md, "Transposed products with a
-// sparse x"): x's non-zeros select rows of A, only those rows are read, and each is scattered
-// into y with f32 atomicAdd. Binary16 values, u32 row pointers and columns (the layout of
-// csr.cu); x as its non-zero entries, indices u32 and values widened to f32 once at upload.
+// Products with a sparse input for CSR and homogeneous CSR (README.md, "Products with a sparse
+// input"): the transposed product y = Aᵀ·x with x sparse or dense, the product y = A·x with x
+// sparse, and the ordinary product of a homogeneous CSR matrix. Binary16 values (homogeneous:
+// one weight for every entry, widened to f32 on the host), u32 row pointers and columns (the
+// layout of csr.cu); a sparse x as its non-zero entries, indices u32 and values widened to f32
+// once at upload (±0 dropped there).
 //
-// Three launches, in order on one stream:
+// y = Aᵀ·x, three launches in order on one stream:
 //   1. transposed_zero: the f32 sums (y itself for f32 output, a scratch of `cols` floats for
 //      f16 output) set to 0;
-//   2. csr_transposed_sparse_x: one warp per entry of x (grid-stride), its lanes striding over
-//      the selected row's entries (coalesced, as csr.cu reads a row), atomicAdd of x_i·A[i, c]
-//      into sum c. A row's columns are distinct, so the lanes of one warp never collide; warps
-//      of rows sharing a column do, in the L2's atomic units. The order of those adds is the
-//      hardware's, so y may differ from run to run in its last bits (the wgpu kernel, which has
-//      no float atomics, sums in x's order instead);
+//   2. csr[_h]_transposed_{sparse,dense}_x: one warp per selected row of A (grid-stride), its
+//      lanes striding over the row's entries (coalesced, as csr.cu reads a row), atomicAdd of
+//      x_i·A[i, c] into sum c. A sparse x gives a warp per stored entry; a dense x a warp per
+//      row of A, which reads x[i] (one half) and skips the row where it is ±0, so only the
+//      selected rows of A are read (x itself, 2 bytes a row, is read whole). A row's columns
+//      are distinct, so the lanes of one warp never collide; warps of rows sharing a column
+//      do, in the L2's atomic units. The order of those adds is the hardware's, so y may differ
+//      from run to run in its last bits (the wgpu kernel, which has no float atomics, sums in
+//      x's order instead);
 //   3. transposed_finish_f16 (f16 output only): each sum rounded once to binary16.
 //
-// Zero-valued entries of A add nothing even where x is NaN or ±∞ (skipped, never multiplied by
-// 0); x's zeros were dropped at upload.
+// y = A·x with x sparse, three launches: transposed_zero clears a scratch of `cols` floats,
+// sparse_x_scatter writes x's entries into it (indices are distinct: no races), and
+// csr[_h]_sparse_x_* runs the CSR product (a warp per row) over it, skipping the entries whose
+// column holds a zero of x. Every row of A is read: the formats are row-major.
+//
+// Zero-valued entries of A (a zero weight) add nothing even where x is NaN or ±∞ (skipped,
+// never multiplied by 0); zeros of x add nothing even where A is NaN or ±∞.
 #ifndef MACKO_COMMON_CUH
 #include "common.cuh"
 #endif
 
 #define TRANSPOSED_BLOCK 256
 
+// Entry j's value: the stored binary16, or the homogeneous matrix's one weight (H).
+template <bool H>
+__device__ __forceinline__ float sx_value(const unsigned short* __restrict__ values, float weight,
+                                          unsigned j) {
+    return H ? weight : macko_h2f(macko_load_stream(values + j));
+}
+
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
     transposed_zero(float* __restrict__ sums, unsigned cols) {
     for (unsigned c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) {
         sums[c] = 0.0f;
+    }
+}
+
+// Scatters row i of A, times xv, into the sums: the warp's lanes over the row's entries.
+template <bool H>
+__device__ __forceinline__ void scatter_row(const unsigned* __restrict__ row_ptr,
+                                            const unsigned* __restrict__ col_idx,
+                                            const unsigned short* __restrict__ values,
+                                            float weight, unsigned i, float xv, unsigned lane,
+                                            float* __restrict__ sums) {
+    const unsigned start = __ldg(row_ptr + i), end = __ldg(row_ptr + i + 1u);
+    for (unsigned j = start + lane; j < end; j += 32u) {
+        const float a = sx_value<H>(values, weight, j);
+        if (a != 0.0f) {
+            atomicAdd(sums + macko_load_stream(col_idx + j), a * xv);
+        }
+    }
+}
+
+// A warp per stored entry n of a sparse x (row x_index[n] of A).
+template <bool H>
+__device__ __forceinline__ void transposed_sparse_x_impl(
+    const unsigned* __restrict__ row_ptr, const unsigned* __restrict__ col_idx,
+    const unsigned short* __restrict__ values, float weight,
+    const unsigned* __restrict__ x_index, const float* __restrict__ x_value, unsigned nnz,
+    float* __restrict__ sums) {
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned warps_per_block = blockDim.x >> 5;
+    const unsigned stride = gridDim.x * warps_per_block;
+    for (unsigned n = blockIdx.x * warps_per_block + (threadIdx.x >> 5); n < nnz; n += stride) {
+        scatter_row<H>(row_ptr, col_idx, values, weight, __ldg(x_index + n), __ldg(x_value + n),
+                       lane, sums);
+    }
+}
+
+// A warp per row i of A; rows where the dense x is ±0 are not read.
+template <bool H>
+__device__ __forceinline__ void transposed_dense_x_impl(
+    const unsigned* __restrict__ row_ptr, const unsigned* __restrict__ col_idx,
+    const unsigned short* __restrict__ values, float weight, const unsigned short* __restrict__ x,
+    unsigned rows, float* __restrict__ sums) {
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned warps_per_block = blockDim.x >> 5;
+    const unsigned stride = gridDim.x * warps_per_block;
+    for (unsigned i = blockIdx.x * warps_per_block + (threadIdx.x >> 5); i < rows; i += stride) {
+        const unsigned short h = __ldg(x + i);
+        if ((h & 0x7fffu) != 0u) {  // warp-uniform: every lane read the same half
+            scatter_row<H>(row_ptr, col_idx, values, weight, i, macko_h2f(h), lane, sums);
+        }
     }
 }
 
@@ -36,20 +102,33 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                             const unsigned* __restrict__ x_index,
                             const float* __restrict__ x_value, unsigned nnz,
                             float* __restrict__ sums) {
-    const unsigned lane = threadIdx.x & 31u;
-    const unsigned warps_per_block = blockDim.x >> 5;
-    const unsigned stride = gridDim.x * warps_per_block;
-    for (unsigned n = blockIdx.x * warps_per_block + (threadIdx.x >> 5); n < nnz; n += stride) {
-        const unsigned i = __ldg(x_index + n);
-        const float xv = __ldg(x_value + n);
-        const unsigned start = __ldg(row_ptr + i), end = __ldg(row_ptr + i + 1u);
-        for (unsigned j = start + lane; j < end; j += 32u) {
-            const float a = macko_h2f(macko_load_stream(values + j));
-            if (a != 0.0f) {
-                atomicAdd(sums + macko_load_stream(col_idx + j), a * xv);
-            }
-        }
-    }
+    transposed_sparse_x_impl<false>(row_ptr, col_idx, values, 0.0f, x_index, x_value, nnz, sums);
+}
+
+extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
+    csr_h_transposed_sparse_x(const unsigned* __restrict__ row_ptr,
+                              const unsigned* __restrict__ col_idx, float weight,
+                              const unsigned* __restrict__ x_index,
+                              const float* __restrict__ x_value, unsigned nnz,
+                              float* __restrict__ sums) {
+    transposed_sparse_x_impl<true>(row_ptr, col_idx, nullptr, weight, x_index, x_value, nnz, sums);
+}
+
+extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
+    csr_transposed_dense_x(const unsigned* __restrict__ row_ptr,
+                           const unsigned* __restrict__ col_idx,
+                           const unsigned short* __restrict__ values,
+                           const unsigned short* __restrict__ x, unsigned rows,
+                           float* __restrict__ sums) {
+    transposed_dense_x_impl<false>(row_ptr, col_idx, values, 0.0f, x, rows, sums);
+}
+
+extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
+    csr_h_transposed_dense_x(const unsigned* __restrict__ row_ptr,
+                             const unsigned* __restrict__ col_idx, float weight,
+                             const unsigned short* __restrict__ x, unsigned rows,
+                             float* __restrict__ sums) {
+    transposed_dense_x_impl<true>(row_ptr, col_idx, nullptr, weight, x, rows, sums);
 }
 
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
@@ -59,3 +138,106 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
         macko_store(y, c, sums[c]);
     }
 }
+
+// x's stored entries into a dense f32 copy (cleared before by transposed_zero).
+extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
+    sparse_x_scatter(const unsigned* __restrict__ x_index, const float* __restrict__ x_value,
+                     unsigned nnz, float* __restrict__ dense) {
+    for (unsigned n = blockIdx.x * blockDim.x + threadIdx.x; n < nnz; n += gridDim.x * blockDim.x) {
+        dense[__ldg(x_index + n)] = __ldg(x_value + n);
+    }
+}
+
+// One lane's share of row sum start..end: x dense f32 with zeros skipped (SCATTERED, a sparse x
+// scattered), or the f16 x of an ordinary product (every column kept, as csr.cu). A zero of A
+// is skipped in both. A select, never a product with 0: NaN/∞ under a skipped entry add nothing.
+template <bool H, bool SCATTERED>
+__device__ __forceinline__ float sx_row(const unsigned* __restrict__ col_idx,
+                                        const unsigned short* __restrict__ values, float weight,
+                                        const float* __restrict__ xs,
+                                        const unsigned short* __restrict__ xh, unsigned start,
+                                        unsigned end, unsigned lane) {
+    float acc = 0.0f;
+    for (unsigned j = start + lane; j < end; j += 32u) {
+        const float a = sx_value<H>(values, weight, j);
+        const unsigned c = macko_load_stream(col_idx + j);
+        const float xv = SCATTERED ? __ldg(xs + c) : macko_h2f(__ldg(xh + c));
+        const bool keep = (a != 0.0f) && (!SCATTERED || xv != 0.0f);
+        acc += keep ? a * xv : 0.0f;
+    }
+    return acc;
+}
+
+// y = A·x over the scattered x: a warp per row, one store per row.
+template <typename Out, bool H>
+__device__ __forceinline__ void sparse_x_impl(const unsigned* __restrict__ row_ptr,
+                                              const unsigned* __restrict__ col_idx,
+                                              const unsigned short* __restrict__ values,
+                                              float weight, const float* __restrict__ xs,
+                                              Out* __restrict__ y, unsigned rows) {
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned warps_per_block = blockDim.x >> 5;
+    const unsigned stride = gridDim.x * warps_per_block;
+    for (unsigned row = blockIdx.x * warps_per_block + (threadIdx.x >> 5); row < rows;
+         row += stride) {
+        const unsigned start = __ldg(row_ptr + row), end = __ldg(row_ptr + row + 1u);
+        float acc = sx_row<H, true>(col_idx, values, weight, xs, nullptr, start, end, lane);
+        acc = macko_warp_sum(acc);
+        if (lane == 0u) macko_store(y, row, acc);
+    }
+}
+
+#define SPARSE_X_ENTRY(NAME, OUT)                                                               \
+    extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)                             \
+        NAME(const unsigned* __restrict__ row_ptr, const unsigned* __restrict__ col_idx,       \
+             const unsigned short* __restrict__ values, const float* __restrict__ xs,          \
+             OUT* __restrict__ y, unsigned rows) {                                             \
+        sparse_x_impl<OUT, false>(row_ptr, col_idx, values, 0.0f, xs, y, rows);                \
+    }
+
+#define SPARSE_X_H_ENTRY(NAME, OUT)                                                             \
+    extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)                             \
+        NAME(const unsigned* __restrict__ row_ptr, const unsigned* __restrict__ col_idx,       \
+             float weight, const float* __restrict__ xs, OUT* __restrict__ y, unsigned rows) { \
+        sparse_x_impl<OUT, true>(row_ptr, col_idx, nullptr, weight, xs, y, rows);              \
+    }
+
+SPARSE_X_ENTRY(csr_sparse_x_f16, unsigned short)
+SPARSE_X_ENTRY(csr_sparse_x_f32, float)
+SPARSE_X_H_ENTRY(csr_h_sparse_x_f16, unsigned short)
+SPARSE_X_H_ENTRY(csr_h_sparse_x_f32, float)
+
+// Y = A·X for a homogeneous CSR matrix and `batch` vectors (X [batch][cols], Y [batch][rows]):
+// a warp per (vector, row) pair, in 64 bits (rows · batch may pass 2³²), one store per pair.
+template <typename Out>
+__device__ __forceinline__ void h_spmv_impl(const unsigned* __restrict__ row_ptr,
+                                            const unsigned* __restrict__ col_idx, float weight,
+                                            const unsigned short* __restrict__ x,
+                                            Out* __restrict__ y, unsigned rows, unsigned cols,
+                                            unsigned batch) {
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned long long warps_per_block = blockDim.x >> 5;
+    const unsigned long long stride = gridDim.x * warps_per_block;
+    const unsigned long long items = (unsigned long long)rows * batch;
+    for (unsigned long long item = blockIdx.x * warps_per_block + (threadIdx.x >> 5);
+         item < items; item += stride) {
+        const unsigned long long b = item / rows;
+        const unsigned row = (unsigned)(item - b * rows);
+        const unsigned start = __ldg(row_ptr + row), end = __ldg(row_ptr + row + 1u);
+        float acc = sx_row<true, false>(col_idx, nullptr, weight, nullptr, x + b * cols, start,
+                                        end, lane);
+        acc = macko_warp_sum(acc);
+        if (lane == 0u) macko_store(y + b * rows, row, acc);
+    }
+}
+
+#define H_SPMV_ENTRY(NAME, OUT)                                                                 \
+    extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)                             \
+        NAME(const unsigned* __restrict__ row_ptr, const unsigned* __restrict__ col_idx,       \
+             float weight, const unsigned short* __restrict__ x, OUT* __restrict__ y,          \
+             unsigned rows, unsigned cols, unsigned batch) {                                   \
+        h_spmv_impl<OUT>(row_ptr, col_idx, weight, x, y, rows, cols, batch);                   \
+    }
+
+H_SPMV_ENTRY(csr_h_spmv_f16, unsigned short)
+H_SPMV_ENTRY(csr_h_spmv_f32, float)

@@ -237,10 +237,12 @@ pub const BATCH_MMA: KernelSource = KernelSource {
 /// Every kernel file loaded when the backend opens.
 pub const KERNELS: [KernelSource; 6] = [MACKO, CSR, DENSE, STREAM, BATCH, BATCH_MMA];
 
-/// The transposed CSR product with a sparse x, y = Aᵀ·x (kernels/transposed.cu: zeroing of the
-/// f32 sums, the scatter with f32 atomicAdd, the rounding of an f16 y). Not in [`KERNELS`] and
-/// not loaded by the backend yet (issue 25 part B: it refuses these products with
-/// `Error::Unsupported` until the kernel has run on a GPU); compiled by tests/cuda_kernels.rs.
+/// Products with a sparse input for CSR and homogeneous CSR (kernels/transposed.cu): y = Aᵀ·x
+/// with x sparse or dense (zeroing of the f32 sums, the scatter with f32 atomicAdd, the rounding
+/// of an f16 y), y = A·x with x sparse (x scattered into a dense f32 copy, then a CSR product
+/// skipping x's zeros), and the ordinary product of a homogeneous CSR matrix. Not in
+/// [`KERNELS`]: compiled and loaded on first use (`cuda/sparse_inputs.rs`), so opening the
+/// backend pays nothing for it.
 pub const TRANSPOSED: KernelSource = KernelSource {
     file: "transposed.cu",
     source: include_str!("../../../kernels/transposed.cu"),
@@ -250,7 +252,17 @@ pub const TRANSPOSED: KernelSource = KernelSource {
     entries: &[
         "transposed_zero",
         "csr_transposed_sparse_x",
+        "csr_h_transposed_sparse_x",
+        "csr_transposed_dense_x",
+        "csr_h_transposed_dense_x",
         "transposed_finish_f16",
+        "sparse_x_scatter",
+        "csr_sparse_x_f16",
+        "csr_sparse_x_f32",
+        "csr_h_sparse_x_f16",
+        "csr_h_sparse_x_f32",
+        "csr_h_spmv_f16",
+        "csr_h_spmv_f32",
     ],
 };
 
