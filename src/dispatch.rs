@@ -9,7 +9,7 @@ use macko_format::SparseVector;
 
 use crate::backend::cpu::{CpuBackend, CpuMatrix, CpuPlan, CpuVector};
 #[cfg(feature = "cuda")]
-use crate::backend::cuda::{plan::CudaPlan, CudaBackend, CudaMatrix, CudaVector};
+use crate::backend::cuda::{plan::CudaPlan, CudaBackend, CudaMatrix, CudaSparseVector, CudaVector};
 #[cfg(feature = "wgpu")]
 use crate::backend::wgpu::{GpuMatrix, GpuVector, WgpuBackend, WgpuPlan};
 use crate::backend::{
@@ -66,15 +66,13 @@ pub(crate) enum AnyVector {
     Cuda(CudaVector),
 }
 
-/// A sparse vector of one backend (CUDA has none yet: see
-/// [`crate::backend::NoSparseVector`]).
+/// A sparse vector of one backend.
 pub(crate) enum AnySparseVector {
     Cpu(crate::backend::cpu::CpuSparseVector),
     #[cfg(feature = "wgpu")]
     Wgpu(crate::backend::wgpu::GpuSparseVector),
     #[cfg(feature = "cuda")]
-    #[allow(dead_code)] // cannot be made until CUDA has sparse-input kernels
-    Cuda(crate::backend::NoSparseVector),
+    Cuda(CudaSparseVector),
 }
 
 /// An x of a product with a sparse input, as the device layer holds it.
@@ -173,7 +171,7 @@ handles_of!(
     BackendKind::Cuda,
     CudaMatrix,
     CudaVector,
-    crate::backend::NoSparseVector,
+    CudaSparseVector,
     cuda,
     cuda_v,
     cuda_v_mut,

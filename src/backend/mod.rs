@@ -111,8 +111,8 @@ pub(crate) trait Backend: Send + Sync {
     /// How a matrix is multiplied, computed once at upload (see [`crate::Plan`]).
     type Plan;
 
-    /// A sparse vector on this device ([`NoSparseVector`] where the backend has no products
-    /// with sparse inputs yet).
+    /// A sparse vector on this device (every backend has one; a backend without products on
+    /// sparse inputs would refuse them in [`Backend::upload_sparse_vector`], the default).
     type SparseVector: Send + Sync;
 
     /// Name, backend and key properties.
@@ -243,11 +243,6 @@ pub(crate) enum SparseInput<'a, V, S> {
     /// A sparse vector on the device.
     Sparse(&'a S),
 }
-
-/// The sparse vector of a backend that has no products with sparse inputs yet: it cannot be
-/// made (the enum has no value), so such a backend refuses every sparse vector at upload.
-#[cfg(feature = "cuda")]
-pub(crate) enum NoSparseVector {}
 
 /// [`Error::Unsupported`]'s `what` for a product with a sparse x (or its upload) on a backend
 /// without such kernels: "cannot multiply sparse vectors (SparseVector) by matrices yet".

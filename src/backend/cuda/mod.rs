@@ -19,6 +19,8 @@
 //! - `upload`: planning and laying out a matrix at upload;
 //! - `quant`: int8 / int4 matrices: their uploads, kernels and few-token products;
 //! - `launch`: binding and dispatch of a stored plan;
+//! - `sparse_inputs`: sparse vectors, homogeneous CSR matrices, y = Aᵀ·x and y = A·x with x
+//!   sparse (kernels/transposed.cu);
 //! - `vendor`: the cuBLAS and cuSPARSE baselines;
 //! - `timing`: CUDA events around queued products, the streaming-read ceiling;
 //! - this file: the `Backend` adapter.
@@ -44,6 +46,7 @@ mod probe;
 mod quant;
 mod rules;
 mod sparse24;
+mod sparse_inputs;
 mod split;
 mod timing;
 #[doc(hidden)]
@@ -68,12 +71,15 @@ use self::plan::CudaPlan;
 use self::probe::{human_bytes, Gpu};
 use self::quant::QuantCache;
 use self::sparse24::{Sparse24Cache, Sparse24Dev};
+pub(crate) use self::sparse_inputs::CudaSparseVector;
+use self::sparse_inputs::{CsrView, HomogeneousCsrDev, SparseInputCache, SparseInputs};
 use self::tuning::CudaTuning;
 use self::upload::Uploader;
 use self::vendor::{CusparseCsr, Vendor};
 
 use super::{
-    chunks, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, VendorBaseline,
+    chunks, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, SparseInput,
+    VendorBaseline, UNSUPPORTED_SPARSE_X, UNSUPPORTED_TRANSPOSED,
 };
 use crate::error::{Error, Result};
 
@@ -98,6 +104,8 @@ pub(crate) enum CudaMatrix {
     Macko(Box<MackoDev>),
     /// macko's CSR kernel.
     Csr(CsrDev),
+    /// CSR with one weight for every entry (`sparse_inputs.rs`: no plan, one kernel shape).
+    HomogeneousCsr(HomogeneousCsrDev),
     /// macko's dense GEMV.
     Dense(DenseDev, CudaPlan),
     /// macko's dense int8 / int4 GEMV.
@@ -116,6 +124,7 @@ impl CudaMatrix {
         match self {
             CudaMatrix::Macko(m) => (m.rows, m.cols),
             CudaMatrix::Csr(m) => (m.rows, m.cols),
+            CudaMatrix::HomogeneousCsr(m) => (m.rows, m.cols),
             CudaMatrix::Dense(m, _) | CudaMatrix::Cublas(m) => (m.rows, m.cols),
             CudaMatrix::DenseQuant(m, _) => (m.rows, m.cols),
             CudaMatrix::Sparse24(m) => (m.rows, m.cols),
@@ -123,15 +132,31 @@ impl CudaMatrix {
         }
     }
 
-    /// The plan macko's kernels launch it with (`None` for the vendor baselines and for 2:4,
-    /// whose one kernel shape takes its launch from the shape).
+    /// What the products with a sparse input read of it (CSR and homogeneous CSR), or
+    /// `Error::Unsupported` with `what`.
+    fn csr_view(&self, what: &'static str) -> Result<CsrView<'_>> {
+        match self {
+            CudaMatrix::Csr(m) => Ok(CsrView::csr(m)),
+            CudaMatrix::HomogeneousCsr(m) => Ok(CsrView::homogeneous(m)),
+            _ => Err(Error::Unsupported {
+                backend: BackendKind::Cuda,
+                what,
+            }),
+        }
+    }
+
+    /// The plan macko's kernels launch it with (`None` for the vendor baselines, 2:4 and
+    /// homogeneous CSR, whose one kernel shape takes its launch from the shape).
     #[allow(dead_code)]
     fn plan(&self) -> Option<&CudaPlan> {
         match self {
             CudaMatrix::Macko(m) => Some(&m.plan),
             CudaMatrix::Csr(m) => Some(&m.plan),
             CudaMatrix::Dense(_, plan) | CudaMatrix::DenseQuant(_, plan) => Some(plan),
-            CudaMatrix::Sparse24(_) | CudaMatrix::Cublas(_) | CudaMatrix::Cusparse(_) => None,
+            CudaMatrix::Sparse24(_)
+            | CudaMatrix::HomogeneousCsr(_)
+            | CudaMatrix::Cublas(_)
+            | CudaMatrix::Cusparse(_) => None,
         }
     }
 }
@@ -152,6 +177,9 @@ pub(crate) struct CudaBackend {
     quant: QuantCache,
     /// The 2:4 kernels, compiled on the first upload of a 2:4 matrix.
     sparse24: Sparse24Cache,
+    /// The kernels of products with sparse inputs and of homogeneous CSR, compiled on first
+    /// use, and their f32 scratch.
+    sparse_inputs: SparseInputCache,
 }
 
 impl CudaBackend {
@@ -185,6 +213,7 @@ impl CudaBackend {
             xt: Mutex::new(None),
             quant: QuantCache::default(),
             sparse24: Sparse24Cache::default(),
+            sparse_inputs: SparseInputCache::default(),
         })
     }
 
@@ -228,13 +257,10 @@ impl CudaBackend {
                 let kernels = self.sparse24_kernels()?;
                 CudaMatrix::Sparse24(sparse24::upload(self.stream(), s, kernels)?)
             }
-            // No homogeneous CSR kernel yet (issue 25 part B): refused before anything is
-            // allocated.
-            MatrixRef::HomogeneousCsr(_) => {
-                return Err(Error::Unsupported {
-                    backend: BackendKind::Cuda,
-                    what: m.kind().as_str(),
-                })
+            MatrixRef::HomogeneousCsr(h) => {
+                // Compiled now, so that a missing kernel fails the upload, not a product.
+                self.sparse_inputs(self.stream())?;
+                CudaMatrix::HomogeneousCsr(sparse_inputs::upload_homogeneous(self.stream(), h)?)
             }
         };
         Ok(matrix)
@@ -266,6 +292,10 @@ impl CudaBackend {
         match a {
             CudaMatrix::Macko(m) => launcher.product(Product::Macko(m), x, &mut y.data),
             CudaMatrix::Csr(m) => launcher.product(Product::Csr(m), x, &mut y.data),
+            CudaMatrix::HomogeneousCsr(m) => {
+                self.sparse_inputs(stream)?
+                    .homogeneous_product(m, x, &mut y.data, 1)
+            }
             CudaMatrix::Dense(m, plan) => launcher.product(Product::Dense(m, plan), x, &mut y.data),
             CudaMatrix::DenseQuant(m, plan) => {
                 launcher.product(Product::DenseQuant(m, plan), x, &mut y.data)
@@ -305,6 +335,12 @@ impl CudaBackend {
             return self.product_batch_looped(stream, a, x, y, batch);
         }
         let x = x.as_input()?;
+        if let CudaMatrix::HomogeneousCsr(m) = a {
+            // One launch for the whole batch: a warp per vector and row.
+            return self
+                .sparse_inputs(stream)?
+                .homogeneous_product(m, x, &mut y.data, batch);
+        }
         if let CudaMatrix::Sparse24(m) = a {
             // X read as it is: no XT, one launch per chunk.
             for chunk in chunks(batch) {
@@ -320,8 +356,12 @@ impl CudaBackend {
             return Ok(());
         }
         let product = match a {
-            CudaMatrix::DenseQuant(..) | CudaMatrix::Sparse24(_) => {
-                return Err(internal("dense int8/4 or 2:4 reached a batch plan"))
+            CudaMatrix::DenseQuant(..)
+            | CudaMatrix::Sparse24(_)
+            | CudaMatrix::HomogeneousCsr(_) => {
+                return Err(internal(
+                    "dense int8/4, 2:4 or homogeneous CSR reached a batch plan",
+                ))
             }
             CudaMatrix::Cublas(m) => return self.vendor.cublas_gemm(m, x, &mut y.data, batch),
             CudaMatrix::Cusparse(m) => return self.vendor.cusparse_spmm(m, x, &mut y.data, batch),
@@ -354,6 +394,21 @@ impl CudaBackend {
 }
 
 impl CudaBackend {
+    /// The products with a sparse input on `stream`, their kernels compiled and loaded the
+    /// first time.
+    fn sparse_inputs<'a>(&'a self, stream: &'a Arc<CudaStream>) -> Result<SparseInputs<'a>> {
+        let arch = self.gpu.props.arch();
+        let kernels = self
+            .sparse_inputs
+            .get(|| sparse_inputs::SparseInputKernels::load(&self.gpu.ctx, &arch))?;
+        Ok(SparseInputs {
+            stream,
+            sms: self.caps.sm_count,
+            kernels,
+            cache: &self.sparse_inputs,
+        })
+    }
+
     /// The 2:4 kernels, compiled and loaded the first time.
     fn sparse24_kernels(&self) -> Result<Arc<sparse24::Sparse24Kernels>> {
         let arch = self.gpu.props.arch();
@@ -485,9 +540,9 @@ fn describe(gpu: &Gpu, tuning: &CudaTuning) -> DeviceInfo {
 impl Backend for CudaBackend {
     type Matrix = CudaMatrix;
     type Vector = CudaVector;
-    // No products with sparse inputs yet (issue 25 part B): sparse vectors are refused at
-    // upload, transposed products when queued (the trait's defaults).
-    type SparseVector = crate::backend::NoSparseVector;
+    // Products with sparse inputs for CSR and homogeneous CSR (`sparse_inputs.rs`); the other
+    // formats are refused when the product is queued.
+    type SparseVector = CudaSparseVector;
     type Plan = CudaPlan;
 
     fn info(&self) -> DeviceInfo {
@@ -527,12 +582,39 @@ impl Backend for CudaBackend {
         }
     }
 
+    fn upload_sparse_vector(&self, x: &macko_format::SparseVector) -> Result<CudaSparseVector> {
+        sparse_inputs::upload_vector(self.stream(), x)
+    }
+
+    fn multiply_sparse_x(
+        &self,
+        a: &CudaMatrix,
+        x: &CudaSparseVector,
+        y: &mut CudaVector,
+    ) -> Result<()> {
+        let v = a.csr_view(UNSUPPORTED_SPARSE_X)?;
+        self.sparse_inputs(self.stream())?.sparse_x(v, x, y)
+    }
+
+    fn multiply_transposed(
+        &self,
+        a: &CudaMatrix,
+        x: SparseInput<'_, CudaVector, CudaSparseVector>,
+        y: &mut CudaVector,
+    ) -> Result<()> {
+        let v = a.csr_view(UNSUPPORTED_TRANSPOSED)?;
+        self.sparse_inputs(self.stream())?.transposed(v, x, y)
+    }
+
     fn plan(&self, a: &CudaMatrix) -> Result<CudaPlan> {
         a.plan().copied().ok_or_else(|| Error::Backend {
             backend: BackendKind::Cuda,
             message: match a {
                 CudaMatrix::Sparse24(_) => "a 2:4 matrix has no plan on CUDA (one kernel shape, \
                                             launched by its shape)"
+                    .into(),
+                CudaMatrix::HomogeneousCsr(_) => "a homogeneous CSR matrix has no plan on CUDA \
+                                                  (one kernel shape, launched by its shape)"
                     .into(),
                 _ => "a vendor baseline's matrix has no macko plan".into(),
             },

@@ -1,0 +1,523 @@
+//! Products with a sparse input on CUDA (kernels/transposed.cu; kernels/README.md, "Products
+//! with a sparse input"), for CSR and homogeneous CSR matrices: the sparse vector on the device,
+//! homogeneous CSR matrices (row pointers, columns and one weight) with their ordinary product,
+//! y = Aᵀ·x with x sparse or dense, and y = A·x with x sparse. The kernels are compiled and
+//! loaded on first use (a sparse vector's product or a homogeneous upload), so opening the
+//! backend pays nothing for them. MACKO, dense, 2:4 and quantized matrices are refused with
+//! `Error::Unsupported`.
+//!
+//! With a dense x, y = Aᵀ·x runs a warp per row of A that reads x's element and skips the row
+//! where it is ±0, rather than compacting x's non-zeros on the device first: one launch instead
+//! of a count, a prefix sum and a compaction, and the same rows of A read; what it costs over a
+//! compacted x is x itself (2 bytes per row of A, against the row's 6 bytes per entry) and one
+//! idle warp step per zero.
+//!
+//! y = A·x with x sparse scatters x into a dense f32 copy of `cols` floats (O(nnz(x)) after
+//! clearing it) and runs a CSR product over it that skips x's zeros; every row of A is read (the
+//! formats are row-major), so what it saves over a dense x is the semantics (a NaN or ±∞ of A
+//! under a zero of x adds nothing), not bytes.
+//!
+//! Everything is queued on one stream in order; the f32 scratch (the sums of an f16 y, or the
+//! scattered x) is shared by every product, which is safe for the reason the few-token XT is
+//! (`mod.rs`): a product's last launch has read it before the next product's first one writes it.
+
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+};
+use macko_format::{HomogeneousCsrMatrix, SparseVector};
+
+use super::errors::{cuda_error, internal};
+use super::kernels::{load_module, ByOutput};
+use super::launch::Output;
+use super::memory::{dim, CsrDev, CudaVector, DeviceArray, VectorData};
+use super::nvrtc;
+use crate::backend::{BackendKind, SparseInput};
+use crate::error::{Error, Result};
+
+/// Threads per block of every kernel of transposed.cu (`TRANSPOSED_BLOCK`).
+const BLOCK: u32 = 256;
+/// Warps per block.
+const WARPS: u32 = BLOCK / 32;
+/// Blocks per SM the grids are capped at (2048 resident threads per SM on sm_80 and sm_90):
+/// every loop of the kernels is grid-stride, so a larger problem only loops more.
+const BLOCKS_PER_SM: u32 = 2048 / BLOCK;
+
+/// The kernels of kernels/transposed.cu.
+pub(crate) struct SparseInputKernels {
+    zero: CudaFunction,
+    finish_f16: CudaFunction,
+    scatter: CudaFunction,
+    /// `csr_transposed_sparse_x`, `csr_h_transposed_sparse_x`: by [`Values::index`].
+    transposed_sparse: [CudaFunction; 2],
+    /// `csr_transposed_dense_x`, `csr_h_transposed_dense_x`.
+    transposed_dense: [CudaFunction; 2],
+    /// `csr_sparse_x_*`, `csr_h_sparse_x_*`.
+    sparse_x: [ByOutput; 2],
+    /// `csr_h_spmv_*`.
+    h_spmv: ByOutput,
+}
+
+impl SparseInputKernels {
+    /// Compiles (once per process) and loads kernels/transposed.cu for `arch` into `ctx`.
+    pub fn load(ctx: &Arc<CudaContext>, arch: &str) -> Result<Self> {
+        let module = load_module(ctx, &nvrtc::TRANSPOSED, arch)?;
+        let function = |name: &str| -> Result<CudaFunction> {
+            module
+                .load_function(name)
+                .map_err(|e| cuda_error(&format!("finding kernel {name}"), e))
+        };
+        let pair = |stem: &str| -> Result<ByOutput> {
+            Ok(ByOutput {
+                f16: function(&format!("{stem}_f16"))?,
+                f32: function(&format!("{stem}_f32"))?,
+            })
+        };
+        Ok(Self {
+            zero: function("transposed_zero")?,
+            finish_f16: function("transposed_finish_f16")?,
+            scatter: function("sparse_x_scatter")?,
+            transposed_sparse: [
+                function("csr_transposed_sparse_x")?,
+                function("csr_h_transposed_sparse_x")?,
+            ],
+            transposed_dense: [
+                function("csr_transposed_dense_x")?,
+                function("csr_h_transposed_dense_x")?,
+            ],
+            sparse_x: [pair("csr_sparse_x")?, pair("csr_h_sparse_x")?],
+            h_spmv: pair("csr_h_spmv")?,
+        })
+    }
+}
+
+/// The kernels once loaded, and the f32 scratch the products share.
+#[derive(Default)]
+pub(crate) struct SparseInputCache {
+    kernels: Mutex<Option<Arc<SparseInputKernels>>>,
+    scratch: Mutex<Option<DeviceArray<f32>>>,
+}
+
+impl SparseInputCache {
+    /// The kernels, loading them (`load`) the first time.
+    pub fn get(
+        &self,
+        load: impl FnOnce() -> Result<SparseInputKernels>,
+    ) -> Result<Arc<SparseInputKernels>> {
+        let mut slot = self
+            .kernels
+            .lock()
+            .map_err(|_| internal("the sparse-input kernel lock is poisoned"))?;
+        if let Some(k) = slot.as_ref() {
+            return Ok(k.clone());
+        }
+        let k = Arc::new(load()?);
+        *slot = Some(k.clone());
+        Ok(k)
+    }
+}
+
+/// A sparse vector on the device: its non-zero entries (the ±0 ones dropped at upload, as on the
+/// CPU and wgpu), indices increasing (validated by [`SparseVector`]) and values widened to f32
+/// once, the type the kernels multiply in.
+pub(crate) struct CudaSparseVector {
+    /// Elements, stored or not.
+    len: u32,
+    /// Stored non-zero entries.
+    nnz: u32,
+    index: DeviceArray<u32>,
+    value: DeviceArray<f32>,
+}
+
+/// A homogeneous CSR matrix on the device: CSR's row pointers and columns, and its one weight
+/// widened to f32 (exact) for the kernels.
+pub(crate) struct HomogeneousCsrDev {
+    pub rows: u32,
+    pub cols: u32,
+    row_ptr: DeviceArray<u32>,
+    col_idx: DeviceArray<u32>,
+    weight: f32,
+}
+
+/// Where a CSR-like matrix keeps its values.
+#[derive(Clone, Copy)]
+pub(crate) enum Values<'a> {
+    /// One binary16 per entry.
+    Stored(&'a CudaSlice<u16>),
+    /// One weight for every entry.
+    Weight(f32),
+}
+
+impl Values<'_> {
+    /// Index of the kernel variant in the pairs of [`SparseInputKernels`].
+    fn index(self) -> usize {
+        match self {
+            Values::Stored(_) => 0,
+            Values::Weight(_) => 1,
+        }
+    }
+}
+
+/// A CSR or homogeneous CSR matrix as the kernels read it.
+pub(crate) struct CsrView<'a> {
+    rows: u32,
+    cols: u32,
+    row_ptr: &'a CudaSlice<u32>,
+    col_idx: &'a CudaSlice<u32>,
+    values: Values<'a>,
+}
+
+impl<'a> CsrView<'a> {
+    /// A CSR matrix's view.
+    pub fn csr(m: &'a CsrDev) -> Self {
+        Self {
+            rows: m.rows,
+            cols: m.cols,
+            row_ptr: m.row_ptr.buf(),
+            col_idx: m.col_idx.buf(),
+            values: Values::Stored(m.values.buf()),
+        }
+    }
+
+    /// A homogeneous CSR matrix's view.
+    pub fn homogeneous(m: &'a HomogeneousCsrDev) -> Self {
+        Self {
+            rows: m.rows,
+            cols: m.cols,
+            row_ptr: m.row_ptr.buf(),
+            col_idx: m.col_idx.buf(),
+            values: Values::Weight(m.weight),
+        }
+    }
+}
+
+/// A launch of `items` threads' worth of work (grid-stride loops), capped at the resident
+/// blocks of `sms` SMs; at least one block.
+fn config(items: u32, per_block: u32, sms: u32) -> LaunchConfig {
+    let cap = sms.max(1).saturating_mul(BLOCKS_PER_SM);
+    LaunchConfig {
+        grid_dim: (items.div_ceil(per_block).clamp(1, cap), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Copies `x` to the device, its non-zero entries only.
+pub(crate) fn upload_vector(
+    stream: &Arc<CudaStream>,
+    x: &SparseVector,
+) -> Result<CudaSparseVector> {
+    // A longer x matches no matrix (rows and columns fit 31 bits); keeping it there lets the
+    // kernels' grid-stride loops over its entries stay inside u32.
+    let len = dim(x.len(), "elements of a sparse vector")?;
+    let (mut index, mut value) = (Vec::new(), Vec::new());
+    for (i, v) in x.entries().filter(|(_, v)| !macko_format::is_zero(*v)) {
+        // i < len ≤ 2³¹ − 1.
+        index.push(i as u32);
+        value.push(v.to_f32());
+    }
+    Ok(CudaSparseVector {
+        len,
+        nnz: u32::try_from(index.len()).map_err(|_| internal("sparse entries past 32 bits"))?,
+        index: DeviceArray::upload(stream, &index, "sparse x indices")?,
+        value: DeviceArray::upload(stream, &value, "sparse x values")?,
+    })
+}
+
+/// Uploads a homogeneous CSR matrix (CSR's limits: the kernels step entry indices by 32 from
+/// below nnz).
+pub(crate) fn upload_homogeneous(
+    stream: &Arc<CudaStream>,
+    m: &HomogeneousCsrMatrix,
+) -> Result<HomogeneousCsrDev> {
+    let (rows, cols) = (dim(m.rows(), "rows")?, dim(m.cols(), "columns")?);
+    if m.nnz() > (u32::MAX - 1024) as usize {
+        return Err(Error::Backend {
+            backend: BackendKind::Cuda,
+            message: format!(
+                "the CUDA homogeneous CSR kernels take at most {} entries, not {}",
+                u32::MAX - 1024,
+                m.nnz()
+            ),
+        });
+    }
+    Ok(HomogeneousCsrDev {
+        rows,
+        cols,
+        row_ptr: DeviceArray::upload(stream, m.row_ptr(), "homogeneous CSR row pointers")?,
+        col_idx: DeviceArray::upload(stream, m.col_idx(), "homogeneous CSR column indices")?,
+        weight: m.weight().to_f32(),
+    })
+}
+
+/// The f32 scratch, grown to at least `len` floats.
+fn scratch<'a>(
+    stream: &Arc<CudaStream>,
+    slot: &'a mut Option<DeviceArray<f32>>,
+    len: usize,
+) -> Result<&'a mut DeviceArray<f32>> {
+    if slot.as_ref().is_none_or(|a| a.len() < len) {
+        *slot = None;
+        *slot = Some(DeviceArray::zeros(
+            stream,
+            len,
+            "the sparse-input f32 scratch",
+        )?);
+    }
+    slot.as_mut()
+        .ok_or_else(|| internal("sparse-input scratch missing"))
+}
+
+/// Maps a launch failure.
+fn launched(r: std::result::Result<(), cudarc::driver::DriverError>, what: &str) -> Result<()> {
+    r.map_err(|e| cuda_error(&format!("launching {what}"), e))
+}
+
+/// What the products with a sparse input launch with: the stream, the GPU's SM count (for the
+/// grids), the kernels and the backend's cache (for its scratch).
+pub(crate) struct SparseInputs<'a> {
+    pub stream: &'a Arc<CudaStream>,
+    pub sms: u32,
+    pub kernels: Arc<SparseInputKernels>,
+    pub cache: &'a SparseInputCache,
+}
+
+impl SparseInputs<'_> {
+    /// Queues Y = A·X for a homogeneous CSR matrix and `batch` ≥ 1 vectors on `stream` (one
+    /// launch: a warp per vector and row).
+    pub fn homogeneous_product(
+        &self,
+        m: &HomogeneousCsrDev,
+        x: &DeviceArray<u16>,
+        y: &mut VectorData,
+        batch: usize,
+    ) -> Result<()> {
+        let batch = u32::try_from(batch).map_err(|_| Error::Backend {
+            backend: BackendKind::Cuda,
+            message: format!(
+                "the CUDA homogeneous CSR kernel indexes vectors with 32-bit integers: {batch} \
+                 vectors exceed the limit of {}",
+                u32::MAX
+            ),
+        })?;
+        let items = u64::from(m.rows) * u64::from(batch);
+        if items == 0 {
+            return Ok(());
+        }
+        let (stream, k) = (self.stream, &*self.kernels);
+        let cfg = config(u32::try_from(items).unwrap_or(u32::MAX), WARPS, self.sms);
+        fn go<T: Output>(
+            stream: &CudaStream,
+            k: &SparseInputKernels,
+            m: &HomogeneousCsrDev,
+            x: &DeviceArray<u16>,
+            y: &mut DeviceArray<T>,
+            batch: u32,
+            cfg: LaunchConfig,
+        ) -> Result<()> {
+            if (x.len() as u64) < u64::from(batch) * u64::from(m.cols)
+                || (y.len() as u64) < u64::from(batch) * u64::from(m.rows)
+            {
+                return Err(internal("homogeneous CSR vectors shorter than the batch"));
+            }
+            let mut args = stream.launch_builder(k.h_spmv.pick(T::PRECISION));
+            args.arg(m.row_ptr.buf())
+                .arg(m.col_idx.buf())
+                .arg(&m.weight)
+                .arg(x.buf())
+                .arg(y.buf_mut())
+                .arg(&m.rows)
+                .arg(&m.cols)
+                .arg(&batch);
+            // SAFETY: the arguments match `csr_h_spmv_*` of kernels/transposed.cu in order and
+            // type (row_ptr, col_idx, weight, x, y, rows, cols, batch). row_ptr holds rows + 1
+            // u32 and col_idx nnz, with every row's entries inside col_idx and every column
+            // below cols (validated by the format); x holds batch · cols halves and y batch ·
+            // rows elements of the kernel's output type (checked above). The kernel reads rows
+            // < rows of vectors < batch only.
+            launched(
+                unsafe { args.launch(cfg) }.map(|_| ()),
+                "the homogeneous CSR product",
+            )
+        }
+        match y {
+            VectorData::F16(y) => go(stream, k, m, x, y, batch, cfg),
+            VectorData::F32(y) => go(stream, k, m, x, y, batch, cfg),
+        }
+    }
+
+    /// Queues y = Aᵀ·x for a CSR or homogeneous CSR `v` (shapes checked by the device layer).
+    pub fn transposed(
+        &self,
+        v: CsrView<'_>,
+        x: SparseInput<'_, CudaVector, CudaSparseVector>,
+        y: &mut CudaVector,
+    ) -> Result<()> {
+        let (x_len, nnz) = match &x {
+            SparseInput::Dense(x) => (x.len(), None),
+            SparseInput::Sparse(x) => (x.len as usize, Some(x.nnz)),
+        };
+        if x_len != v.rows as usize || y.len() != v.cols as usize {
+            return Err(internal(
+                "transposed vector lengths reached the backend unchecked",
+            ));
+        }
+        if v.cols == 0 {
+            return Ok(());
+        }
+        let (stream, sms, k) = (self.stream, self.sms, &*self.kernels);
+        let mut slot = self
+            .cache
+            .scratch
+            .lock()
+            .map_err(|_| internal("the sparse-input scratch lock is poisoned"))?;
+        let (sums, y16) = match &mut y.data {
+            VectorData::F32(y) => (y.buf_mut(), None),
+            VectorData::F16(y) => (
+                scratch(stream, &mut slot, v.cols as usize)?.buf_mut(),
+                Some(y),
+            ),
+        };
+        let cols_cfg = config(v.cols, BLOCK, sms);
+
+        // 1. The sums cleared.
+        let mut args = stream.launch_builder(&k.zero);
+        args.arg(&mut *sums).arg(&v.cols);
+        // SAFETY: `transposed_zero(sums, cols)`: sums holds at least cols floats (y of cols
+        // elements, or the scratch grown to cols).
+        launched(
+            unsafe { args.launch(cols_cfg) }.map(|_| ()),
+            "the clearing of the transposed sums",
+        )?;
+
+        // 2. The selected rows scattered; nothing to scatter for an x without non-zeros, a
+        // matrix without rows, or a zero weight (its entries are all stored zeros).
+        let zero_weight = matches!(v.values, Values::Weight(w) if w == 0.0);
+        let work = match nnz {
+            Some(n) => n,
+            None => v.rows,
+        };
+        if work > 0 && v.rows > 0 && !zero_weight {
+            let f = match nnz {
+                Some(_) => &k.transposed_sparse[v.values.index()],
+                None => &k.transposed_dense[v.values.index()],
+            };
+            let mut args = stream.launch_builder(f);
+            args.arg(v.row_ptr).arg(v.col_idx);
+            match &v.values {
+                Values::Stored(values) => args.arg(*values),
+                Values::Weight(w) => args.arg(w),
+            };
+            match &x {
+                SparseInput::Sparse(x) => {
+                    args.arg(x.index.buf()).arg(x.value.buf()).arg(&x.nnz);
+                }
+                SparseInput::Dense(x) => {
+                    args.arg(x.as_input()?.buf()).arg(&v.rows);
+                }
+            }
+            args.arg(&mut *sums);
+            // SAFETY: the arguments match `csr[_h]_transposed_{sparse,dense}_x` of
+            // kernels/transposed.cu in order and type (row_ptr, col_idx, values or weight,
+            // then x_index, x_value, nnz or x, rows, then sums). A sparse x's nnz indices are
+            // below its length, which equals rows (checked by the device layer), and a dense x
+            // holds rows halves (checked above); row_ptr holds rows + 1 u32, every row's entries
+            // lie inside col_idx (and values) and every column below cols (validated by the
+            // format), and sums holds cols floats.
+            launched(
+                unsafe { args.launch(config(work, WARPS, sms)) }.map(|_| ()),
+                "the transposed scatter",
+            )?;
+        }
+
+        // 3. An f16 y rounded from the sums.
+        if let Some(y16) = y16 {
+            let mut args = stream.launch_builder(&k.finish_f16);
+            args.arg(&*sums).arg(y16.buf_mut()).arg(&v.cols);
+            // SAFETY: `transposed_finish_f16(sums, y, cols)`: sums holds at least cols floats
+            // and y cols halves.
+            launched(
+                unsafe { args.launch(cols_cfg) }.map(|_| ()),
+                "the rounding of the transposed sums",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Queues y = A·x for a sparse x and a CSR or homogeneous CSR `v` (shapes checked by the
+    /// device layer): x scattered into the f32 scratch, then a warp per row of A.
+    pub fn sparse_x(&self, v: CsrView<'_>, x: &CudaSparseVector, y: &mut CudaVector) -> Result<()> {
+        if x.len != v.cols || y.len() != v.rows as usize {
+            return Err(internal(
+                "sparse-x vector lengths reached the backend unchecked",
+            ));
+        }
+        if v.rows == 0 {
+            return Ok(());
+        }
+        let (stream, sms, k) = (self.stream, self.sms, &*self.kernels);
+        let mut slot = self
+            .cache
+            .scratch
+            .lock()
+            .map_err(|_| internal("the sparse-input scratch lock is poisoned"))?;
+        let xs = scratch(stream, &mut slot, v.cols as usize)?.buf_mut();
+
+        if v.cols > 0 {
+            let mut args = stream.launch_builder(&k.zero);
+            args.arg(&mut *xs).arg(&v.cols);
+            // SAFETY: `transposed_zero(sums, cols)`: the scratch holds at least cols floats.
+            launched(
+                unsafe { args.launch(config(v.cols, BLOCK, sms)) }.map(|_| ()),
+                "the clearing of the scattered x",
+            )?;
+        }
+        if x.nnz > 0 {
+            let mut args = stream.launch_builder(&k.scatter);
+            args.arg(x.index.buf())
+                .arg(x.value.buf())
+                .arg(&x.nnz)
+                .arg(&mut *xs);
+            // SAFETY: `sparse_x_scatter(x_index, x_value, nnz, dense)`: nnz entries, each index
+            // below x's length, which equals cols (checked by the device layer); the scratch
+            // holds at least cols floats.
+            launched(
+                unsafe { args.launch(config(x.nnz, BLOCK, sms)) }.map(|_| ()),
+                "the scatter of a sparse x",
+            )?;
+        }
+
+        fn go<T: Output>(
+            stream: &CudaStream,
+            f: &ByOutput,
+            v: &CsrView<'_>,
+            xs: &CudaSlice<f32>,
+            y: &mut DeviceArray<T>,
+            cfg: LaunchConfig,
+        ) -> Result<()> {
+            let mut args = stream.launch_builder(f.pick(T::PRECISION));
+            args.arg(v.row_ptr).arg(v.col_idx);
+            match &v.values {
+                Values::Stored(values) => args.arg(*values),
+                Values::Weight(w) => args.arg(w),
+            };
+            args.arg(xs).arg(y.buf_mut()).arg(&v.rows);
+            // SAFETY: the arguments match `csr[_h]_sparse_x_*` of kernels/transposed.cu in order
+            // and type (row_ptr, col_idx, values or weight, xs, y, rows). row_ptr holds rows + 1
+            // u32, every row's entries lie inside col_idx (and values) and every column below
+            // cols (validated by the format), xs holds at least cols floats and y rows elements
+            // of the kernel's output type (checked by the caller).
+            launched(
+                unsafe { args.launch(cfg) }.map(|_| ()),
+                "the product with a sparse x",
+            )
+        }
+        let f = &k.sparse_x[v.values.index()];
+        let cfg = config(v.rows, WARPS, sms);
+        match &mut y.data {
+            VectorData::F16(y) => go(stream, f, &v, xs, y, cfg),
+            VectorData::F32(y) => go(stream, f, &v, xs, y, cfg),
+        }
+    }
+}
