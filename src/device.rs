@@ -288,8 +288,7 @@ impl Device {
         Ok(())
     }
 
-    /// Copies a matrix of any format to the device (CUDA refuses homogeneous CSR, which it has
-    /// no kernel for yet, with [`Error::Unsupported`]).
+    /// Copies a matrix of any format to the device (every backend takes every format).
     ///
     /// Where the plan cache ([`crate::tune`]) has a tuned plan for the matrix's class on this
     /// device, the matrix is planned with it; should the device refuse that plan (a cache

@@ -2,8 +2,10 @@
 //! with x a [`SparseVector`], and the transposed product y = Aᵀ·x with x dense or sparse, which
 //! reads only the rows of A that x's non-zeros select. The checks that do not depend on the
 //! backend happen here, as in device.rs; the CPU multiplies every format, wgpu has y = Aᵀ·x for
-//! CSR and homogeneous CSR (shaders/README.md, "Transposed products with a sparse x"), and the
-//! GPU backends refuse the rest with `Error::Unsupported` until their kernels exist.
+//! CSR and homogeneous CSR (shaders/README.md, "Transposed products with a sparse x"), CUDA
+//! y = Aᵀ·x and y = A·x with x sparse for CSR and homogeneous CSR (kernels/README.md, "Products
+//! with a sparse input"), and the GPU backends refuse the rest with `Error::Unsupported` until
+//! their kernels exist.
 
 use macko_format::SparseVector;
 
@@ -67,9 +69,9 @@ fn single_y(y: &DeviceVector) -> Result<()> {
 
 impl Device {
     /// Copies a sparse vector (indices and values, already validated by [`SparseVector`]) to
-    /// the device. CUDA has no products with sparse inputs yet and refuses it with
-    /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]); wgpu takes it
-    /// for [`Device::spmv_transposed_sparse_x`].
+    /// the device: its non-zero entries (stored ±0 dropped). Every backend takes it; which
+    /// products then multiply it depends on the backend and the matrix's format (see each
+    /// product).
     pub fn upload_sparse_vector(&self, x: &SparseVector) -> Result<DeviceSparseVector> {
         Ok(DeviceSparseVector {
             device: self.id,
@@ -83,14 +85,16 @@ impl Device {
     /// accumulated in f32. Only x's non-zero elements contribute: a column where x is zero adds
     /// nothing, even a NaN or ±∞ of A there (`reference::spmv_sparse_x`). The formats are
     /// row-major, so the CPU reads every row of A and skips the entries under x's zeros (see
-    /// its `sparse_inputs.rs`); for a product whose bytes follow nnz(x), see
-    /// [`Device::spmv_transposed_sparse_x`].
+    /// its `sparse_inputs.rs`), as CUDA does for CSR and homogeneous CSR (x scattered into a
+    /// dense f32 copy first); wgpu, and CUDA's other formats, refuse with
+    /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]). For a product
+    /// whose bytes follow nnz(x), see [`Device::spmv_transposed_sparse_x`].
     ///
     /// ```
     /// use macko::format::{f16, SparseVector};
     /// use macko::{BackendKind, CsrMatrix, DenseMatrix, Device, Precision};
     ///
-    /// let dev = Device::new(BackendKind::Cpu)?; // the GPUs have no such kernels yet
+    /// let dev = Device::new(BackendKind::Cpu)?; // every format on the CPU
     /// let w = [1.0, 2.0, 0.0, 3.0, 0.0, 4.0].map(f16::from_f32).to_vec();
     /// let a = CsrMatrix::from_dense(&DenseMatrix::new(2, 3, w)?)?;
     /// let x = SparseVector::new(3, vec![2], vec![f16::from_f32(10.0)])?; // x = [0, 0, 10]
@@ -122,9 +126,9 @@ impl Device {
     /// ±0 contribute nothing and are not read: the CPU scans x for its non-zeros and reads only
     /// the rows they select, scattering each into y (`reference::spmv_transposed`). A sparse
     /// format's zero values add nothing even where x is NaN or ±∞; dense is IEEE. wgpu multiplies
-    /// CSR and homogeneous CSR matrices (as [`Device::spmv_transposed_sparse_x`] does); its
-    /// other formats, and CUDA, refuse with [`Error::Unsupported`] (`what` =
-    /// [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
+    /// CSR and homogeneous CSR matrices (as [`Device::spmv_transposed_sparse_x`] does), and so
+    /// does CUDA, a warp per row of A where x is not zero; their other formats refuse with
+    /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
     ///
     /// ```
     /// use macko::half::f16;
@@ -183,9 +187,10 @@ impl Device {
     /// with x given by its non-zeros): only the rows of A that x's stored non-zero entries name
     /// are read, so the bytes of A read scale with nnz(x) (`reference::spmv_transposed_sparse_x`).
     /// y has one element per column. wgpu multiplies CSR and homogeneous CSR matrices, one
-    /// workgroup per tile of y's
-    /// columns, with sums in a fixed order (no float atomics); its other formats, and CUDA,
-    /// refuse with [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
+    /// workgroup per tile of y's columns, with sums in a fixed order (no float atomics); CUDA
+    /// too, a warp per entry of x scattering its row with f32 atomics (the order of the adds,
+    /// and so the last bits of y, may change from run to run); their other formats refuse with
+    /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
     pub fn spmv_transposed_sparse_x(
         &self,
         a: &DeviceMatrix,
