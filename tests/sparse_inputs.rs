@@ -5,8 +5,10 @@
 //! checked against the f64 reference in both precisions. Cases: empty and all-zero x, NaN/∞ in
 //! x where A's rows (or columns) are empty or hold only padding, the 10 000 × 10 000 CSR regime
 //! of the issue, and an LLM down-projection after a ReLU. A product a device has a kernel for must
-//! agree (the CPU: all; wgpu: Aᵀ·x for CSR and homogeneous CSR, `transposed_built`); the
-//! rest must be refused with `Error::Unsupported`.
+//! agree (the CPU: all; wgpu: Aᵀ·x for CSR and homogeneous CSR, `transposed_built`; CUDA: Aᵀ·x
+//! and A·x with x sparse for CSR and homogeneous CSR, `transposed_built` and `sparse_x_built`);
+//! the rest must be refused with `Error::Unsupported`. Every device uploads sparse vectors and
+//! every format, homogeneous CSR included.
 //!
 //! Also: the typed errors of `SparseVector::new` (with a proptest against a model of its
 //! rules), the ordinary products of homogeneous CSR matrices, and their container round trip.
@@ -26,13 +28,12 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
 /// Whether `e` is the refusal a GPU backend owes a product it has no kernel for: the
-/// product's (a sparse x, a transposed product) or the format's (homogeneous CSR; 2:4 matrices
-/// upload everywhere, so their refusal fails the test).
+/// product's (a sparse x, a transposed product). Every format uploads everywhere (homogeneous
+/// CSR and 2:4 included), so a refusal at upload fails the test.
 fn refused(dev: &Device, e: &Error) -> bool {
     let owed = [
         macko::backend::UNSUPPORTED_SPARSE_X,
         macko::backend::UNSUPPORTED_TRANSPOSED,
-        "csr-homogeneous",
     ];
     dev.kind() != BackendKind::Cpu
         && matches!(e, Error::Unsupported { backend, what }
@@ -88,20 +89,31 @@ fn check_products(
         "{what}: Aᵀ·x is the same for x dense or sparse"
     );
     for precision in [Precision::F16, Precision::F32] {
-        // y = A·x, x sparse.
-        if let Some(x) = or_refused(label, what, dev, dev.upload_sparse_vector(&sx_cols)) {
-            assert_eq!((x.len(), x.nnz()), (cols, sx_cols.nnz()));
-            let mut y = dev.zeros(rows, precision).unwrap();
-            if or_refused(label, what, dev, dev.spmv_sparse_x(a, &x, &mut y)).is_some() {
-                let got = dev.download(&y).unwrap();
-                assert_agrees(label, &format!("{what}: A·x, x sparse"), &r_sparse, &got);
+        // y = A·x, x sparse: every device uploads the vector; one with the kernel for this
+        // format must not refuse the product. y starts non-zero: the product writes all of it.
+        let x = dev
+            .upload_sparse_vector(&sx_cols)
+            .unwrap_or_else(|e| panic!("{label}, {what}: uploading a sparse x: {e}"));
+        assert_eq!((x.len(), x.nnz()), (cols, sx_cols.nnz()));
+        let mut y = ones(dev, rows, precision);
+        let done = twice(|| dev.spmv_sparse_x(a, &x, &mut y));
+        let done = if sparse_x_built(dev, m.kind()) {
+            if let Err(e) = done {
+                panic!("{label}, {what}: A·x, x sparse: {e}");
             }
+            true
+        } else {
+            or_refused(label, what, dev, done).is_some()
+        };
+        if done {
+            let got = dev.download(&y).unwrap();
+            assert_agrees(label, &format!("{what}: A·x, x sparse"), &r_sparse, &got);
         }
 
         // y = Aᵀ·x, x dense.
         let x = dev.upload_vector(x_rows).unwrap();
-        let mut y = dev.zeros(cols, precision).unwrap();
-        let done = dev.spmv_transposed(a, &x, &mut y);
+        let mut y = ones(dev, cols, precision);
+        let done = twice(|| dev.spmv_transposed(a, &x, &mut y));
         if transposed_built(dev, m.kind()) {
             if let Err(e) = &done {
                 panic!("{label}, {what}: Aᵀ·x, x dense: {e}");
@@ -113,11 +125,11 @@ fn check_products(
         }
 
         // y = Aᵀ·x, x sparse: a device with the kernel for this format must not refuse.
-        let Some(x) = or_refused(label, what, dev, dev.upload_sparse_vector(&sx_rows)) else {
-            return;
-        };
-        let mut y = dev.zeros(cols, precision).unwrap();
-        let done = dev.spmv_transposed_sparse_x(a, &x, &mut y);
+        let x = dev
+            .upload_sparse_vector(&sx_rows)
+            .unwrap_or_else(|e| panic!("{label}, {what}: uploading a sparse x: {e}"));
+        let mut y = ones(dev, cols, precision);
+        let done = twice(|| dev.spmv_transposed_sparse_x(a, &x, &mut y));
         let done = if transposed_built(dev, m.kind()) {
             if let Err(e) = done {
                 panic!("{label}, {what}: Aᵀ·x, x sparse: {e}");
@@ -133,13 +145,42 @@ fn check_products(
     }
 }
 
+/// The y of a checked product: ones for f16 (uploaded), so that an element the product leaves
+/// unwritten is seen; zeros for f32 (there is no f32 upload). Every product is also queued
+/// twice into the same y (`twice`), so one that adds to y instead of overwriting it (the
+/// transposed scatter without its clearing) doubles and fails in both precisions.
+fn ones(dev: &Device, len: usize, precision: Precision) -> macko::DeviceVector {
+    match precision {
+        Precision::F16 => dev.upload_vector(&vec![f16::ONE; len]).unwrap(),
+        Precision::F32 => dev.zeros(len, precision).unwrap(),
+    }
+}
+
+/// Queues `product` twice, the second time only where the first was accepted: its error, or
+/// the second's result. A product must give the same y however often it is repeated.
+fn twice(mut product: impl FnMut() -> macko::Result<()>) -> macko::Result<()> {
+    product()?;
+    product()
+}
+
 /// Whether `dev` has a kernel for y = Aᵀ·x, x dense or sparse, with A in `format` (so must not
-/// refuse it): the CPU for every format, wgpu for CSR and homogeneous CSR.
+/// refuse it): the CPU for every format, wgpu and CUDA for CSR and homogeneous CSR.
 fn transposed_built(dev: &Device, format: MatrixKind) -> bool {
     match dev.kind() {
         BackendKind::Cpu => true,
-        BackendKind::Wgpu => matches!(format, MatrixKind::Csr | MatrixKind::HomogeneousCsr),
-        BackendKind::Cuda => false,
+        BackendKind::Wgpu | BackendKind::Cuda => {
+            matches!(format, MatrixKind::Csr | MatrixKind::HomogeneousCsr)
+        }
+    }
+}
+
+/// Whether `dev` has a kernel for y = A·x with x sparse, with A in `format`: the CPU for every
+/// format, CUDA for CSR and homogeneous CSR, wgpu for none yet.
+fn sparse_x_built(dev: &Device, format: MatrixKind) -> bool {
+    match dev.kind() {
+        BackendKind::Cpu => true,
+        BackendKind::Wgpu => false,
+        BackendKind::Cuda => matches!(format, MatrixKind::Csr | MatrixKind::HomogeneousCsr),
     }
 }
 
@@ -171,7 +212,7 @@ fn formats(dense: &DenseMatrix) -> Vec<(&'static str, AnyMatrix)> {
     out
 }
 
-/// Uploads `m`, or `None` where a GPU refuses the format (2:4, homogeneous CSR).
+/// Uploads `m`: every device takes every format (a refusal fails the test).
 fn upload(label: &str, dev: &Device, what: &str, m: &AnyMatrix) -> Option<DeviceMatrix> {
     or_refused(label, what, dev, dev.upload(m))
 }
@@ -228,9 +269,7 @@ fn empty_and_all_zero_x_give_zeros() {
             for x in [SparseVector::zeros(40), zeros_rows] {
                 let r = reference::spmv_transposed_sparse_x(m.as_ref(), &x).unwrap();
                 assert!(r.y.iter().all(|&v| v == 0.0) && r.terms.iter().all(|&t| t == 0));
-                let Some(xd) = or_refused(&label, name, &dev, dev.upload_sparse_vector(&x)) else {
-                    break;
-                };
+                let xd = dev.upload_sparse_vector(&x).unwrap();
                 // f16 y starts at ones: the product must overwrite all of y.
                 for mut y in [
                     dev.upload_vector(&[f16::ONE; 50]).unwrap(),
@@ -442,7 +481,7 @@ fn transposed_reference_is_the_product_with_the_transpose() {
 fn the_regime_of_the_issue_agrees() {
     // 10 000 × 10 000 CSR with 1 % of its entries, x 10 % non-zero, built from its pattern
     // (a dense 10⁸ would be 200 MB); and an LLM down-projection (768 × 3072, MACKO at d = 0.5)
-    // after a ReLU, x 90 % zero. Only the CPU multiplies these today.
+    // after a ReLU, x 90 % zero. The GPUs multiply the CSR ones (wgpu: Aᵀ·x only).
     let (n, per_row) = (10_000usize, 100usize);
     let mut rng = StdRng::seed_from_u64(2800);
     let mut row_ptr = vec![0u32];
@@ -577,6 +616,22 @@ fn homogeneous_csr_multiplies_like_its_csr_and_round_trips_through_a_file() {
                     dev.spmm(&a, &xd, &mut y).unwrap();
                     let what = format!("homogeneous CSR, weight {weight}, B = {batch}");
                     assert_agrees(&label, &what, &r, &dev.download(&y).unwrap());
+                }
+                if batch == 1 {
+                    // The products with a sparse input at every weight (a zero weight: nothing
+                    // read, zeros even under x's NaN; ∞: ∞ or NaN wherever an entry is met).
+                    let mut x_cols = sparse_dense_x(70, 0.3, 30);
+                    x_cols[5] = f16::NAN;
+                    let x_rows = sparse_dense_x(50, 0.3, 31);
+                    let what = format!("homogeneous CSR, weight {weight}");
+                    check_products(
+                        &label,
+                        &dev,
+                        &what,
+                        (MatrixRef::from(&h), &a),
+                        &x_cols,
+                        &x_rows,
+                    );
                 }
             }
         }
