@@ -521,3 +521,33 @@ impl SparseInputs<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The block the launches are sized with is the kernels' `__launch_bounds__`.
+    #[test]
+    fn the_block_matches_the_kernels() {
+        let cu = include_str!("../../../kernels/transposed.cu");
+        assert!(cu.contains(&format!("#define TRANSPOSED_BLOCK {BLOCK}\n")));
+        assert_eq!(BLOCK % 32, 0);
+    }
+
+    /// Grids are never empty, never past the resident blocks, and cover the work in one pass
+    /// where it fits (every loop is grid-stride, so a capped grid only loops more).
+    #[test]
+    fn grids_cover_the_work_within_the_cap() {
+        for sms in [0u32, 1, 132] {
+            let cap = sms.max(1) * BLOCKS_PER_SM;
+            for items in [0u32, 1, 7, 8, 9, 255, 256, 257, 10_000, u32::MAX] {
+                for per_block in [WARPS, BLOCK] {
+                    let g = config(items, per_block, sms).grid_dim.0;
+                    assert!((1..=cap).contains(&g), "{items} items, {sms} SMs: {g}");
+                    let needed = items.div_ceil(per_block).max(1);
+                    assert!(g == needed || g == cap, "{items} items, {sms} SMs: {g}");
+                }
+            }
+        }
+    }
+}
