@@ -207,29 +207,39 @@ fn stored_zeros_under_nan_add_nothing() {
     check_matrix("stored zeros", &m, &x);
 }
 
-/// Wherever the rule picks the bitmap, it is smaller than the MACKO arrays it replaces.
+/// Wherever the rule picks the bitmap, it is at most `BITMAP_SIZE_SLACK` larger than the MACKO
+/// arrays it replaces, and it is not picked where it would be more than that.
 #[test]
-fn the_bitmap_is_smaller_where_it_is_chosen() {
+fn the_bitmap_is_at_most_the_slack_larger_where_it_is_chosen() {
     let mut chosen = 0;
-    for (i, d) in [0.2, 0.3, 0.32, 0.35, 0.5, 0.7, 1.0]
-        .into_iter()
-        .enumerate()
+    for (i, d) in [
+        0.05, 0.1, 0.15, 0.19, 0.2, 0.22, 0.3, 0.32, 0.35, 0.5, 0.7, 1.0,
+    ]
+    .into_iter()
+    .enumerate()
     {
         let m = MackoMatrix::from_dense(&random_dense(64, 1000, d, 90 + i as u64)).unwrap();
         let stored = m.entries() as f64 / (64.0 * 1000.0);
+        let bitmap = super::BitmapMatrix::from_macko(&m).bytes() as f64;
+        let limit = (1.0 + super::BITMAP_SIZE_SLACK) * m.bytes() as f64;
         if CpuLayout::for_macko(stored, 1000) != CpuLayout::Bitmap {
+            // Not chosen: it would have been larger than the slack allows, or about so (the
+            // rule bounds the kept values by the entries, padding included).
+            assert!(
+                bitmap > m.bytes() as f64 * (1.0 + super::BITMAP_SIZE_SLACK / 2.0),
+                "d = {d} (stored {stored}): bitmap {bitmap} bytes, MACKO {}, not chosen",
+                m.bytes()
+            );
             continue;
         }
         chosen += 1;
-        let bitmap = super::BitmapMatrix::from_macko(&m);
         assert!(
-            bitmap.bytes() < m.bytes(),
-            "d = {d} (stored {stored}): bitmap {} bytes, MACKO {}",
-            bitmap.bytes(),
+            bitmap <= limit,
+            "d = {d} (stored {stored}): bitmap {bitmap} bytes, MACKO {}",
             m.bytes()
         );
     }
-    assert!(chosen >= 3, "the bitmap was chosen {chosen} times");
+    assert!(chosen >= 6, "the bitmap was chosen {chosen} times");
 }
 
 /// Not a check: times both layouts and the dense product on one realistic shape, products

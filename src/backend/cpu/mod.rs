@@ -57,29 +57,40 @@ pub enum CpuLayout {
 
 impl CpuLayout {
     /// The layout of a binary16 MACKO matrix of `cols` columns and stored density `density`
-    /// (its entries, padding included, over rows × cols): the bitmap wherever it is smaller
-    /// than the MACKO arrays it replaces, whatever the rows hold, and MACKO's arrays elsewhere.
+    /// (its entries, padding included, over rows × cols): the bitmap wherever it is at most
+    /// [`BITMAP_SIZE_SLACK`] larger than the MACKO arrays it replaces, whatever the rows hold,
+    /// and MACKO's arrays elsewhere.
     ///
     /// Per column, MACKO stores 2.5·d bytes (a value and a code per entry) and the bitmap at
     /// most m + 2·d (m = ⌈cols / 8⌉ / cols mask bytes, the kept values at most the entries):
-    /// the bitmap is the smaller from d = 2·m, 0.25 when cols is a multiple of 8.
+    /// m + 2·d ≤ (1 + s)·2.5·d from d = m / (2.5·(1 + s) − 2), 0.2 when cols is a multiple of 8
+    /// (0.25 with no slack). The bound is a worst case: padding is not kept, so at a nominal
+    /// d = 0.2 the bitmap is 2 % larger, not 5 %.
     ///
     /// Measured on the 2-core AMD EPYC VM (11008×4096, BENCHMARKS.md "CPU products at a
     /// realistic size", `layout_timings` in bitmap_tests.rs): for one vector the bitmap is
     /// 2–5× faster than MACKO's gather loop from d = 0.25 to 0.7, and as fast as the dense
-    /// product or faster up to d = 0.5. It is faster at d = 0.1–0.2 as well (1.3–1.8×) but
-    /// larger there (2–6 %), so memory decides: it is not chosen below its size threshold.
-    /// What it costs is few-token speed: at B = 4 its rows are 1.1–1.6× slower than MACKO's
+    /// product or faster up to d = 0.5. At d = 0.2 it is 1.8–1.9× faster than the gather loop,
+    /// which there is no faster than the dense product (0.98× its time one day, 1.34× another):
+    /// worth 2 % of memory. At d = 0.1 the bitmap would be 6 % larger and the gather loop
+    /// already beats dense (0.64–0.91× its time), so memory decides there. What the bitmap
+    /// costs is few-token speed: at B = 4 its rows are 1.1–1.6× slower than MACKO's
     /// hand-vectorised ones (still faster than dense), at B = 8 about as fast from d = 0.3.
     pub fn for_macko(density: f64, cols: usize) -> Self {
         let mask_bytes = cols.div_ceil(BLOCK) as f64 / cols.max(1) as f64;
-        if cols > 0 && density >= 2.0 * mask_bytes {
+        let threshold = mask_bytes / (2.5 * (1.0 + BITMAP_SIZE_SLACK) - 2.0);
+        if cols > 0 && density >= threshold {
             CpuLayout::Bitmap
         } else {
             CpuLayout::AsUploaded
         }
     }
 }
+
+/// How much larger than a MACKO matrix's arrays its bitmap layout may be and still be chosen
+/// ([`CpuLayout::for_macko`]): 5 %, which moves the threshold from a stored density of 0.25 to
+/// 0.2, where the bitmap is 1.8× faster for one vector.
+pub const BITMAP_SIZE_SLACK: f64 = 0.05;
 
 /// A matrix "on" the CPU: a copy of the validated host arrays, and its plan.
 pub(crate) struct CpuMatrix {
