@@ -161,7 +161,7 @@ impl Backend for CpuBackend {
                 ("f16 conversion".into(), features),
                 (
                     "MACKO layout".into(),
-                    "bitmap per 8 columns where smaller than the codes, else gap codes".into(),
+                    "bitmap per 8 columns from a stored density of 0.2, else gap codes".into(),
                 ),
                 (
                     "MACKO group loop".into(),
