@@ -241,6 +241,26 @@ macro_rules! dispatch_all {
             pub(crate) fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
                 match self { $( #[$cfg] AnyBackend::$variant(b) => b.stream_read(bytes, warmup, iters), )+ }
             }
+            #[allow(clippy::too_many_arguments)]
+            pub(crate) fn time_sparse_input(
+                &self,
+                a: &[&AnyMatrix],
+                x: AnySparseInput<'_>,
+                transposed: bool,
+                y: &mut AnyVector,
+                warmup: usize,
+                iters: usize,
+            ) -> Result<Vec<f64>> {
+                match self {
+                    $( #[$cfg] AnyBackend::$variant(b) => {
+                        let a = a.iter().map(|m| m.$get()).collect::<Result<Vec<_>>>()?;
+                        b.time_sparse_input(&a, x.$get_in()?, transposed, y.$get_v_mut()?, warmup, iters)
+                    } )+
+                }
+            }
+            pub(crate) fn sparse_input_timer(&self) -> &'static str {
+                match self { $( #[$cfg] AnyBackend::$variant(b) => b.sparse_input_timer(), )+ }
+            }
         }
     };
 }

@@ -54,7 +54,7 @@ pub use backend::{
     BackendKind, DeviceInfo, ForcedPlan, HostVector, MatrixKind, MatrixRef, Precision,
     VendorBaseline,
 };
-pub use device::sparse_inputs::DeviceSparseVector;
+pub use device::sparse_inputs::{DeviceSparseVector, SparseInputProduct};
 pub use device::{BackendStatus, Device, DeviceMatrix, DeviceVector};
 pub use dispatch::Plan;
 pub use error::{Error, Result};

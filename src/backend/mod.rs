@@ -216,6 +216,58 @@ pub(crate) trait Backend: Send + Sync {
         Ok(times)
     }
 
+    /// Enqueues one product with a sparse input: y = Aᵀ·x when `transposed` (x dense or
+    /// sparse, [`Backend::multiply_transposed`]), else y = A·x with x sparse
+    /// ([`Backend::multiply_sparse_x`]; a dense x there is an ordinary product, refused).
+    fn multiply_sparse_input(
+        &self,
+        a: &Self::Matrix,
+        x: SparseInput<'_, Self::Vector, Self::SparseVector>,
+        transposed: bool,
+        y: &mut Self::Vector,
+    ) -> Result<()> {
+        match (transposed, x) {
+            (true, x) => self.multiply_transposed(a, x, y),
+            (false, SparseInput::Sparse(x)) => self.multiply_sparse_x(a, x, y),
+            (false, SparseInput::Dense(_)) => Err(Error::Backend {
+                backend: self.info().backend,
+                message: "internal: a sparse-input product of a dense x that is not transposed"
+                    .into(),
+            }),
+        }
+    }
+
+    /// [`Backend::time_multiply`] for a product with a sparse input
+    /// ([`Backend::multiply_sparse_input`]): `warmup` untimed, then `iters` timed, cycling
+    /// through `a`. The default times on the host clock around a synchronisation
+    /// ([`Backend::sparse_input_timer`] says which timer a backend uses).
+    fn time_sparse_input(
+        &self,
+        a: &[&Self::Matrix],
+        x: SparseInput<'_, Self::Vector, Self::SparseVector>,
+        transposed: bool,
+        y: &mut Self::Vector,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        let mut times = Vec::with_capacity(iters);
+        for i in 0..(warmup + iters) * usize::from(!a.is_empty()) {
+            let m = a[i % a.len()];
+            let start = std::time::Instant::now();
+            self.multiply_sparse_input(m, x, transposed, y)?;
+            self.synchronize()?;
+            if i >= warmup {
+                times.push(start.elapsed().as_secs_f64());
+            }
+        }
+        Ok(times)
+    }
+
+    /// How [`Backend::time_sparse_input`] measures (see [`Backend::timer`]).
+    fn sparse_input_timer(&self) -> &'static str {
+        "wall clock"
+    }
+
     /// The device's ceiling: seconds per pass of a streaming-read kernel over `bytes` bytes
     /// (reduced so nothing is optimised away), `iters` timed passes after `warmup`. `None` where
     /// the backend has no such kernel.
@@ -243,6 +295,14 @@ pub(crate) enum SparseInput<'a, V, S> {
     /// A sparse vector on the device.
     Sparse(&'a S),
 }
+
+// By hand: a derive would ask V and S to be Copy, where only the references are copied.
+impl<V, S> Clone for SparseInput<'_, V, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<V, S> Copy for SparseInput<'_, V, S> {}
 
 /// [`Error::Unsupported`]'s `what` for a product with a sparse x (or its upload) on a backend
 /// without such kernels: "cannot multiply sparse vectors (SparseVector) by matrices yet".

@@ -46,6 +46,29 @@ impl DeviceSparseVector {
     }
 }
 
+/// One of the products with a sparse input, named with its x: what
+/// [`Device::time_sparse_input`] repeats.
+#[derive(Clone, Copy)]
+pub enum SparseInputProduct<'a> {
+    /// y = A·x with x sparse ([`Device::spmv_sparse_x`]).
+    SparseX(&'a DeviceSparseVector),
+    /// y = Aᵀ·x with x dense ([`Device::spmv_transposed`]).
+    Transposed(&'a DeviceVector),
+    /// y = Aᵀ·x with x sparse ([`Device::spmv_transposed_sparse_x`]).
+    TransposedSparseX(&'a DeviceSparseVector),
+}
+
+impl SparseInputProduct<'_> {
+    /// The backend's view: its x, and whether the product is transposed.
+    fn input(&self) -> (AnySparseInput<'_>, bool) {
+        match *self {
+            SparseInputProduct::SparseX(x) => (AnySparseInput::Sparse(&x.storage), false),
+            SparseInputProduct::Transposed(x) => (AnySparseInput::Dense(&x.storage), true),
+            SparseInputProduct::TransposedSparseX(x) => (AnySparseInput::Sparse(&x.storage), true),
+        }
+    }
+}
+
 /// `found == expected`, else a shape mismatch naming `what`.
 fn same(what: &'static str, expected: usize, found: usize) -> Result<()> {
     if expected != found {
@@ -111,12 +134,7 @@ impl Device {
         x: &DeviceSparseVector,
         y: &mut DeviceVector,
     ) -> Result<()> {
-        self.check_owner("matrix", a.device)?;
-        self.check_owner("x", x.device)?;
-        self.check_owner("y", y.device)?;
-        same("sparse x length (matrix columns)", a.cols, x.len)?;
-        same("y length (matrix rows)", a.rows, y.len)?;
-        single_y(y)?;
+        self.check_sparse_input(a, SparseInputProduct::SparseX(x), y)?;
         self.backend
             .multiply_sparse_x(&a.storage, &x.storage, &mut y.storage)
     }
@@ -150,32 +168,7 @@ impl Device {
         x: &DeviceVector,
         y: &mut DeviceVector,
     ) -> Result<()> {
-        self.check_owner("matrix", a.device)?;
-        self.check_owner("x", x.device)?;
-        self.check_owner("y", y.device)?;
-        same(
-            "vectors in x (a transposed product multiplies one vector)",
-            1,
-            x.batch,
-        )?;
-        same(
-            "x length of a transposed product (matrix rows)",
-            a.rows,
-            x.len,
-        )?;
-        same(
-            "y length of a transposed product (matrix columns)",
-            a.cols,
-            y.len,
-        )?;
-        single_y(y)?;
-        if x.precision != Precision::F16 {
-            return Err(Error::WrongElementType {
-                what: "x",
-                expected: "f16",
-                found: precision_name(x.precision),
-            });
-        }
+        self.check_sparse_input(a, SparseInputProduct::Transposed(x), y)?;
         self.backend.multiply_transposed(
             &a.storage,
             AnySparseInput::Dense(&x.storage),
@@ -197,24 +190,105 @@ impl Device {
         x: &DeviceSparseVector,
         y: &mut DeviceVector,
     ) -> Result<()> {
-        self.check_owner("matrix", a.device)?;
-        self.check_owner("x", x.device)?;
-        self.check_owner("y", y.device)?;
-        same(
-            "sparse x length of a transposed product (matrix rows)",
-            a.rows,
-            x.len,
-        )?;
-        same(
-            "y length of a transposed product (matrix columns)",
-            a.cols,
-            y.len,
-        )?;
-        single_y(y)?;
+        self.check_sparse_input(a, SparseInputProduct::TransposedSparseX(x), y)?;
         self.backend.multiply_transposed(
             &a.storage,
             AnySparseInput::Sparse(&x.storage),
             &mut y.storage,
         )
+    }
+
+    /// Times a product with a sparse input ([`Device::time_spmv`] for
+    /// [`Device::spmv_sparse_x`], [`Device::spmv_transposed`] and
+    /// [`Device::spmv_transposed_sparse_x`]): `warmup` untimed products, then `iters` timed
+    /// ones cycling through `a` (copies of one matrix). Returns seconds per product, measured as
+    /// [`Device::sparse_input_timer`] says. A backend without the product refuses as the
+    /// product does ([`Error::Unsupported`]).
+    pub fn time_sparse_input(
+        &self,
+        a: &[&DeviceMatrix],
+        product: SparseInputProduct<'_>,
+        y: &mut DeviceVector,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        let Some(first) = a.first() else {
+            return Ok(Vec::new());
+        };
+        for m in a {
+            same("rows of rotated copies", first.rows, m.rows)?;
+            same("columns of rotated copies", first.cols, m.cols)?;
+            self.check_owner("matrix", m.device)?;
+        }
+        self.check_sparse_input(first, product, y)?;
+        let storages: Vec<_> = a.iter().map(|m| &m.storage).collect();
+        let (x, transposed) = product.input();
+        self.backend
+            .time_sparse_input(&storages, x, transposed, &mut y.storage, warmup, iters)
+    }
+
+    /// How [`Device::time_sparse_input`] measures: "cuda events", "wgpu timestamp queries" or
+    /// "wall clock".
+    pub fn sparse_input_timer(&self) -> &'static str {
+        self.backend.sparse_input_timer()
+    }
+
+    /// The checks every product with a sparse input makes before its backend sees it: owners,
+    /// lengths (x against the rows of a transposed product, the columns otherwise; y the other
+    /// way), one vector in y, and an f16 dense x.
+    fn check_sparse_input(
+        &self,
+        a: &DeviceMatrix,
+        product: SparseInputProduct<'_>,
+        y: &DeviceVector,
+    ) -> Result<()> {
+        self.check_owner("matrix", a.device)?;
+        self.check_owner("y", y.device)?;
+        match product {
+            SparseInputProduct::SparseX(x) => {
+                self.check_owner("x", x.device)?;
+                same("sparse x length (matrix columns)", a.cols, x.len)?;
+                same("y length (matrix rows)", a.rows, y.len)?;
+            }
+            SparseInputProduct::Transposed(x) => {
+                self.check_owner("x", x.device)?;
+                same(
+                    "vectors in x (a transposed product multiplies one vector)",
+                    1,
+                    x.batch,
+                )?;
+                same(
+                    "x length of a transposed product (matrix rows)",
+                    a.rows,
+                    x.len,
+                )?;
+                same(
+                    "y length of a transposed product (matrix columns)",
+                    a.cols,
+                    y.len,
+                )?;
+                if x.precision != Precision::F16 {
+                    return Err(Error::WrongElementType {
+                        what: "x",
+                        expected: "f16",
+                        found: precision_name(x.precision),
+                    });
+                }
+            }
+            SparseInputProduct::TransposedSparseX(x) => {
+                self.check_owner("x", x.device)?;
+                same(
+                    "sparse x length of a transposed product (matrix rows)",
+                    a.rows,
+                    x.len,
+                )?;
+                same(
+                    "y length of a transposed product (matrix columns)",
+                    a.cols,
+                    y.len,
+                )?;
+            }
+        }
+        single_y(y)
     }
 }

@@ -666,6 +666,32 @@ impl Backend for CudaBackend {
         )
     }
 
+    fn time_sparse_input(
+        &self,
+        a: &[&CudaMatrix],
+        x: SparseInput<'_, CudaVector, CudaSparseVector>,
+        transposed: bool,
+        y: &mut CudaVector,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        if a.is_empty() {
+            return Ok(Vec::new());
+        }
+        timing::time_queued(
+            &self.gpu.ctx,
+            self.stream(),
+            warmup,
+            iters,
+            |ns| self.launcher(self.stream()).spin_wait(ns),
+            |i| self.multiply_sparse_input(a[i % a.len()], x, transposed, y),
+        )
+    }
+
+    fn sparse_input_timer(&self) -> &'static str {
+        "cuda events"
+    }
+
     fn stream_read(&self, bytes: u64, warmup: usize, iters: usize) -> Result<Option<Vec<f64>>> {
         let grid = self
             .caps
@@ -764,21 +790,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn the_stream_is_held_long_enough_to_queue_but_bounded() {
-        assert_eq!(timing::hold_ns(0), 100_000);
-        assert!(timing::hold_ns(100) >= 100 * 10_000);
-        assert_eq!(timing::hold_ns(usize::MAX), 200_000_000);
-    }
-
-    #[test]
-    fn stream_copies_exceed_the_cache() {
-        let l2 = 50 << 20;
-        assert_eq!(timing::stream_copies(1 << 30, l2), 1);
-        assert_eq!(timing::stream_copies(50 << 20, l2), 3);
-        assert_eq!(timing::stream_copies(1, l2), 64);
-        assert!(timing::stream_copies(5 << 20, l2) * (5 << 20) >= 3 * l2);
     }
 }

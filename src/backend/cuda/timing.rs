@@ -134,3 +134,24 @@ fn fill_pattern(stream: &Arc<CudaStream>, buf: &mut CudaSlice<u32>) -> Result<()
     unsafe { cudarc::driver::result::memset_d8_async(ptr, 0x5a, bytes, stream.cu_stream()) }
         .map_err(|e| cuda_error("filling a streaming-read buffer", e))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{hold_ns, stream_copies};
+
+    #[test]
+    fn the_stream_is_held_long_enough_to_queue_but_bounded() {
+        assert_eq!(hold_ns(0), 100_000);
+        assert!(hold_ns(100) >= 100 * 10_000);
+        assert_eq!(hold_ns(usize::MAX), 200_000_000);
+    }
+
+    #[test]
+    fn stream_copies_exceed_the_cache() {
+        let l2 = 50 << 20;
+        assert_eq!(stream_copies(1 << 30, l2), 1);
+        assert_eq!(stream_copies(50 << 20, l2), 3);
+        assert_eq!(stream_copies(1, l2), 64);
+        assert!(stream_copies(5 << 20, l2) * (5 << 20) >= 3 * l2);
+    }
+}

@@ -232,6 +232,29 @@ impl Backend for WgpuBackend {
         }
     }
 
+    fn time_sparse_input(
+        &self,
+        a: &[&GpuMatrix],
+        x: SparseInput<'_, GpuVector, GpuSparseVector>,
+        transposed: bool,
+        y: &mut GpuVector,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        if !transposed {
+            // No y = A·x with a sparse x here yet (`multiply_sparse_x` refuses it too).
+            return Err(crate::error::Error::Unsupported {
+                backend: BackendKind::Wgpu,
+                what: super::UNSUPPORTED_SPARSE_X,
+            });
+        }
+        self.time_transposed(a, x, y, warmup, iters)
+    }
+
+    fn sparse_input_timer(&self) -> &'static str {
+        self.timer()
+    }
+
     fn time_multiply(
         &self,
         a: &[&GpuMatrix],

@@ -32,7 +32,7 @@ impl WgpuBackend {
 
     /// Records `n` passes with `record(encoder, i, timestamp writes)`, runs them, and returns
     /// the seconds between the start and end timestamps of each.
-    fn timed_passes(
+    pub(super) fn timed_passes(
         &self,
         n: usize,
         mut record: impl FnMut(

@@ -13,7 +13,7 @@ use super::backend::WgpuBackend;
 use super::gpu::{backend_error, lock};
 use super::kernel::Kernel;
 use super::launch::MAX_PENDING_PRODUCTS;
-use super::memory::{to_u32, GpuMatrix, GpuVector};
+use super::memory::{to_u32, Block, GpuMatrix, GpuVector};
 use super::pipelines::PipelineKey;
 
 /// Columns of y one workgroup of the transposed kernel owns (TILE in csr_transposed_wg.wgsl).
@@ -73,14 +73,9 @@ impl WgpuBackend {
         y: &GpuVector,
     ) -> Result<()> {
         self.gpu.check()?;
-        if !matches!(a.plan.kernel, Kernel::CsrSubgroup | Kernel::CsrWorkgroup) {
-            return Err(Error::Unsupported {
-                backend: BackendKind::Wgpu,
-                what: UNSUPPORTED_TRANSPOSED,
-            });
-        }
+        let dispatch = self.transposed_dispatch(a, x, y)?;
         let mut pending = lock(&self.pending);
-        if a.blocks.is_empty() {
+        let Some(dispatch) = dispatch else {
             // No rows: y = 0, written after whatever is queued before it.
             self.flush(&mut pending)?;
             let zeros = vec![0u8; y.buffer.size() as usize];
@@ -90,6 +85,77 @@ impl WgpuBackend {
                 self.gpu.write(wide, &zeros, "zero y (f32 copy)")?;
             }
             return Ok(());
+        };
+        dispatch.record(pending.pass(&self.gpu));
+        pending.products += 1;
+        if pending.products >= MAX_PENDING_PRODUCTS {
+            self.flush(&mut pending)?;
+        }
+        Ok(())
+    }
+
+    /// Times transposed products ([`WgpuBackend::transposed_impl`]): `warmup` queued, then
+    /// `iters` each in a pass of its own between two timestamps, cycling through `a`; on the
+    /// host clock around a wait where the adapter has no timestamps or a matrix has no rows.
+    pub(super) fn time_transposed(
+        &self,
+        a: &[&GpuMatrix],
+        x: SparseInput<'_, GpuVector, GpuSparseVector>,
+        y: &GpuVector,
+        warmup: usize,
+        iters: usize,
+    ) -> Result<Vec<f64>> {
+        if a.is_empty() {
+            return Ok(Vec::new());
+        }
+        for i in 0..warmup {
+            self.transposed_impl(a[i % a.len()], x, y)?;
+        }
+        self.synchronize_impl()?;
+        let dispatches = a
+            .iter()
+            .map(|m| self.transposed_dispatch(m, x, y))
+            .collect::<Result<Option<Vec<_>>>>()?;
+        match dispatches {
+            Some(dispatches) if self.has_timestamps() => {
+                self.timed_passes(iters, |encoder, i, writes| {
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some("timed transposed product"),
+                        timestamp_writes: Some(writes),
+                    });
+                    dispatches[(warmup + i) % dispatches.len()].record(&mut pass);
+                    Ok(())
+                })
+            }
+            _ => {
+                let mut times = Vec::with_capacity(iters);
+                for i in warmup..warmup + iters {
+                    let start = std::time::Instant::now();
+                    self.transposed_impl(a[i % a.len()], x, y)?;
+                    self.synchronize_impl()?;
+                    times.push(start.elapsed().as_secs_f64());
+                }
+                Ok(times)
+            }
+        }
+    }
+
+    /// The dispatches of y = Aᵀ·x, checked and with their pipeline built, ready to be recorded
+    /// into the queued products' pass or a timed one; `None` where A has no rows (y = 0).
+    fn transposed_dispatch<'a>(
+        &self,
+        a: &'a GpuMatrix,
+        x: SparseInput<'a, GpuVector, GpuSparseVector>,
+        y: &'a GpuVector,
+    ) -> Result<Option<TransposedDispatch<'a>>> {
+        if !matches!(a.plan.kernel, Kernel::CsrSubgroup | Kernel::CsrWorkgroup) {
+            return Err(Error::Unsupported {
+                backend: BackendKind::Wgpu,
+                what: UNSUPPORTED_TRANSPOSED,
+            });
+        }
+        if a.blocks.is_empty() {
+            return Ok(None);
         }
         let tiles = to_u32(y.len.div_ceil(TILE as usize), "column tiles of y")?;
         let max_dim = self.caps.max_workgroups_per_dim.max(1);
@@ -116,20 +182,35 @@ impl WgpuBackend {
             homogeneous: a.plan.homogeneous,
             ..PipelineKey::plain(kernel, y.precision == Precision::F16)
         };
-        let pipeline = self.pipelines.get(&self.gpu, key)?;
-        let pass = pending.pass(&self.gpu);
-        pass.set_pipeline(&pipeline);
-        pass.set_bind_group(1, x_group, &[]);
-        pass.set_bind_group(2, &y.as_y, &[]);
-        for block in &a.blocks {
+        Ok(Some(TransposedDispatch {
+            pipeline: self.pipelines.get(&self.gpu, key)?,
+            x_group,
+            y_group: &y.as_y,
+            blocks: &a.blocks,
+            grid: (gx, gy),
+        }))
+    }
+}
+
+/// One transposed product's dispatches ([`WgpuBackend::transposed_dispatch`]).
+struct TransposedDispatch<'a> {
+    pipeline: wgpu::ComputePipeline,
+    x_group: &'a wgpu::BindGroup,
+    y_group: &'a wgpu::BindGroup,
+    blocks: &'a [Block],
+    grid: (u32, u32),
+}
+
+impl TransposedDispatch<'_> {
+    /// Records the dispatches into `pass`: one per row block, each over every column tile.
+    fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
+        pass.set_pipeline(&self.pipeline);
+        pass.set_bind_group(1, self.x_group, &[]);
+        pass.set_bind_group(2, self.y_group, &[]);
+        for block in self.blocks {
             pass.set_bind_group(0, &block.bind_group, &[]);
-            pass.dispatch_workgroups(gx, gy, 1);
+            pass.dispatch_workgroups(self.grid.0, self.grid.1, 1);
         }
-        pending.products += 1;
-        if pending.products >= MAX_PENDING_PRODUCTS {
-            self.flush(&mut pending)?;
-        }
-        Ok(())
     }
 }
 
