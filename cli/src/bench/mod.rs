@@ -10,23 +10,26 @@
 //! `--merge DIR…` it measures nothing and combines earlier runs' results instead (merge.rs).
 
 mod check;
+mod devices;
 mod limits;
 mod merge;
 mod plots;
 mod record;
 mod report;
 mod shapes;
+mod sparse_inputs;
 mod values;
 
 use std::path::PathBuf;
 
 use check::{first_wrong, reference_batch, sample_rows, RowRef};
 use clap::Args;
+use devices::{ceiling_gbps, open_devices, percentile, rotated_copies, say, Bench, ROTATION_BYTES};
 use half::f16;
 use indicatif::{ProgressBar, ProgressStyle};
 use macko::{
-    synthetic, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, DeviceOptions, Error,
-    MackoMatrix, MatrixRef, Precision, QuantBits, QuantDenseMatrix, QuantMackoMatrix, Quantization,
+    synthetic, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, Error, MackoMatrix,
+    MatrixRef, Precision, QuantBits, QuantDenseMatrix, QuantMackoMatrix, Quantization,
     Sparse24Matrix, VendorBaseline,
 };
 pub use record::Record;
@@ -45,14 +48,6 @@ const DEFAULT_DENSITIES: [f64; 11] = [1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.
 /// The largest `--batch`: vectors of one few-token product (the library works through a
 /// batch in chunks of 16; beyond 64 a bench measures a prefill, not a few-token product).
 pub const MAX_BATCH: usize = 64;
-
-/// Rotated copies of a matrix are made until they total this many bytes, so that repeated
-/// products read from memory, not from the L2 cache (50–60 MB on an H100/H200).
-const ROTATION_BYTES: u64 = 256 << 20;
-const MAX_COPIES: usize = 8;
-
-/// `Device::timer` of a device without a timer of its own (the CPU).
-const WALL_CLOCK: &str = "wall clock";
 
 #[derive(Args, Debug)]
 pub struct BenchArgs {
@@ -97,6 +92,17 @@ pub struct BenchArgs {
     /// dense, does not depend on the case's density: compare it with MACKO at d = 0.5.
     #[arg(long)]
     sparse24: bool,
+    /// Measure the products with a sparse input instead (y = A·x with x sparse, y = Aᵀ·x with
+    /// x dense or sparse; CSR, homogeneous CSR and MACKO), x this fraction non-zero
+    /// (comma-separated for several). Default case: 10000x10000 at densities 0.01, 0.05, 0.1.
+    /// Writes sparse_inputs.csv to --out.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "X_DENSITIES",
+        conflicts_with_all = ["batch", "values", "sparse24", "group"]
+    )]
+    sparse_inputs: Vec<f64>,
     /// Scale group of the int8 and int4 values: one binary16 scale per G consecutive stored
     /// values (a multiple of 8 from 8 to 16777216). Default: int8 one scale per row, int4 one
     /// per 64 values.
@@ -113,7 +119,7 @@ pub struct BenchArgs {
         long,
         value_name = "DIR",
         requires = "out",
-        conflicts_with_all = ["backend", "quick", "shapes", "densities", "iters", "warmup", "check_rows", "seed", "batch", "values", "group"]
+        conflicts_with_all = ["backend", "quick", "shapes", "densities", "iters", "warmup", "check_rows", "seed", "batch", "values", "group", "sparse_inputs"]
     )]
     merge: Vec<PathBuf>,
 }
@@ -150,12 +156,6 @@ fn parse_batch(s: &str) -> Result<usize, BatchError> {
     } else {
         Err(BatchError::OutOfRange { batch })
     }
-}
-
-/// A device under measurement and its baseline kernel name.
-struct Bench {
-    dev: Device,
-    baseline: &'static str,
 }
 
 /// The plan after defaults are applied.
@@ -222,51 +222,6 @@ fn plan(args: &BenchArgs) -> Result<Plan, CliError> {
         quants,
         sparse24: args.sparse24,
     })
-}
-
-/// Opens every backend asked for (or every one), skipping those unavailable here. A bad
-/// `MACKO_BACKEND`/`MACKO_TUNING` is an error, not a skip: a sweep must not measure defaults
-/// while believing it measured a tuning.
-fn open_devices(args: &BenchArgs) -> Result<Vec<Bench>, CliError> {
-    let env = DeviceOptions::from_env()?;
-    let kinds: Vec<BackendKind> = if args.backend.is_empty() {
-        BackendKind::ALL.to_vec()
-    } else {
-        args.backend.clone()
-    };
-    let mut out = Vec::new();
-    for kind in kinds {
-        let opts = DeviceOptions {
-            backend: Some(kind),
-            allow_software_adapter: true,
-            ..env.clone()
-        };
-        match Device::with_options(&opts) {
-            Ok(dev) => {
-                println!(
-                    "{:<5} {} (timer: {}; plan cache: {})",
-                    kind,
-                    dev.info().name,
-                    dev.timer(),
-                    dev.plan_cache()
-                );
-                let baseline = if kind == BackendKind::Cuda {
-                    "cublas"
-                } else {
-                    "dense"
-                };
-                out.push(Bench { dev, baseline });
-            }
-            Err(e) => println!("{kind:<5} skipped: {e}"),
-        }
-    }
-    Ok(out)
-}
-
-/// Prints a line above the progress bar (or plainly, when output is not a terminal and the bar
-/// is hidden).
-fn say(bar: &ProgressBar, line: impl AsRef<str>) {
-    bar.suspend(|| println!("{}", line.as_ref()));
 }
 
 struct Kernel<'a> {
@@ -387,13 +342,6 @@ fn upload(dev: &Device, k: &Kernel<'_>) -> Result<DeviceMatrix, Error> {
     }
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    sorted[((sorted.len() - 1) as f64 * p).round() as usize]
-}
-
 /// Outcome of one kernel on one device.
 enum Outcome {
     Timed(Record),
@@ -433,7 +381,7 @@ fn measure(b: &Bench, k: &Kernel<'_>, case: &Case<'_>, batch: usize, args: &Benc
     let dev = &b.dev;
     let run = || -> Result<Outcome, Error> {
         let first = upload(dev, k)?;
-        let copies = (ROTATION_BYTES.div_ceil(first.bytes().max(1)) as usize).clamp(1, MAX_COPIES);
+        let copies = rotated_copies(first.bytes());
         let mut mats = vec![first];
         for _ in 1..copies {
             mats.push(upload(dev, k)?);
@@ -489,28 +437,6 @@ fn first_bytes(mats: &[DeviceMatrix]) -> u64 {
     mats.first().map_or(0, |m| m.bytes())
 }
 
-/// The ceiling: a streaming read of the same bytes, in the same run, over its fastest pass
-/// where the timer is the wall clock ([`ceiling_percentile`]).
-fn ceiling_gbps(b: &Bench, bytes: u64, args: &BenchArgs) -> Option<f64> {
-    let mut t = b.dev.stream_read(bytes, args.warmup, args.iters).ok()??;
-    t.sort_by(f64::total_cmp);
-    let seconds = percentile(&t, ceiling_percentile(b.dev.timer()));
-    (seconds > 0.0).then(|| bytes as f64 / seconds / 1e9)
-}
-
-/// Which pass of the streaming read is the ceiling. A wall clock (the CPU) also times whatever
-/// else the machine's cores ran meanwhile, so its passes swing with other processes' load (12
-/// to 43 GB/s within one run on a shared 2-core machine, the medians of single kernels below
-/// it); a ceiling is what the memory can deliver, so the fastest pass is taken. A device's own
-/// timer times the kernel alone: its median is kept, as it always was.
-fn ceiling_percentile(timer: &str) -> f64 {
-    if timer == WALL_CLOCK {
-        0.0
-    } else {
-        0.5
-    }
-}
-
 pub fn run(args: &BenchArgs) -> Result<(), CliError> {
     if !args.merge.is_empty() {
         let out = args.out.as_deref().ok_or_else(|| {
@@ -518,8 +444,21 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         })?;
         return merge::run(&args.merge, out);
     }
+    if !args.sparse_inputs.is_empty() {
+        return sparse_inputs::run(&sparse_inputs::Options {
+            backends: &args.backend,
+            quick: args.quick,
+            shapes: &args.shapes,
+            densities: &args.densities,
+            x_densities: &args.sparse_inputs,
+            iters: args.iters,
+            warmup: args.warmup,
+            seed: args.seed,
+            out: args.out.as_deref(),
+        });
+    }
     let plan = plan(args)?;
-    let benches = open_devices(args)?;
+    let benches = open_devices(&args.backend)?;
     if benches.is_empty() {
         return Err(CliError::Usage("no backend could be opened".into()));
     }
@@ -665,7 +604,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
                         );
                     }
                     report::finish_case(&mut these, b.baseline, |bytes| {
-                        ceiling_gbps(b, bytes, args)
+                        ceiling_gbps(b, bytes, args.warmup, args.iters)
                     });
                     if let Some(line) = report::case_line(&these) {
                         say(&bar, line);
@@ -746,15 +685,6 @@ mod tests {
             );
             assert!(first_wrong(&lib.y, rows, &sample, &ours).is_none());
         }
-    }
-
-    #[test]
-    fn wall_clock_ceilings_are_the_fastest_pass_device_timers_the_median() {
-        assert_eq!(ceiling_percentile(WALL_CLOCK), 0.0);
-        assert_eq!(ceiling_percentile("cuda events"), 0.5);
-        assert_eq!(ceiling_percentile("wgpu timestamp queries"), 0.5);
-        let cpu = Device::new(BackendKind::Cpu).expect("the CPU backend is always there");
-        assert_eq!(cpu.timer(), WALL_CLOCK);
     }
 
     #[test]
