@@ -19,9 +19,9 @@ const WORKGROUP: u32 = 128u;
 // Entry i's product, or an exact 0 for a zero-valued entry.
 fn term(i: u32) -> f32 {
     let bits = csr_value_bits(i);
-    let live = (bits & 0x7fffu) != 0u;
-    let c = select(0u, col_idx[i], live);
-    return select(0.0, unpack2x16float(bits).x * load_x(c), live);
+    let c = select(0u, col_idx[i], (bits & 0x7fffu) != 0u);
+    let xv = load_x(c);
+    return select(0.0, unpack2x16float(bits).x * xv, csr_live(bits, xv));
 }
 
 fn row_dot(row: u32, lane: u32, lanes: u32) -> f32 {

@@ -14,9 +14,9 @@ var<workgroup> partial: array<f32, WORKGROUP>;
 
 fn term(i: u32) -> f32 {
     let bits = csr_value_bits(i);
-    let live = (bits & 0x7fffu) != 0u;
-    let c = select(0u, col_idx[i], live);
-    return select(0.0, unpack2x16float(bits).x * load_x(c), live);
+    let c = select(0u, col_idx[i], (bits & 0x7fffu) != 0u);
+    let xv = load_x(c);
+    return select(0.0, unpack2x16float(bits).x * xv, csr_live(bits, xv));
 }
 
 @compute @workgroup_size(WORKGROUP)

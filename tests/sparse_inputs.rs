@@ -175,12 +175,13 @@ fn transposed_built(dev: &Device, format: MatrixKind) -> bool {
 }
 
 /// Whether `dev` has a kernel for y = A·x with x sparse, with A in `format`: the CPU for every
-/// format, CUDA for CSR and homogeneous CSR, wgpu for none yet.
+/// format, CUDA and wgpu for CSR and homogeneous CSR.
 fn sparse_x_built(dev: &Device, format: MatrixKind) -> bool {
     match dev.kind() {
         BackendKind::Cpu => true,
-        BackendKind::Wgpu => false,
-        BackendKind::Cuda => matches!(format, MatrixKind::Csr | MatrixKind::HomogeneousCsr),
+        BackendKind::Wgpu | BackendKind::Cuda => {
+            matches!(format, MatrixKind::Csr | MatrixKind::HomogeneousCsr)
+        }
     }
 }
 

@@ -1,8 +1,9 @@
 //! Products with a sparse input on a [`Device`] (docs/FORMAT.md, "Sparse vectors"): y = A·x
 //! with x a [`SparseVector`], and the transposed product y = Aᵀ·x with x dense or sparse, which
 //! reads only the rows of A that x's non-zeros select. The checks that do not depend on the
-//! backend happen here, as in device.rs; the CPU multiplies every format, wgpu has y = Aᵀ·x for
-//! CSR and homogeneous CSR (shaders/README.md, "Transposed products with a sparse x"), CUDA
+//! backend happen here, as in device.rs; the CPU multiplies every format, wgpu has y = Aᵀ·x and
+//! y = A·x with x sparse for CSR and homogeneous CSR (shaders/README.md, "Transposed products
+//! with a sparse x", "Products with a sparse x"), CUDA
 //! y = Aᵀ·x and y = A·x with x sparse for CSR and homogeneous CSR (kernels/README.md, "Products
 //! with a sparse input"), and the GPU backends refuse the rest with `Error::Unsupported` until
 //! their kernels exist.
@@ -108,10 +109,10 @@ impl Device {
     /// accumulated in f32. Only x's non-zero elements contribute: a column where x is zero adds
     /// nothing, even a NaN or ±∞ of A there (`reference::spmv_sparse_x`). The formats are
     /// row-major, so the CPU reads every row of A and skips the entries under x's zeros (see
-    /// its `sparse_inputs.rs`), as CUDA does for CSR and homogeneous CSR (x scattered into a
-    /// dense f32 copy first); wgpu, and CUDA's other formats, refuse with
-    /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]). For a product
-    /// whose bytes follow nnz(x), see [`Device::spmv_transposed_sparse_x`].
+    /// its `sparse_inputs.rs`), as CUDA (x scattered into a dense f32 copy first) and wgpu (x's
+    /// dense copy made at its upload) do for CSR and homogeneous CSR; their other formats
+    /// refuse with [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]).
+    /// For a product whose bytes follow nnz(x), see [`Device::spmv_transposed_sparse_x`].
     ///
     /// ```
     /// use macko::format::{f16, SparseVector};

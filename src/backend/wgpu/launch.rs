@@ -27,6 +27,19 @@ impl WgpuBackend {
         y: &GpuVector,
     ) -> Result<()> {
         let key = a.plan.pipeline_key(y.precision == Precision::F16);
+        self.record_rows(pass, a, x, y, key)
+    }
+
+    /// Records `key`'s pipeline (a variant of the plan's single-vector one) over `a`'s row
+    /// blocks with x and y bound.
+    pub(super) fn record_rows(
+        &self,
+        pass: &mut wgpu::ComputePass<'_>,
+        a: &GpuMatrix,
+        x: &GpuVector,
+        y: &GpuVector,
+        key: PipelineKey,
+    ) -> Result<()> {
         let pipeline = self.pipelines.get(&self.gpu, key)?;
         let x_group = x
             .as_x

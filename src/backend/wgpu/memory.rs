@@ -633,6 +633,12 @@ impl WgpuBackend {
 
     /// Refuses a vector whose buffers would not fit one binding of the adapter; returns the
     /// size of its main buffer.
+    /// Whether an f16 vector of `len` elements (and its f32 copy) can be bound: the error
+    /// [`WgpuBackend::upload_vector_impl`] would give, without allocating.
+    pub(super) fn check_vector_len(&self, len: usize) -> Result<()> {
+        self.check_vector(len, Precision::F16).map(|_| ())
+    }
+
     fn check_vector(&self, len: usize, precision: Precision) -> Result<u64> {
         let size = buffer_size(len as u64 * element_bytes(precision));
         // f16 vectors also have their f32 copy.

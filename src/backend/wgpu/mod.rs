@@ -43,6 +43,7 @@ mod memory;
 mod pipelines;
 mod plan;
 mod quant_upload;
+mod sparse_x;
 mod specialize;
 mod tiles;
 mod timing;
@@ -203,6 +204,15 @@ impl Backend for WgpuBackend {
         self.upload_sparse_vector_impl(x)
     }
 
+    fn multiply_sparse_x(
+        &self,
+        a: &GpuMatrix,
+        x: &GpuSparseVector,
+        y: &mut GpuVector,
+    ) -> Result<()> {
+        self.sparse_x_impl(a, x, y)
+    }
+
     fn multiply_transposed(
         &self,
         a: &GpuMatrix,
@@ -241,14 +251,13 @@ impl Backend for WgpuBackend {
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
-        if !transposed {
-            // No y = A·x with a sparse x here yet (`multiply_sparse_x` refuses it too).
-            return Err(crate::error::Error::Unsupported {
-                backend: BackendKind::Wgpu,
-                what: super::UNSUPPORTED_SPARSE_X,
-            });
+        match (transposed, x) {
+            (true, x) => self.time_transposed(a, x, y, warmup, iters),
+            (false, SparseInput::Sparse(x)) => self.time_sparse_x(a, x, y, warmup, iters),
+            (false, SparseInput::Dense(_)) => Err(gpu::backend_error(
+                "internal: a sparse-input product of a dense x that is not transposed",
+            )),
         }
-        self.time_transposed(a, x, y, warmup, iters)
     }
 
     fn sparse_input_timer(&self) -> &'static str {

@@ -122,6 +122,9 @@ pub(super) struct PipelineKey {
     pub quant: Option<QuantKey>,
     /// CSR kernels of a homogeneous CSR matrix (`HOMOGENEOUS`, shaders/csr.wgsl).
     pub homogeneous: bool,
+    /// CSR kernels multiplying a sparse x's dense copy, x's zeros masked (`SPARSE_X`,
+    /// shaders/csr.wgsl).
+    pub sparse_x: bool,
 }
 
 impl PipelineKey {
@@ -142,6 +145,7 @@ impl PipelineKey {
             width: 0,
             quant: None,
             homogeneous: false,
+            sparse_x: false,
         }
     }
 
@@ -166,6 +170,9 @@ impl PipelineKey {
         }
         if self.homogeneous {
             c.push(("HOMOGENEOUS", 1.0));
+        }
+        if self.sparse_x {
+            c.push(("SPARSE_X", 1.0));
         }
         if self.kernel == Kernel::CsrTransposedDense {
             c.push(("DENSE_X", 1.0));
@@ -234,6 +241,9 @@ impl PipelineKey {
         }
         if self.homogeneous {
             what += " (homogeneous CSR)";
+        }
+        if self.sparse_x {
+            what += " (x sparse)";
         }
         if self.x_words > 0 {
             what += &format!(

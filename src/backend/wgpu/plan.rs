@@ -236,6 +236,7 @@ impl WgpuPlan {
             half_rows: self.half_rows,
             quant: self.quant,
             homogeneous: self.homogeneous,
+            sparse_x: false,
         }
     }
 }

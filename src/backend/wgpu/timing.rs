@@ -32,7 +32,7 @@ impl WgpuBackend {
 
     /// Records `n` passes with `record(encoder, i, timestamp writes)`, runs them, and returns
     /// the seconds between the start and end timestamps of each.
-    pub(super) fn timed_passes(
+    fn timed_passes(
         &self,
         n: usize,
         mut record: impl FnMut(
@@ -85,6 +85,44 @@ impl WgpuBackend {
             done += batch;
         }
         Ok(seconds)
+    }
+
+    /// `warmup` products queued with `queue(i)`, then `iters` timed ones: each recorded by
+    /// `record(pass, i)` alone in a pass between two timestamps, or, where the adapter has no
+    /// timestamps or there is no `record`, queued with `queue(i)` on the host clock around a
+    /// wait. What the products with a sparse input are timed with.
+    pub(super) fn time_recorded(
+        &self,
+        warmup: usize,
+        iters: usize,
+        queue: impl Fn(usize) -> Result<()>,
+        record: Option<impl Fn(&mut wgpu::ComputePass<'_>, usize) -> Result<()>>,
+    ) -> Result<Vec<f64>> {
+        for i in 0..warmup {
+            queue(i)?;
+        }
+        self.synchronize_impl()?;
+        match record {
+            Some(record) if self.has_timestamps() => {
+                self.timed_passes(iters, |encoder, i, writes| {
+                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
+                        label: Some("timed product"),
+                        timestamp_writes: Some(writes),
+                    });
+                    record(&mut pass, warmup + i)
+                })
+            }
+            _ => {
+                let mut times = Vec::with_capacity(iters);
+                for i in warmup..warmup + iters {
+                    let start = Instant::now();
+                    queue(i)?;
+                    self.synchronize_impl()?;
+                    times.push(start.elapsed().as_secs_f64());
+                }
+                Ok(times)
+            }
+        }
     }
 
     /// `warmup` untimed products of `batch` vectors, then `iters` timed ones, cycling through

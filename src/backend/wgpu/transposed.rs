@@ -29,9 +29,13 @@ struct SparseXParams {
 
 /// A sparse vector on the device: its non-zero entries (the ±0 ones dropped at upload, as on
 /// the CPU), indices increasing and values widened to f32 once, bound as group 1 of the
-/// transposed kernel. The buffers live in the bind group.
+/// transposed kernel (the buffers live in the bind group); and, where a vector of its length
+/// fits a binding, its dense copy (zeros where it stores nothing), the x of y = A·x with x
+/// sparse (sparse_x.rs).
 pub(crate) struct GpuSparseVector {
     group: wgpu::BindGroup,
+    pub(super) len: usize,
+    pub(super) dense: Option<GpuVector>,
 }
 
 impl WgpuBackend {
@@ -60,7 +64,17 @@ impl WgpuBackend {
             &[(2, &params), (3, &index), (4, &value)],
             "sparse x",
         )?;
-        Ok(GpuSparseVector { group })
+        // The dense copy only where a vector that long can be bound: the transposed products
+        // need none, and y = A·x says why it cannot run without one (sparse_x.rs).
+        let dense = match self.check_vector_len(x.len()) {
+            Ok(()) => Some(self.upload_vector_impl(&x.to_dense())?),
+            Err(_) => None,
+        };
+        Ok(GpuSparseVector {
+            group,
+            len: x.len(),
+            dense,
+        })
     }
 
     /// Queues y = Aᵀ·x for a CSR (or homogeneous CSR) `a` and a sparse or dense (f16) `x`
@@ -95,8 +109,8 @@ impl WgpuBackend {
     }
 
     /// Times transposed products ([`WgpuBackend::transposed_impl`]): `warmup` queued, then
-    /// `iters` each in a pass of its own between two timestamps, cycling through `a`; on the
-    /// host clock around a wait where the adapter has no timestamps or a matrix has no rows.
+    /// `iters` each in a pass of its own between two timestamps, cycling through `a`
+    /// (`time_recorded`; on the host clock where a matrix has no rows).
     pub(super) fn time_transposed(
         &self,
         a: &[&GpuMatrix],
@@ -108,36 +122,21 @@ impl WgpuBackend {
         if a.is_empty() {
             return Ok(Vec::new());
         }
-        for i in 0..warmup {
-            self.transposed_impl(a[i % a.len()], x, y)?;
-        }
-        self.synchronize_impl()?;
         let dispatches = a
             .iter()
             .map(|m| self.transposed_dispatch(m, x, y))
             .collect::<Result<Option<Vec<_>>>>()?;
-        match dispatches {
-            Some(dispatches) if self.has_timestamps() => {
-                self.timed_passes(iters, |encoder, i, writes| {
-                    let mut pass = encoder.begin_compute_pass(&wgpu::ComputePassDescriptor {
-                        label: Some("timed transposed product"),
-                        timestamp_writes: Some(writes),
-                    });
-                    dispatches[(warmup + i) % dispatches.len()].record(&mut pass);
+        self.time_recorded(
+            warmup,
+            iters,
+            |i| self.transposed_impl(a[i % a.len()], x, y),
+            dispatches.map(|d| {
+                move |pass: &mut wgpu::ComputePass<'_>, i: usize| {
+                    d[i % d.len()].record(pass);
                     Ok(())
-                })
-            }
-            _ => {
-                let mut times = Vec::with_capacity(iters);
-                for i in warmup..warmup + iters {
-                    let start = std::time::Instant::now();
-                    self.transposed_impl(a[i % a.len()], x, y)?;
-                    self.synchronize_impl()?;
-                    times.push(start.elapsed().as_secs_f64());
                 }
-                Ok(times)
-            }
-        }
+            }),
+        )
     }
 
     /// The dispatches of y = Aᵀ·x, checked and with their pipeline built, ready to be recorded
