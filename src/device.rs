@@ -500,19 +500,9 @@ impl Device {
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
-        let Some(first) = a.first() else {
+        let Some(first) = self.rotated_copies(a)? else {
             return Ok(Vec::new());
         };
-        for m in a {
-            if (m.rows, m.cols) != (first.rows, first.cols) {
-                return Err(Error::ShapeMismatch {
-                    what: "rotated copies must share one shape (rows)",
-                    expected: first.rows,
-                    found: m.rows,
-                });
-            }
-            self.check_owner("matrix", m.device)?;
-        }
         self.check_product(first, x, y)?;
         let storages: Vec<&AnyMatrix> = a.iter().map(|m| &m.storage).collect();
         self.backend.time_multiply(
@@ -523,6 +513,30 @@ impl Device {
             warmup,
             iters,
         )
+    }
+
+    /// The first of `a`, copies of one matrix that a timing cycles through, after checking
+    /// that they share its shape and belong to this device; `None` for no copy.
+    fn rotated_copies<'a>(&self, a: &[&'a DeviceMatrix]) -> Result<Option<&'a DeviceMatrix>> {
+        let Some(first) = a.first() else {
+            return Ok(None);
+        };
+        for m in a {
+            for (what, expected, found) in [
+                ("rows of rotated copies", first.rows, m.rows),
+                ("columns of rotated copies", first.cols, m.cols),
+            ] {
+                if expected != found {
+                    return Err(Error::ShapeMismatch {
+                        what,
+                        expected,
+                        found,
+                    });
+                }
+            }
+            self.check_owner("matrix", m.device)?;
+        }
+        Ok(Some(first))
     }
 
     /// How [`Device::time_spmv`] measures: "cuda events", "wgpu timestamp queries", or "wall

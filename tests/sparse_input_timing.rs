@@ -13,17 +13,6 @@ use macko::{
     MackoMatrix, MatrixRef, Precision, SparseInputProduct, SparseVector,
 };
 
-/// Whether `e` is what a GPU owes a product it has no kernel for.
-fn refused(dev: &Device, e: &Error) -> bool {
-    let owed = [
-        macko::backend::UNSUPPORTED_SPARSE_X,
-        macko::backend::UNSUPPORTED_TRANSPOSED,
-    ];
-    dev.kind() != BackendKind::Cpu
-        && matches!(e, Error::Unsupported { backend, what }
-            if *backend == dev.kind() && owed.contains(what))
-}
-
 /// Times the three products of `m` on `dev` (two rotated copies, 2 warm-up and 5 timed
 /// products) and checks the times and the y each leaves.
 fn check_timed(
@@ -76,7 +65,7 @@ fn check_timed(
                 );
                 assert_agrees(label, what, &r, &dev.download(&y).unwrap());
             }
-            Err(e) if refused(dev, &e) => {
+            Err(e) if refused_sparse_input(dev, &e) => {
                 // The product itself must refuse in the same way.
                 let mut y = dev.zeros(len, Precision::F32).unwrap();
                 let direct = match product {

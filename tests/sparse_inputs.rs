@@ -31,13 +31,7 @@ use rand::{Rng, SeedableRng};
 /// product's (a sparse x, a transposed product). Every format uploads everywhere (homogeneous
 /// CSR and 2:4 included), so a refusal at upload fails the test.
 fn refused(dev: &Device, e: &Error) -> bool {
-    let owed = [
-        macko::backend::UNSUPPORTED_SPARSE_X,
-        macko::backend::UNSUPPORTED_TRANSPOSED,
-    ];
-    dev.kind() != BackendKind::Cpu
-        && matches!(e, Error::Unsupported { backend, what }
-            if *backend == dev.kind() && owed.contains(what))
+    refused_sparse_input(dev, e)
 }
 
 /// Unwraps a device result, or returns `None` where a GPU refuses as it must; anything else

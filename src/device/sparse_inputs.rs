@@ -213,14 +213,9 @@ impl Device {
         warmup: usize,
         iters: usize,
     ) -> Result<Vec<f64>> {
-        let Some(first) = a.first() else {
+        let Some(first) = self.rotated_copies(a)? else {
             return Ok(Vec::new());
         };
-        for m in a {
-            same("rows of rotated copies", first.rows, m.rows)?;
-            same("columns of rotated copies", first.cols, m.cols)?;
-            self.check_owner("matrix", m.device)?;
-        }
         self.check_sparse_input(first, product, y)?;
         let storages: Vec<_> = a.iter().map(|m| &m.storage).collect();
         let (x, transposed) = product.input();
@@ -236,7 +231,7 @@ impl Device {
 
     /// The checks every product with a sparse input makes before its backend sees it: owners,
     /// lengths (x against the rows of a transposed product, the columns otherwise; y the other
-    /// way), one vector in y, and an f16 dense x.
+    /// way), one vector in y, and a dense x of one f16 vector.
     fn check_sparse_input(
         &self,
         a: &DeviceMatrix,
@@ -245,49 +240,45 @@ impl Device {
     ) -> Result<()> {
         self.check_owner("matrix", a.device)?;
         self.check_owner("y", y.device)?;
+        let (x_device, x_len) = match product {
+            SparseInputProduct::SparseX(x) | SparseInputProduct::TransposedSparseX(x) => {
+                (x.device, x.len)
+            }
+            SparseInputProduct::Transposed(x) => (x.device, x.len),
+        };
+        self.check_owner("x", x_device)?;
+        if let SparseInputProduct::Transposed(x) = product {
+            same(
+                "vectors in x (a transposed product multiplies one vector)",
+                1,
+                x.batch,
+            )?;
+        }
         match product {
-            SparseInputProduct::SparseX(x) => {
-                self.check_owner("x", x.device)?;
-                same("sparse x length (matrix columns)", a.cols, x.len)?;
+            SparseInputProduct::SparseX(_) => {
+                same("sparse x length (matrix columns)", a.cols, x_len)?;
                 same("y length (matrix rows)", a.rows, y.len)?;
             }
-            SparseInputProduct::Transposed(x) => {
-                self.check_owner("x", x.device)?;
-                same(
-                    "vectors in x (a transposed product multiplies one vector)",
-                    1,
-                    x.batch,
-                )?;
+            SparseInputProduct::Transposed(_) | SparseInputProduct::TransposedSparseX(_) => {
                 same(
                     "x length of a transposed product (matrix rows)",
                     a.rows,
-                    x.len,
+                    x_len,
                 )?;
                 same(
                     "y length of a transposed product (matrix columns)",
                     a.cols,
                     y.len,
                 )?;
-                if x.precision != Precision::F16 {
-                    return Err(Error::WrongElementType {
-                        what: "x",
-                        expected: "f16",
-                        found: precision_name(x.precision),
-                    });
-                }
             }
-            SparseInputProduct::TransposedSparseX(x) => {
-                self.check_owner("x", x.device)?;
-                same(
-                    "sparse x length of a transposed product (matrix rows)",
-                    a.rows,
-                    x.len,
-                )?;
-                same(
-                    "y length of a transposed product (matrix columns)",
-                    a.cols,
-                    y.len,
-                )?;
+        }
+        if let SparseInputProduct::Transposed(x) = product {
+            if x.precision != Precision::F16 {
+                return Err(Error::WrongElementType {
+                    what: "x",
+                    expected: "f16",
+                    found: precision_name(x.precision),
+                });
             }
         }
         single_y(y)

@@ -4,8 +4,8 @@
 
 use half::f16;
 use macko::{
-    reference, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceOptions, HostVector, MackoMatrix,
-    MatrixRef, OutputPrecision, Precision,
+    reference, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceOptions, Error, HostVector,
+    MackoMatrix, MatrixRef, OutputPrecision, Precision,
 };
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -333,4 +333,16 @@ pub fn check_all_formats_batch(
             assert_agrees(label, &format!("{name} as {format}, B = {batch}"), &r, &y);
         }
     }
+}
+
+/// Whether `e` is the refusal a GPU backend owes a product with a sparse input it has no kernel
+/// for (a sparse x, a transposed product). The CPU owes none.
+pub fn refused_sparse_input(dev: &Device, e: &Error) -> bool {
+    let owed = [
+        macko::backend::UNSUPPORTED_SPARSE_X,
+        macko::backend::UNSUPPORTED_TRANSPOSED,
+    ];
+    dev.kind() != BackendKind::Cpu
+        && matches!(e, Error::Unsupported { backend, what }
+            if *backend == dev.kind() && owed.contains(what))
 }

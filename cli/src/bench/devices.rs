@@ -1,7 +1,7 @@
 //! What every `macko bench` mode shares about the devices it measures: opening them, the
 //! progress lines, rotated copies, medians, and the streaming-read ceiling. A leaf module.
 
-use indicatif::ProgressBar;
+use indicatif::{ProgressBar, ProgressStyle};
 use macko::{BackendKind, Device, DeviceOptions};
 
 use crate::error::CliError;
@@ -63,6 +63,16 @@ pub fn open_devices(backends: &[BackendKind]) -> Result<Vec<Bench>, CliError> {
         }
     }
     Ok(out)
+}
+
+/// The progress bar of a run of `total` cases (hidden where output is not a terminal).
+pub fn progress_bar(total: u64) -> ProgressBar {
+    let bar = ProgressBar::new(total);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} (eta {eta}) {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    bar
 }
 
 /// Prints a line above the progress bar (or plainly, when output is not a terminal and the bar

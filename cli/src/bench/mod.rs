@@ -24,9 +24,11 @@ use std::path::PathBuf;
 
 use check::{first_wrong, reference_batch, sample_rows, RowRef};
 use clap::Args;
-use devices::{ceiling_gbps, open_devices, percentile, rotated_copies, say, Bench, ROTATION_BYTES};
+use devices::{
+    ceiling_gbps, open_devices, percentile, progress_bar, rotated_copies, say, Bench,
+    ROTATION_BYTES,
+};
 use half::f16;
-use indicatif::{ProgressBar, ProgressStyle};
 use macko::{
     synthetic, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, Error, MackoMatrix,
     MatrixRef, Precision, QuantBits, QuantDenseMatrix, QuantMackoMatrix, Quantization,
@@ -463,11 +465,7 @@ pub fn run(args: &BenchArgs) -> Result<(), CliError> {
         return Err(CliError::Usage("no backend could be opened".into()));
     }
     let total = (plan.shapes.len() * plan.densities.len() * plan.batches.len()) as u64;
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} (eta {eta}) {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = progress_bar(total);
     let mut doc = Results {
         tool: TOOL.into(),
         version: env!("CARGO_PKG_VERSION").into(),

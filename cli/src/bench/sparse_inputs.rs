@@ -14,13 +14,14 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use half::f16;
-use indicatif::{ProgressBar, ProgressStyle};
 use macko::{
     reference, synthetic, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, Error,
     HomogeneousCsrMatrix, MackoMatrix, MatrixRef, Precision, SparseInputProduct, SparseVector,
 };
 
-use super::devices::{ceiling_gbps, open_devices, percentile, rotated_copies, say, Bench};
+use super::devices::{
+    ceiling_gbps, open_devices, percentile, progress_bar, rotated_copies, say, Bench,
+};
 use super::limits;
 use crate::error::CliError;
 
@@ -80,6 +81,7 @@ impl<'a> Format<'a> {
 }
 
 /// One timed product.
+#[derive(Clone)]
 struct Row {
     backend: &'static str,
     device: String,
@@ -187,6 +189,7 @@ fn needed_bytes(format: Format<'_>, product: &str, x_cols: &[f16], x_rows: &[f16
 }
 
 /// What one product of one format on one device gave.
+#[derive(Clone)]
 enum Outcome {
     Timed(Row),
     /// The backend has no kernel for it (`Error::Unsupported`): noted once, not retried.
@@ -205,11 +208,52 @@ struct Case<'a> {
     x_rows: &'a [f16],
 }
 
-/// Uploads `format` (rotated copies), checks `product` against the f64 reference and times
-/// it, with the ordinary product of the same copies beside it.
+/// One format's matrix on one device: its rotated copies, and the median µs of the ordinary
+/// product y = A·x over them (x a dense activation vector: nothing skipped), the "full"
+/// product each product with a sparse input is compared with.
+struct Uploaded {
+    mats: Vec<DeviceMatrix>,
+    full_us: Option<f64>,
+}
+
+/// Uploads `format`'s rotated copies to `dev` and times the ordinary product over them, once
+/// for every product measured with them.
+fn upload(
+    dev: &Device,
+    format: Format<'_>,
+    case: &Case<'_>,
+    args: &Options<'_>,
+) -> Result<Uploaded, Error> {
+    let m = format.matrix();
+    let first = dev.upload(m)?;
+    let copies = rotated_copies(first.bytes());
+    let mut mats = vec![first];
+    for _ in 1..copies {
+        mats.push(dev.upload(m)?);
+    }
+    let refs: Vec<&DeviceMatrix> = mats.iter().collect();
+    let x = dev.upload_vector(&synthetic::activations(case.cols, 7))?;
+    let mut y = dev.zeros(case.rows, Precision::F16)?;
+    let mut t = dev.time_spmv(&refs, &x, &mut y, args.warmup, args.iters)?;
+    t.sort_by(f64::total_cmp);
+    let full_us = (!t.is_empty()).then(|| percentile(&t, 0.5) * 1e6);
+    Ok(Uploaded { mats, full_us })
+}
+
+/// What an error of the library means for the run: a product the backend lacks, one too
+/// large for it, or a failure.
+fn outcome_of(e: Error) -> Outcome {
+    match e {
+        Error::Unsupported { .. } => Outcome::Unsupported(e.to_string()),
+        Error::OutOfMemory { .. } | Error::TooLarge { .. } => Outcome::Skipped(e.to_string()),
+        e => Outcome::Wrong(format!("error: {e}")),
+    }
+}
+
+/// Checks `product` of the uploaded `format` against the f64 reference and times it.
 fn measure(
     b: &Bench,
-    format: Format<'_>,
+    (format, up): (Format<'_>, &Uploaded),
     product: &'static str,
     case: &Case<'_>,
     args: &Options<'_>,
@@ -217,13 +261,7 @@ fn measure(
     let dev = &b.dev;
     let run = || -> Result<Outcome, Error> {
         let m = format.matrix();
-        let first = dev.upload(m)?;
-        let copies = rotated_copies(first.bytes());
-        let mut mats = vec![first];
-        for _ in 1..copies {
-            mats.push(dev.upload(m)?);
-        }
-        let refs: Vec<&DeviceMatrix> = mats.iter().collect();
+        let refs: Vec<&DeviceMatrix> = up.mats.iter().collect();
         let sx_cols = SparseVector::from_dense(case.x_cols)?;
         let sx_rows = SparseVector::from_dense(case.x_rows)?;
         let (expected, y_len) = match product {
@@ -252,7 +290,6 @@ fn measure(
             )));
         }
         t.sort_by(f64::total_cmp);
-        let full = full_product_us(dev, &refs, case, args)?;
         let bytes = needed_bytes(format, product, case.x_cols, case.x_rows);
         let median = percentile(&t, 0.5);
         Ok(Outcome::Timed(Row {
@@ -270,35 +307,12 @@ fn measure(
             gbps: bytes as f64 / median / 1e9,
             fraction_of_ceiling: ceiling_gbps(b, bytes, args.warmup, args.iters)
                 .map(|c| bytes as f64 / median / 1e9 / c),
-            full_us: full,
+            full_us: up.full_us,
             timer: dev.sparse_input_timer(),
             iters: t.len(),
         }))
     };
-    match run() {
-        Ok(o) => o,
-        Err(e @ Error::Unsupported { .. }) => Outcome::Unsupported(e.to_string()),
-        Err(e @ (Error::OutOfMemory { .. } | Error::TooLarge { .. })) => {
-            Outcome::Skipped(e.to_string())
-        }
-        Err(e) => Outcome::Wrong(format!("error: {e}")),
-    }
-}
-
-/// The median µs of the ordinary product y = A·x (x dense: every element of `x_cols` made
-/// non-zero where it is zero, so nothing is skipped) over the same copies.
-fn full_product_us(
-    dev: &Device,
-    a: &[&DeviceMatrix],
-    case: &Case<'_>,
-    args: &Options<'_>,
-) -> Result<Option<f64>, Error> {
-    let x: Vec<f16> = synthetic::activations(case.cols, 7);
-    let x = dev.upload_vector(&x)?;
-    let mut y = dev.zeros(case.rows, Precision::F16)?;
-    let mut t = dev.time_spmv(a, &x, &mut y, args.warmup, args.iters)?;
-    t.sort_by(f64::total_cmp);
-    Ok((!t.is_empty()).then(|| percentile(&t, 0.5) * 1e6))
+    run().unwrap_or_else(outcome_of)
 }
 
 /// What a run measures: shapes, matrix densities and x densities.
@@ -350,11 +364,7 @@ pub fn run(args: &Options<'_>) -> Result<(), CliError> {
         return Err(CliError::Usage("no backend could be opened".into()));
     }
     let total = (shapes.len() * densities.len() * x_densities.len()) as u64;
-    let bar = ProgressBar::new(total);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {elapsed_precise} (eta {eta}) {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-    );
+    let bar = progress_bar(total);
     let mut rows_out: Vec<Row> = Vec::new();
     let mut failures: Vec<String> = Vec::new();
     let mut refused: Vec<(BackendKind, &'static str, &'static str)> = Vec::new();
@@ -391,11 +401,30 @@ pub fn run(args: &Options<'_>) -> Result<(), CliError> {
                         rows, cols
                     );
                     for format in formats {
-                        for (product, what) in PRODUCTS {
-                            if refused.contains(&(kind, format.name(), product)) {
-                                continue;
+                        let wanted: Vec<(&'static str, &'static str)> = PRODUCTS
+                            .into_iter()
+                            .filter(|(p, _)| !refused.contains(&(kind, format.name(), *p)))
+                            .collect();
+                        if wanted.is_empty() {
+                            continue;
+                        }
+                        let outcomes: Vec<_> = match upload(&b.dev, format, &case, args) {
+                            Ok(up) => wanted
+                                .iter()
+                                .map(|&(p, what)| {
+                                    (p, what, measure(b, (format, &up), p, &case, args))
+                                })
+                                .collect(),
+                            Err(e) => {
+                                let why = outcome_of(e);
+                                wanted
+                                    .iter()
+                                    .map(|&(p, what)| (p, what, why.clone()))
+                                    .collect()
                             }
-                            match measure(b, format, product, &case, args) {
+                        };
+                        for (product, what, outcome) in outcomes {
+                            match outcome {
                                 Outcome::Timed(r) => {
                                     let _ = write!(
                                         line,
@@ -424,7 +453,10 @@ pub fn run(args: &Options<'_>) -> Result<(), CliError> {
                                         write!(line, "  {} {what} skipped ({why})", format.name());
                                 }
                                 Outcome::Wrong(why) => {
-                                    let f = format!("{kind} {rows}×{cols} d={density} x={x_density} {} {what}: {why}", format.name());
+                                    let f = format!(
+                                        "{kind} {rows}×{cols} d={density} x={x_density} {} {what}: {why}",
+                                        format.name()
+                                    );
                                     say(&bar, format!("WRONG: {f}"));
                                     failures.push(f);
                                 }

@@ -465,6 +465,20 @@ impl CudaBackend {
     }
 }
 
+impl CudaBackend {
+    /// Times `iters` runs of `run(i)` after `warmup` untimed ones, each between CUDA events on
+    /// the backend's stream, held by a spin kernel while they are queued (timing.rs).
+    fn time_runs(
+        &self,
+        warmup: usize,
+        iters: usize,
+        run: impl FnMut(usize) -> Result<()>,
+    ) -> Result<Vec<f64>> {
+        let hold = |ns| self.launcher(self.stream()).spin_wait(ns);
+        timing::time_queued(&self.gpu.ctx, self.stream(), warmup, iters, hold, run)
+    }
+}
+
 /// The XT scratch buffer, grown to at least `words` 32-bit words (an allocation failure is
 /// `Error::OutOfMemory` naming it).
 fn scratch<'a>(
@@ -656,14 +670,9 @@ impl Backend for CudaBackend {
         if matrices.is_empty() {
             return Ok(Vec::new());
         }
-        timing::time_queued(
-            &self.gpu.ctx,
-            self.stream(),
-            warmup,
-            iters,
-            |ns| self.launcher(self.stream()).spin_wait(ns),
-            |i| self.multiply(matrices[i % matrices.len()], x, y, batch),
-        )
+        self.time_runs(warmup, iters, |i| {
+            self.multiply(matrices[i % matrices.len()], x, y, batch)
+        })
     }
 
     fn time_sparse_input(
@@ -678,14 +687,9 @@ impl Backend for CudaBackend {
         if a.is_empty() {
             return Ok(Vec::new());
         }
-        timing::time_queued(
-            &self.gpu.ctx,
-            self.stream(),
-            warmup,
-            iters,
-            |ns| self.launcher(self.stream()).spin_wait(ns),
-            |i| self.multiply_sparse_input(a[i % a.len()], x, transposed, y),
-        )
+        self.time_runs(warmup, iters, |i| {
+            self.multiply_sparse_input(a[i % a.len()], x, transposed, y)
+        })
     }
 
     fn sparse_input_timer(&self) -> &'static str {
@@ -700,20 +704,13 @@ impl Backend for CudaBackend {
         let copies = timing::stream_copies(bytes, self.gpu.props.l2_bytes);
         let mut bufs = timing::StreamBuffers::new(self.stream(), bytes, copies, grid)?;
         let words = bufs.words;
-        let times = timing::time_queued(
-            &self.gpu.ctx,
-            self.stream(),
-            warmup,
-            iters,
-            |ns| self.launcher(self.stream()).spin_wait(ns),
-            |i| {
-                let n = bufs.copies.len();
-                let (copies, out) = (&bufs.copies, &mut bufs.out);
-                let copy = copies[i % n].buf();
-                self.launcher(self.stream())
-                    .stream_read(copy, words, out.buf_mut(), grid)
-            },
-        )?;
+        let times = self.time_runs(warmup, iters, |i| {
+            let n = bufs.copies.len();
+            let (copies, out) = (&bufs.copies, &mut bufs.out);
+            let copy = copies[i % n].buf();
+            self.launcher(self.stream())
+                .stream_read(copy, words, out.buf_mut(), grid)
+        })?;
         Ok(Some(times))
     }
 

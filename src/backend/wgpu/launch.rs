@@ -139,9 +139,15 @@ impl WgpuBackend {
         }
         let mut pending = lock(&self.pending);
         self.record_batch(pending.pass(&self.gpu), a, x, y, batch)?;
+        self.count_product(&mut pending)
+    }
+
+    /// Counts one more product recorded into the pending pass, and submits the pending
+    /// products (without waiting) once there are `MAX_PENDING_PRODUCTS`.
+    pub(super) fn count_product(&self, pending: &mut Pending) -> Result<()> {
         pending.products += 1;
         if pending.products >= MAX_PENDING_PRODUCTS {
-            self.flush(&mut pending)?;
+            self.flush(pending)?;
         }
         Ok(())
     }

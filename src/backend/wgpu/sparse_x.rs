@@ -11,7 +11,6 @@ use crate::error::{Error, Result};
 use super::backend::WgpuBackend;
 use super::gpu::{backend_error, lock};
 use super::kernel::Kernel;
-use super::launch::MAX_PENDING_PRODUCTS;
 use super::memory::{GpuMatrix, GpuVector};
 use super::transposed::GpuSparseVector;
 
@@ -30,11 +29,7 @@ impl WgpuBackend {
         }
         let mut pending = lock(&self.pending);
         self.record_sparse_x(pending.pass(&self.gpu), a, x, y)?;
-        pending.products += 1;
-        if pending.products >= MAX_PENDING_PRODUCTS {
-            self.flush(&mut pending)?;
-        }
-        Ok(())
+        self.count_product(&mut pending)
     }
 
     /// Times y = A·x for a sparse x (`time_recorded`), cycling through `a`.

@@ -12,7 +12,6 @@ use crate::error::{Error, Result};
 use super::backend::WgpuBackend;
 use super::gpu::{backend_error, lock};
 use super::kernel::Kernel;
-use super::launch::MAX_PENDING_PRODUCTS;
 use super::memory::{to_u32, Block, GpuMatrix, GpuVector};
 use super::pipelines::PipelineKey;
 
@@ -101,11 +100,7 @@ impl WgpuBackend {
             return Ok(());
         };
         dispatch.record(pending.pass(&self.gpu));
-        pending.products += 1;
-        if pending.products >= MAX_PENDING_PRODUCTS {
-            self.flush(&mut pending)?;
-        }
-        Ok(())
+        self.count_product(&mut pending)
     }
 
     /// Times transposed products ([`WgpuBackend::transposed_impl`]): `warmup` queued, then
