@@ -5,19 +5,23 @@
 // layout of csr.cu); a sparse x as its non-zero entries, indices u32 and values widened to f32
 // once at upload (±0 dropped there).
 //
-// y = Aᵀ·x, three launches in order on one stream:
-//   1. transposed_zero: the f32 sums (y itself for f32 output, a scratch of `cols` floats for
-//      f16 output) set to 0;
-//   2. csr[_h]_transposed_{sparse,dense}_x: one warp per selected row of A (grid-stride), its
-//      lanes striding over the row's entries (coalesced, as csr.cu reads a row), atomicAdd of
-//      x_i·A[i, c] into sum c. A sparse x gives a warp per stored entry; a dense x a warp per
+// y = Aᵀ·x, two launches in order on one stream, over a scratch of `replicas` copies of the
+// `cols` f32 sums that is all zeros between products (zeroed at allocation, re-zeroed by 2.):
+//   1. csr[_h]_transposed_{sparse,dense}_x: a team of 2^shift threads (32 to 256, from the
+//      matrix's mean row length) per selected row of A, grid-stride; the team's threads stride
+//      over the row's entries (coalesced, as csr.cu reads a row) and atomicAdd x_i·A[i, c] into
+//      sum c of their block's replica (block b adds into replica b % replicas). Teams wider
+//      than a warp put every entry's load in flight at once, where a warp per row waited for
+//      ~16 loads in turn; the replicas spread the atomics on y's few hot L2 lines over
+//      `replicas` times as many. A sparse x gives a team per stored entry; a dense x a team per
 //      row of A, which reads x[i] (one half) and skips the row where it is ±0, so only the
-//      selected rows of A are read (x itself, 2 bytes a row, is read whole). A row's columns
-//      are distinct, so the lanes of one warp never collide; warps of rows sharing a column
-//      do, in the L2's atomic units. The order of those adds is the hardware's, so y may differ
+//      selected rows of A are read (x itself, 2 bytes a row, is read whole). A row's columns are
+//      distinct, so the threads of one team never collide; teams of rows sharing a column do,
+//      in the L2's atomic units. The order of those adds is the hardware's, so y may differ
 //      from run to run in its last bits (the wgpu kernel, which has no float atomics, sums in
 //      x's order instead);
-//   3. transposed_finish_f16 (f16 output only): each sum rounded once to binary16.
+//   2. transposed_finish_{f16,f32}: each column's replicas summed in replica order, rounded once
+//      to y's type, and set back to 0.
 //
 // y = A·x with x sparse, three launches: transposed_zero clears a scratch of `cols` floats,
 // sparse_x_scatter writes x's entries into it (indices are distinct: no races), and
@@ -46,51 +50,70 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
     }
 }
 
-// Scatters row i of A, times xv, into the sums: the warp's lanes over the row's entries.
+// A team of 2^shift threads (shift 5 to 8, dividing the block) per item of work.
+struct SxTeam {
+    unsigned lane;    // the thread's place in its team
+    unsigned size;    // threads per team
+    unsigned first;   // the team's first item
+    unsigned stride;  // teams in the grid
+};
+
+__device__ __forceinline__ SxTeam sx_team(unsigned shift) {
+    const unsigned per_block = blockDim.x >> shift;
+    return {threadIdx.x & ((1u << shift) - 1u), 1u << shift,
+            blockIdx.x * per_block + (threadIdx.x >> shift), gridDim.x * per_block};
+}
+
+// The block's replica of the sums.
+__device__ __forceinline__ float* sx_replica(float* sums, unsigned cols, unsigned replicas) {
+    return sums + (unsigned long long)(blockIdx.x % replicas) * cols;
+}
+
+// Scatters row i of A, times xv, into the sums: the team's threads over the row's entries.
 template <bool H>
 __device__ __forceinline__ void scatter_row(const unsigned* __restrict__ row_ptr,
                                             const unsigned* __restrict__ col_idx,
                                             const unsigned short* __restrict__ values,
-                                            float weight, unsigned i, float xv, unsigned lane,
+                                            float weight, unsigned i, float xv, const SxTeam& t,
                                             float* __restrict__ sums) {
     const unsigned start = __ldg(row_ptr + i), end = __ldg(row_ptr + i + 1u);
-    for (unsigned j = start + lane; j < end; j += 32u) {
+#pragma unroll 4
+    for (unsigned j = start + t.lane; j < end; j += t.size) {
         const float a = sx_value<H>(values, weight, j);
+        const unsigned c = macko_load_stream(col_idx + j);
         if (a != 0.0f) {
-            atomicAdd(sums + macko_load_stream(col_idx + j), a * xv);
+            atomicAdd(sums + c, a * xv);
         }
     }
 }
 
-// A warp per stored entry n of a sparse x (row x_index[n] of A).
+// A team per stored entry n of a sparse x (row x_index[n] of A).
 template <bool H>
 __device__ __forceinline__ void transposed_sparse_x_impl(
     const unsigned* __restrict__ row_ptr, const unsigned* __restrict__ col_idx,
     const unsigned short* __restrict__ values, float weight,
     const unsigned* __restrict__ x_index, const float* __restrict__ x_value, unsigned nnz,
-    float* __restrict__ sums) {
-    const unsigned lane = threadIdx.x & 31u;
-    const unsigned warps_per_block = blockDim.x >> 5;
-    const unsigned stride = gridDim.x * warps_per_block;
-    for (unsigned n = blockIdx.x * warps_per_block + (threadIdx.x >> 5); n < nnz; n += stride) {
+    float* __restrict__ sums, unsigned cols, unsigned replicas, unsigned shift) {
+    const SxTeam t = sx_team(shift);
+    float* mine = sx_replica(sums, cols, replicas);
+    for (unsigned n = t.first; n < nnz; n += t.stride) {
         scatter_row<H>(row_ptr, col_idx, values, weight, __ldg(x_index + n), __ldg(x_value + n),
-                       lane, sums);
+                       t, mine);
     }
 }
 
-// A warp per row i of A; rows where the dense x is ±0 are not read.
+// A team per row i of A; rows where the dense x is ±0 are not read.
 template <bool H>
 __device__ __forceinline__ void transposed_dense_x_impl(
     const unsigned* __restrict__ row_ptr, const unsigned* __restrict__ col_idx,
     const unsigned short* __restrict__ values, float weight, const unsigned short* __restrict__ x,
-    unsigned rows, float* __restrict__ sums) {
-    const unsigned lane = threadIdx.x & 31u;
-    const unsigned warps_per_block = blockDim.x >> 5;
-    const unsigned stride = gridDim.x * warps_per_block;
-    for (unsigned i = blockIdx.x * warps_per_block + (threadIdx.x >> 5); i < rows; i += stride) {
+    unsigned rows, float* __restrict__ sums, unsigned cols, unsigned replicas, unsigned shift) {
+    const SxTeam t = sx_team(shift);
+    float* mine = sx_replica(sums, cols, replicas);
+    for (unsigned i = t.first; i < rows; i += t.stride) {
         const unsigned short h = __ldg(x + i);
-        if ((h & 0x7fffu) != 0u) {  // warp-uniform: every lane read the same half
-            scatter_row<H>(row_ptr, col_idx, values, weight, i, macko_h2f(h), lane, sums);
+        if ((h & 0x7fffu) != 0u) {  // team-uniform: every thread read the same half
+            scatter_row<H>(row_ptr, col_idx, values, weight, i, macko_h2f(h), t, mine);
         }
     }
 }
@@ -101,8 +124,10 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                             const unsigned short* __restrict__ values,
                             const unsigned* __restrict__ x_index,
                             const float* __restrict__ x_value, unsigned nnz,
-                            float* __restrict__ sums) {
-    transposed_sparse_x_impl<false>(row_ptr, col_idx, values, 0.0f, x_index, x_value, nnz, sums);
+                            float* __restrict__ sums, unsigned cols, unsigned replicas,
+                            unsigned shift) {
+    transposed_sparse_x_impl<false>(row_ptr, col_idx, values, 0.0f, x_index, x_value, nnz, sums,
+                                    cols, replicas, shift);
 }
 
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
@@ -110,8 +135,10 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                               const unsigned* __restrict__ col_idx, float weight,
                               const unsigned* __restrict__ x_index,
                               const float* __restrict__ x_value, unsigned nnz,
-                              float* __restrict__ sums) {
-    transposed_sparse_x_impl<true>(row_ptr, col_idx, nullptr, weight, x_index, x_value, nnz, sums);
+                              float* __restrict__ sums, unsigned cols, unsigned replicas,
+                              unsigned shift) {
+    transposed_sparse_x_impl<true>(row_ptr, col_idx, nullptr, weight, x_index, x_value, nnz, sums,
+                                   cols, replicas, shift);
 }
 
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
@@ -119,24 +146,48 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                            const unsigned* __restrict__ col_idx,
                            const unsigned short* __restrict__ values,
                            const unsigned short* __restrict__ x, unsigned rows,
-                           float* __restrict__ sums) {
-    transposed_dense_x_impl<false>(row_ptr, col_idx, values, 0.0f, x, rows, sums);
+                           float* __restrict__ sums, unsigned cols, unsigned replicas,
+                           unsigned shift) {
+    transposed_dense_x_impl<false>(row_ptr, col_idx, values, 0.0f, x, rows, sums, cols, replicas,
+                                   shift);
 }
 
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
     csr_h_transposed_dense_x(const unsigned* __restrict__ row_ptr,
                              const unsigned* __restrict__ col_idx, float weight,
                              const unsigned short* __restrict__ x, unsigned rows,
-                             float* __restrict__ sums) {
-    transposed_dense_x_impl<true>(row_ptr, col_idx, nullptr, weight, x, rows, sums);
+                             float* __restrict__ sums, unsigned cols, unsigned replicas,
+                             unsigned shift) {
+    transposed_dense_x_impl<true>(row_ptr, col_idx, nullptr, weight, x, rows, sums, cols,
+                                  replicas, shift);
+}
+
+// y from the sums: each column's replicas added in replica order, rounded once to y's type, and
+// set back to 0 for the next product. __ldcg/__stcg: the sums live in L2, where the atomics were.
+template <typename Out>
+__device__ __forceinline__ void finish_impl(float* __restrict__ sums, Out* __restrict__ y,
+                                            unsigned cols, unsigned replicas) {
+    for (unsigned c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) {
+        float acc = 0.0f;
+        for (unsigned r = 0; r < replicas; ++r) {
+            float* p = sums + (unsigned long long)r * cols + c;
+            acc += __ldcg(p);
+            __stcg(p, 0.0f);
+        }
+        macko_store(y, c, acc);
+    }
 }
 
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
-    transposed_finish_f16(const float* __restrict__ sums, unsigned short* __restrict__ y,
-                          unsigned cols) {
-    for (unsigned c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) {
-        macko_store(y, c, sums[c]);
-    }
+    transposed_finish_f16(float* __restrict__ sums, unsigned short* __restrict__ y, unsigned cols,
+                          unsigned replicas) {
+    finish_impl(sums, y, cols, replicas);
+}
+
+extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
+    transposed_finish_f32(float* __restrict__ sums, float* __restrict__ y, unsigned cols,
+                          unsigned replicas) {
+    finish_impl(sums, y, cols, replicas);
 }
 
 // x's stored entries into a dense f32 copy (cleared before by transposed_zero).

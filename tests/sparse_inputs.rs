@@ -516,6 +516,8 @@ fn the_regime_of_the_issue_agrees() {
     let h = relu(random_x(3072, 11));
     let macko = MackoMatrix::from_dense(&down).unwrap();
     let macko_t = MackoMatrix::from_dense(&down_t).unwrap();
+    // Rows of ~1 536 entries: the GPUs' transposed teams span several warps (CUDA: 256 threads).
+    let down_csr = CsrMatrix::from_dense(&down).unwrap();
     for (label, dev) in devices_under_test() {
         for (what, m, xc, xr) in [
             ("10k² CSR 1 %", MatrixRef::from(&csr), &x, &x2),
@@ -528,6 +530,12 @@ fn the_regime_of_the_issue_agrees() {
             (
                 "down-projection 768×3072",
                 MatrixRef::from(&macko),
+                &h,
+                &x[..768].to_vec(),
+            ),
+            (
+                "down-projection 768×3072 as CSR",
+                MatrixRef::from(&down_csr),
                 &h,
                 &x[..768].to_vec(),
             ),

@@ -17,9 +17,14 @@
 //! formats are row-major), so what it saves over a dense x is the semantics (a NaN or ±∞ of A
 //! under a zero of x adds nothing), not bytes.
 //!
-//! Everything is queued on one stream in order; the f32 scratch (the sums of an f16 y, or the
-//! scattered x) is shared by every product, which is safe for the reason the few-token XT is
-//! (`mod.rs`): a product's last launch has read it before the next product's first one writes it.
+//! y = Aᵀ·x is two launches: a team of threads per selected row atomically adds its terms into
+//! one of a few replicas of y's f32 sums, then a finish adds the replicas, writes y and sets them
+//! back to zero (kernels/README.md, "Products with a sparse input", for the measurements).
+//!
+//! Everything is queued on one stream in order; the f32 scratches (the transposed sums, the
+//! scattered x) are shared by every product, which is safe for the reason the few-token XT is
+//! (`mod.rs`): a product's last launch has read them before the next product's first one writes
+//! them.
 
 use std::sync::{Arc, Mutex};
 
@@ -47,7 +52,8 @@ const BLOCKS_PER_SM: u32 = 2048 / BLOCK;
 /// The kernels of kernels/transposed.cu.
 pub(crate) struct SparseInputKernels {
     zero: CudaFunction,
-    finish_f16: CudaFunction,
+    /// `transposed_finish_*`.
+    finish: ByOutput,
     scatter: CudaFunction,
     /// `csr_transposed_sparse_x`, `csr_h_transposed_sparse_x`: by [`Values::index`].
     transposed_sparse: [CudaFunction; 2],
@@ -76,7 +82,7 @@ impl SparseInputKernels {
         };
         Ok(Self {
             zero: function("transposed_zero")?,
-            finish_f16: function("transposed_finish_f16")?,
+            finish: pair("transposed_finish")?,
             scatter: function("sparse_x_scatter")?,
             transposed_sparse: [
                 function("csr_transposed_sparse_x")?,
@@ -92,11 +98,17 @@ impl SparseInputKernels {
     }
 }
 
-/// The kernels once loaded, and the f32 scratch the products share.
+/// The kernels once loaded, and the f32 scratches the products share.
 #[derive(Default)]
 pub(crate) struct SparseInputCache {
     kernels: Mutex<Option<Arc<SparseInputKernels>>>,
+    /// The scattered x of y = A·x with x sparse (cleared by each product before its scatter).
     scratch: Mutex<Option<DeviceArray<f32>>>,
+    /// The replicated sums of y = Aᵀ·x: all zeros whenever no product is queued on it (zeroed
+    /// at allocation, set back to zero by each product's finish). A product takes it out of the
+    /// slot and returns it only once its finish is queued, so a product that fails half-way
+    /// leaves the slot empty and the next one allocates fresh zeros.
+    sums: Mutex<Option<DeviceArray<f32>>>,
 }
 
 impl SparseInputCache {
@@ -163,6 +175,8 @@ impl Values<'_> {
 pub(crate) struct CsrView<'a> {
     rows: u32,
     cols: u32,
+    /// Stored entries.
+    nnz: usize,
     row_ptr: &'a CudaSlice<u32>,
     col_idx: &'a CudaSlice<u32>,
     values: Values<'a>,
@@ -174,6 +188,7 @@ impl<'a> CsrView<'a> {
         Self {
             rows: m.rows,
             cols: m.cols,
+            nnz: m.col_idx.len(),
             row_ptr: m.row_ptr.buf(),
             col_idx: m.col_idx.buf(),
             values: Values::Stored(m.values.buf()),
@@ -185,6 +200,7 @@ impl<'a> CsrView<'a> {
         Self {
             rows: m.rows,
             cols: m.cols,
+            nnz: m.col_idx.len(),
             row_ptr: m.row_ptr.buf(),
             col_idx: m.col_idx.buf(),
             values: Values::Weight(m.weight),
@@ -200,6 +216,32 @@ fn config(items: u32, per_block: u32, sms: u32) -> LaunchConfig {
         grid_dim: (items.div_ceil(per_block).clamp(1, cap), 1, 1),
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
+    }
+}
+
+/// Threads per team of the transposed products, as a shift: a team per selected row of A, about
+/// two entries of a mean row per thread, from a warp (32) to the block (256). Measured on an
+/// H100 (kernels/README.md, "Products with a sparse input"): mean rows of 500–5 504 entries ran
+/// fastest or within 4 % of it with teams of 256, and rows of 100 within 5 % at any team size,
+/// where a warp per row (today's rule before) was 1.3–4.7× slower on rows of ≥ 500.
+fn team_shift(rows: u32, nnz: usize) -> u32 {
+    let mean = nnz.div_ceil(rows.max(1) as usize);
+    let team = mean
+        .div_ceil(2)
+        .next_power_of_two()
+        .clamp(32, BLOCK as usize);
+    team.trailing_zeros()
+}
+
+/// Copies of the transposed sums: 4, spreading the atomics on y's hot L2 lines over four times
+/// as many (1.1–2.0× faster than one copy on the H100's measured cases from 1 M selected entries
+/// up, within 4 % below), or 1 past 2²⁴ columns, where the copies' memory (16 bytes a column)
+/// would outgrow what they save.
+fn replicas(cols: u32) -> u32 {
+    if cols <= 1 << 24 {
+        4
+    } else {
+        1
     }
 }
 
@@ -251,7 +293,7 @@ pub(crate) fn upload_homogeneous(
     })
 }
 
-/// The f32 scratch, grown to at least `len` floats.
+/// The f32 scratch, grown to at least `len` floats (zeros where newly allocated).
 fn scratch<'a>(
     stream: &Arc<CudaStream>,
     slot: &'a mut Option<DeviceArray<f32>>,
@@ -367,31 +409,21 @@ impl SparseInputs<'_> {
             return Ok(());
         }
         let (stream, sms, k) = (self.stream, self.sms, &*self.kernels);
+        let replicas = replicas(v.cols);
         let mut slot = self
             .cache
-            .scratch
+            .sums
             .lock()
-            .map_err(|_| internal("the sparse-input scratch lock is poisoned"))?;
-        let (sums, y16) = match &mut y.data {
-            VectorData::F32(y) => (y.buf_mut(), None),
-            VectorData::F16(y) => (
-                scratch(stream, &mut slot, v.cols as usize)?.buf_mut(),
-                Some(y),
-            ),
-        };
-        let cols_cfg = config(v.cols, BLOCK, sms);
+            .map_err(|_| internal("the transposed sums lock is poisoned"))?;
+        let len = replicas as usize * v.cols as usize;
+        scratch(stream, &mut slot, len)?;
+        // Out of the slot until its finish is queued (see `SparseInputCache::sums`).
+        let mut sums_array = slot
+            .take()
+            .ok_or_else(|| internal("transposed sums missing"))?;
+        let sums = sums_array.buf_mut();
 
-        // 1. The sums cleared.
-        let mut args = stream.launch_builder(&k.zero);
-        args.arg(&mut *sums).arg(&v.cols);
-        // SAFETY: `transposed_zero(sums, cols)`: sums holds at least cols floats (y of cols
-        // elements, or the scratch grown to cols).
-        launched(
-            unsafe { args.launch(cols_cfg) }.map(|_| ()),
-            "the clearing of the transposed sums",
-        )?;
-
-        // 2. The selected rows scattered; nothing to scatter for an x without non-zeros, a
+        // 1. The selected rows scattered; nothing to scatter for an x without non-zeros, a
         // matrix without rows, or a zero weight (its entries are all stored zeros).
         let zero_weight = matches!(v.values, Values::Weight(w) if w == 0.0);
         let work = match nnz {
@@ -403,6 +435,7 @@ impl SparseInputs<'_> {
                 Some(_) => &k.transposed_sparse[v.values.index()],
                 None => &k.transposed_dense[v.values.index()],
             };
+            let shift = team_shift(v.rows, v.nnz);
             let mut args = stream.launch_builder(f);
             args.arg(v.row_ptr).arg(v.col_idx);
             match &v.values {
@@ -417,31 +450,46 @@ impl SparseInputs<'_> {
                     args.arg(x.as_input()?.buf()).arg(&v.rows);
                 }
             }
-            args.arg(&mut *sums);
+            args.arg(&mut *sums).arg(&v.cols).arg(&replicas).arg(&shift);
             // SAFETY: the arguments match `csr[_h]_transposed_{sparse,dense}_x` of
             // kernels/transposed.cu in order and type (row_ptr, col_idx, values or weight,
-            // then x_index, x_value, nnz or x, rows, then sums). A sparse x's nnz indices are
-            // below its length, which equals rows (checked by the device layer), and a dense x
-            // holds rows halves (checked above); row_ptr holds rows + 1 u32, every row's entries
-            // lie inside col_idx (and values) and every column below cols (validated by the
-            // format), and sums holds cols floats.
+            // then x_index, x_value, nnz or x, rows, then sums, cols, replicas, shift). A sparse
+            // x's nnz indices are below its length, which equals rows (checked by the device
+            // layer), and a dense x holds rows halves (checked above); row_ptr holds rows + 1
+            // u32, every row's entries lie inside col_idx (and values) and every column below
+            // cols (validated by the format); sums holds replicas · cols floats (grown above);
+            // 5 ≤ shift ≤ 8, so teams divide the block.
             launched(
-                unsafe { args.launch(config(work, WARPS, sms)) }.map(|_| ()),
+                unsafe { args.launch(config(work, BLOCK >> shift, sms)) }.map(|_| ()),
                 "the transposed scatter",
             )?;
         }
 
-        // 3. An f16 y rounded from the sums.
-        if let Some(y16) = y16 {
-            let mut args = stream.launch_builder(&k.finish_f16);
-            args.arg(&*sums).arg(y16.buf_mut()).arg(&v.cols);
-            // SAFETY: `transposed_finish_f16(sums, y, cols)`: sums holds at least cols floats
-            // and y cols halves.
+        // 2. y from the sums, which are left at zero.
+        fn finish<T: Output>(
+            stream: &CudaStream,
+            f: &ByOutput,
+            sums: &mut CudaSlice<f32>,
+            y: &mut DeviceArray<T>,
+            cols: u32,
+            replicas: u32,
+            cfg: LaunchConfig,
+        ) -> Result<()> {
+            let mut args = stream.launch_builder(f.pick(T::PRECISION));
+            args.arg(sums).arg(y.buf_mut()).arg(&cols).arg(&replicas);
+            // SAFETY: `transposed_finish_*(sums, y, cols, replicas)`: sums holds replicas · cols
+            // floats and y cols elements of the kernel's output type (checked above).
             launched(
-                unsafe { args.launch(cols_cfg) }.map(|_| ()),
+                unsafe { args.launch(cfg) }.map(|_| ()),
                 "the rounding of the transposed sums",
-            )?;
+            )
         }
+        let cfg = config(v.cols, BLOCK, sms);
+        match &mut y.data {
+            VectorData::F16(y) => finish(stream, &k.finish, sums, y, v.cols, replicas, cfg)?,
+            VectorData::F32(y) => finish(stream, &k.finish, sums, y, v.cols, replicas, cfg)?,
+        }
+        *slot = Some(sums_array);
         Ok(())
     }
 
@@ -549,5 +597,36 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Teams hold about two entries of a mean row per thread, from a warp to the block, and
+    /// always divide the block; an empty matrix gets a warp.
+    #[test]
+    fn teams_follow_the_mean_row_within_the_block() {
+        for (rows, nnz, team) in [
+            (0u32, 0usize, 32u32),
+            (10, 0, 32),
+            (10_000, 1_000_000, 64),
+            (10_000, 5_000_000, 256),
+            (11_008, 22_544_384, 256),
+            (4, 100, 32),
+            (1, 300, 256),
+            (1, usize::MAX / 2, 256),
+        ] {
+            let shift = team_shift(rows, nnz);
+            assert_eq!(1u32 << shift, team, "{rows} rows, {nnz} entries");
+            assert!((5..=8).contains(&shift));
+            assert_eq!(BLOCK % (1 << shift), 0);
+        }
+    }
+
+    /// Four copies of the sums up to 2²⁴ columns, one past it.
+    #[test]
+    fn replicas_stay_small() {
+        assert_eq!(replicas(0), 4);
+        assert_eq!(replicas(10_000), 4);
+        assert_eq!(replicas(1 << 24), 4);
+        assert_eq!(replicas((1 << 24) + 1), 1);
+        assert_eq!(replicas(u32::MAX >> 1), 1);
     }
 }
