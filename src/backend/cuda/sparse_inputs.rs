@@ -222,8 +222,9 @@ fn config(items: u32, per_block: u32, sms: u32) -> LaunchConfig {
 /// Threads per team of the transposed products, as a shift: a team per selected row of A, about
 /// two entries of a mean row per thread, from a warp (32) to the block (256). Measured on an
 /// H100 (kernels/README.md, "Products with a sparse input"): mean rows of 500–5 504 entries ran
-/// fastest or within 4 % of it with teams of 256, and rows of 100 within 5 % at any team size,
-/// where a warp per row (today's rule before) was 1.3–4.7× slower on rows of ≥ 500.
+/// fastest with teams of 256 in the sweep that set the rule (rows of 2 048 varied from run to
+/// run, teams of 128 as fast or faster), rows of 100 within 5 % at any team size, and a warp per
+/// row (the rule before) was 1.3–4.0× slower on rows of ≥ 500.
 fn team_shift(rows: u32, nnz: usize) -> u32 {
     let mean = nnz.div_ceil(rows.max(1) as usize);
     let team = mean
@@ -234,9 +235,9 @@ fn team_shift(rows: u32, nnz: usize) -> u32 {
 }
 
 /// Copies of the transposed sums: 4, spreading the atomics on y's hot L2 lines over four times
-/// as many (1.1–2.0× faster than one copy on the H100's measured cases from 1 M selected entries
-/// up, within 4 % below), or 1 past 2²⁴ columns, where the copies' memory (16 bytes a column)
-/// would outgrow what they save.
+/// as many (1.1–2.1× faster than one copy on the H100's measured cases from 1 M selected
+/// entries up, at most 8 % slower below), or 1 past 2²⁴ columns, where the copies' memory
+/// (16 bytes a column) would outgrow what they save.
 fn replicas(cols: u32) -> u32 {
     if cols <= 1 << 24 {
         4
