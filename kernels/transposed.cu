@@ -1,5 +1,5 @@
-// Products with a sparse input for CSR and homogeneous CSR (README.md, "Products with a sparse
-// input"): the transposed product y = Aᵀ·x with x sparse or dense, the product y = A·x with x
+// Products with a sparse input for CSR, homogeneous CSR and MACKO with binary16 values (README.md,
+// "Products with a sparse input"): the transposed product y = Aᵀ·x with x sparse or dense, the product y = A·x with x
 // sparse, and the ordinary product of a homogeneous CSR matrix. Binary16 values (homogeneous:
 // one weight for every entry, widened to f32 on the host), u32 row pointers and columns (the
 // layout of csr.cu); a sparse x as its non-zero entries, indices u32 and values widened to f32
@@ -28,7 +28,10 @@
 // csr[_h]_sparse_x_* runs the CSR product (a warp per row) over it, skipping the entries whose
 // column holds a zero of x. Every row of A is read: the formats are row-major.
 //
-// Zero-valued entries of A (a zero weight) add nothing even where x is NaN or ±∞ (skipped,
+// MACKO (binary16 values): the same launches and scratches, with a warp per row decoding the gap
+// codes (macko_walk_row) where CSR's team strides over its columns.
+//
+// Zero-valued entries of A (a zero weight, MACKO's padding) add nothing even where x is NaN or ±∞ (skipped,
 // never multiplied by 0); zeros of x add nothing even where A is NaN or ±∞.
 #ifndef MACKO_COMMON_CUH
 #include "common.cuh"
@@ -189,6 +192,144 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                           unsigned replicas) {
     finish_impl(sums, y, cols, replicas);
 }
+
+// MACKO rows (binary16 values; docs/FORMAT.md): a warp walks row i in steps of 32 aligned groups
+// of 8 entries, lane l owning group w0 + l: its 8 values as one 16-byte load and its 8 gap codes
+// as one 32-bit load, entries of the neighbouring rows masked. An entry's column is the row's
+// running advance (Σ (code + 1) over the entries before it, plus its own) minus 1: each lane's
+// advance in the group, an inclusive warp scan of the lanes' totals, and the carry of the steps
+// before. f(column, value bits) is called for every entry of the row, padding (value 0)
+// included; the callers skip zero values. Warp-uniform: every lane runs every step.
+template <typename F>
+__device__ __forceinline__ void macko_walk_row(const unsigned* __restrict__ row_ptr,
+                                               const uint4* __restrict__ values,
+                                               const unsigned* __restrict__ codes, unsigned i,
+                                               unsigned lane, F&& f) {
+    const unsigned start = __ldg(row_ptr + i), end = __ldg(row_ptr + i + 1u);
+    if (start >= end) return;
+    const unsigned last = (end - 1u) >> 3;
+    unsigned carry = 0u;
+    for (unsigned w0 = start >> 3; w0 <= last; w0 += 32u) {
+        const unsigned w = w0 + lane;
+        const bool live = w <= last;
+        const uint4 v = live ? macko_load_stream(values + w) : make_uint4(0u, 0u, 0u, 0u);
+        const unsigned g = live ? macko_load_stream(codes + w) : 0u;
+        unsigned adv[8];
+        unsigned total = 0u;
+#pragma unroll
+        for (unsigned k = 0; k < 8u; ++k) {
+            const unsigned e = 8u * w + k;  // w ≤ last < 2^29 where live
+            const bool in = live && e >= start && e < end;
+            adv[k] = in ? ((g >> (4u * k)) & 15u) + 1u : 0u;
+            total += adv[k];
+        }
+        unsigned incl = total;
+#pragma unroll
+        for (unsigned d = 1u; d < 32u; d <<= 1) {
+            const unsigned t = __shfl_up_sync(0xffffffffu, incl, d);
+            if (lane >= d) incl += t;
+        }
+        unsigned col = carry + incl - total;
+        carry += __shfl_sync(0xffffffffu, incl, 31);
+        const unsigned words[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (unsigned k = 0; k < 8u; ++k) {
+            if (adv[k] != 0u) {
+                col += adv[k];
+                f(col - 1u, (unsigned short)(words[k >> 1] >> (16u * (k & 1u))));
+            }
+        }
+    }
+}
+
+// y = Aᵀ·x for MACKO: a warp per selected row (stored entry n of a sparse x, or row i of A
+// where the dense x is not ±0), its non-zero values times x_i added into the block's replica
+// of the sums.
+struct MackoScatter {
+    float* sums;
+    float xv;
+    __device__ __forceinline__ void operator()(unsigned c, unsigned short h) const {
+        const float a = macko_h2f(h);
+        if (a != 0.0f) atomicAdd(sums + c, a * xv);
+    }
+};
+
+extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
+    macko_transposed_sparse_x(const unsigned* __restrict__ row_ptr,
+                              const uint4* __restrict__ values,
+                              const unsigned* __restrict__ codes,
+                              const unsigned* __restrict__ x_index,
+                              const float* __restrict__ x_value, unsigned nnz,
+                              float* __restrict__ sums, unsigned cols, unsigned replicas) {
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned warps_per_block = blockDim.x >> 5;
+    const unsigned stride = gridDim.x * warps_per_block;
+    float* mine = sx_replica(sums, cols, replicas);
+    for (unsigned n = blockIdx.x * warps_per_block + (threadIdx.x >> 5); n < nnz; n += stride) {
+        macko_walk_row(row_ptr, values, codes, __ldg(x_index + n), lane,
+                       MackoScatter{mine, __ldg(x_value + n)});
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
+    macko_transposed_dense_x(const unsigned* __restrict__ row_ptr,
+                             const uint4* __restrict__ values,
+                             const unsigned* __restrict__ codes,
+                             const unsigned short* __restrict__ x, unsigned rows,
+                             float* __restrict__ sums, unsigned cols, unsigned replicas) {
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned warps_per_block = blockDim.x >> 5;
+    const unsigned stride = gridDim.x * warps_per_block;
+    float* mine = sx_replica(sums, cols, replicas);
+    for (unsigned i = blockIdx.x * warps_per_block + (threadIdx.x >> 5); i < rows; i += stride) {
+        const unsigned short h = __ldg(x + i);
+        if ((h & 0x7fffu) != 0u) {  // warp-uniform
+            macko_walk_row(row_ptr, values, codes, i, lane, MackoScatter{mine, macko_h2f(h)});
+        }
+    }
+}
+
+// y = A·x for MACKO with x sparse, over x scattered into a dense f32 copy: a warp per row; an
+// entry adds only where its value and x's element are both non-zero (a select, never a product
+// with 0).
+struct MackoSparseXTerm {
+    const float* xs;
+    float* acc;
+    __device__ __forceinline__ void operator()(unsigned c, unsigned short h) const {
+        const float a = macko_h2f(h);
+        const float xv = __ldg(xs + c);
+        *acc += (a != 0.0f && xv != 0.0f) ? a * xv : 0.0f;
+    }
+};
+
+template <typename Out>
+__device__ __forceinline__ void macko_sparse_x_impl(const unsigned* __restrict__ row_ptr,
+                                                    const uint4* __restrict__ values,
+                                                    const unsigned* __restrict__ codes,
+                                                    const float* __restrict__ xs,
+                                                    Out* __restrict__ y, unsigned rows) {
+    const unsigned lane = threadIdx.x & 31u;
+    const unsigned warps_per_block = blockDim.x >> 5;
+    const unsigned stride = gridDim.x * warps_per_block;
+    for (unsigned row = blockIdx.x * warps_per_block + (threadIdx.x >> 5); row < rows;
+         row += stride) {
+        float acc = 0.0f;
+        macko_walk_row(row_ptr, values, codes, row, lane, MackoSparseXTerm{xs, &acc});
+        acc = macko_warp_sum(acc);
+        if (lane == 0u) macko_store(y, row, acc);
+    }
+}
+
+#define MACKO_SPARSE_X_ENTRY(NAME, OUT)                                                         \
+    extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)                             \
+        NAME(const unsigned* __restrict__ row_ptr, const uint4* __restrict__ values,           \
+             const unsigned* __restrict__ codes, const float* __restrict__ xs,                 \
+             OUT* __restrict__ y, unsigned rows) {                                             \
+        macko_sparse_x_impl<OUT>(row_ptr, values, codes, xs, y, rows);                         \
+    }
+
+MACKO_SPARSE_X_ENTRY(macko_sparse_x_f16, unsigned short)
+MACKO_SPARSE_X_ENTRY(macko_sparse_x_f32, float)
 
 // x's stored entries into a dense f32 copy (cleared before by transposed_zero).
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)

@@ -5,8 +5,8 @@
 //! checked against the f64 reference in both precisions. Cases: empty and all-zero x, NaN/∞ in
 //! x where A's rows (or columns) are empty or hold only padding, the 10 000 × 10 000 CSR regime
 //! of the issue, and an LLM down-projection after a ReLU. A product a device has a kernel for must
-//! agree (the CPU: all; wgpu: Aᵀ·x for CSR and homogeneous CSR, `transposed_built`; CUDA: Aᵀ·x
-//! and A·x with x sparse for CSR and homogeneous CSR, `transposed_built` and `sparse_x_built`);
+//! agree (the CPU: all; wgpu: both for CSR and homogeneous CSR; CUDA: both for those and MACKO
+//! with binary16 values; `transposed_built` and `sparse_x_built`);
 //! the rest must be refused with `Error::Unsupported`. Every device uploads sparse vectors and
 //! every format, homogeneous CSR included.
 //!
@@ -158,25 +158,23 @@ fn twice(mut product: impl FnMut() -> macko::Result<()>) -> macko::Result<()> {
 }
 
 /// Whether `dev` has a kernel for y = Aᵀ·x, x dense or sparse, with A in `format` (so must not
-/// refuse it): the CPU for every format, wgpu and CUDA for CSR and homogeneous CSR.
+/// refuse it): the CPU for every format, wgpu for CSR and homogeneous CSR, CUDA for those and
+/// MACKO with binary16 values.
 fn transposed_built(dev: &Device, format: MatrixKind) -> bool {
     match dev.kind() {
         BackendKind::Cpu => true,
-        BackendKind::Wgpu | BackendKind::Cuda => {
-            matches!(format, MatrixKind::Csr | MatrixKind::HomogeneousCsr)
-        }
+        BackendKind::Wgpu => matches!(format, MatrixKind::Csr | MatrixKind::HomogeneousCsr),
+        BackendKind::Cuda => matches!(
+            format,
+            MatrixKind::Csr | MatrixKind::HomogeneousCsr | MatrixKind::Macko
+        ),
     }
 }
 
-/// Whether `dev` has a kernel for y = A·x with x sparse, with A in `format`: the CPU for every
-/// format, CUDA and wgpu for CSR and homogeneous CSR.
+/// Whether `dev` has a kernel for y = A·x with x sparse, with A in `format`: the same as for
+/// the transposed products (`transposed_built`).
 fn sparse_x_built(dev: &Device, format: MatrixKind) -> bool {
-    match dev.kind() {
-        BackendKind::Cpu => true,
-        BackendKind::Wgpu | BackendKind::Cuda => {
-            matches!(format, MatrixKind::Csr | MatrixKind::HomogeneousCsr)
-        }
-    }
+    transposed_built(dev, format)
 }
 
 /// `dense` in every format these products take, with names.

@@ -3,10 +3,9 @@
 //! reads only the rows of A that x's non-zeros select. The checks that do not depend on the
 //! backend happen here, as in device.rs; the CPU multiplies every format, wgpu has y = Aᵀ·x and
 //! y = A·x with x sparse for CSR and homogeneous CSR (shaders/README.md, "Transposed products
-//! with a sparse x", "Products with a sparse x"), CUDA
-//! y = Aᵀ·x and y = A·x with x sparse for CSR and homogeneous CSR (kernels/README.md, "Products
-//! with a sparse input"), and the GPU backends refuse the rest with `Error::Unsupported` until
-//! their kernels exist.
+//! with a sparse x", "Products with a sparse x"), CUDA both for those and MACKO with binary16
+//! values (kernels/README.md, "Products with a sparse input"), and the GPU backends refuse the
+//! rest with `Error::Unsupported` until their kernels exist.
 
 use macko_format::SparseVector;
 
@@ -109,9 +108,9 @@ impl Device {
     /// accumulated in f32. Only x's non-zero elements contribute: a column where x is zero adds
     /// nothing, even a NaN or ±∞ of A there (`reference::spmv_sparse_x`). The formats are
     /// row-major, so the CPU reads every row of A and skips the entries under x's zeros (see
-    /// its `sparse_inputs.rs`), as CUDA (x scattered into a dense f32 copy first) and wgpu (x's
-    /// dense copy made at its upload) do for CSR and homogeneous CSR; their other formats
-    /// refuse with [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]).
+    /// its `sparse_inputs.rs`), as CUDA (x scattered into a dense f32 copy first; CSR,
+    /// homogeneous CSR and MACKO with binary16 values) and wgpu (x's dense copy made at its
+    /// upload; CSR and homogeneous CSR) do; their other formats refuse with [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]).
     /// For a product whose bytes follow nnz(x), see [`Device::spmv_transposed_sparse_x`].
     ///
     /// ```
@@ -145,8 +144,9 @@ impl Device {
     /// ±0 contribute nothing and are not read: the CPU scans x for its non-zeros and reads only
     /// the rows they select, scattering each into y (`reference::spmv_transposed`). A sparse
     /// format's zero values add nothing even where x is NaN or ±∞; dense is IEEE. wgpu multiplies
-    /// CSR and homogeneous CSR matrices (as [`Device::spmv_transposed_sparse_x`] does), and so
-    /// does CUDA, a warp per row of A where x is not zero; their other formats refuse with
+    /// CSR and homogeneous CSR matrices (as [`Device::spmv_transposed_sparse_x`] does), and
+    /// CUDA those and MACKO with binary16 values, reading x\[i\] for each row of A and the row
+    /// only where it is not zero; their other formats refuse with
     /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
     ///
     /// ```
@@ -182,8 +182,9 @@ impl Device {
     /// are read, so the bytes of A read scale with nnz(x) (`reference::spmv_transposed_sparse_x`).
     /// y has one element per column. wgpu multiplies CSR and homogeneous CSR matrices, one
     /// workgroup per tile of y's columns, with sums in a fixed order (no float atomics); CUDA
-    /// too, a warp per entry of x scattering its row with f32 atomics (the order of the adds,
-    /// and so the last bits of y, may change from run to run); their other formats refuse with
+    /// those and MACKO with binary16 values, a team of threads per entry of x scattering its row
+    /// with f32 atomics (the order of the adds, and so the last bits of y, may change from run
+    /// to run); their other formats refuse with
     /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
     pub fn spmv_transposed_sparse_x(
         &self,

@@ -72,7 +72,9 @@ use self::probe::{human_bytes, Gpu};
 use self::quant::QuantCache;
 use self::sparse24::{Sparse24Cache, Sparse24Dev};
 pub(crate) use self::sparse_inputs::CudaSparseVector;
-use self::sparse_inputs::{CsrView, HomogeneousCsrDev, SparseInputCache, SparseInputs};
+use self::sparse_inputs::{
+    CsrView, HomogeneousCsrDev, MackoView, RowsView, SparseInputCache, SparseInputs,
+};
 use self::tuning::CudaTuning;
 use self::upload::Uploader;
 use self::vendor::{CusparseCsr, Vendor};
@@ -132,17 +134,19 @@ impl CudaMatrix {
         }
     }
 
-    /// What the products with a sparse input read of it (CSR and homogeneous CSR), or
-    /// `Error::Unsupported` with `what`.
-    fn csr_view(&self, what: &'static str) -> Result<CsrView<'_>> {
-        match self {
-            CudaMatrix::Csr(m) => Ok(CsrView::csr(m)),
-            CudaMatrix::HomogeneousCsr(m) => Ok(CsrView::homogeneous(m)),
-            _ => Err(Error::Unsupported {
-                backend: BackendKind::Cuda,
-                what,
-            }),
-        }
+    /// What the products with a sparse input read of it (CSR, homogeneous CSR and MACKO with
+    /// binary16 values), or `Error::Unsupported` with `what`.
+    fn rows_view(&self, what: &'static str) -> Result<RowsView<'_>> {
+        let view = match self {
+            CudaMatrix::Csr(m) => Some(RowsView::Csr(CsrView::csr(m))),
+            CudaMatrix::HomogeneousCsr(m) => Some(RowsView::Csr(CsrView::homogeneous(m))),
+            CudaMatrix::Macko(m) => MackoView::of(m).map(RowsView::Macko),
+            _ => None,
+        };
+        view.ok_or(Error::Unsupported {
+            backend: BackendKind::Cuda,
+            what,
+        })
     }
 
     /// The plan macko's kernels launch it with (`None` for the vendor baselines, 2:4 and
@@ -606,7 +610,7 @@ impl Backend for CudaBackend {
         x: &CudaSparseVector,
         y: &mut CudaVector,
     ) -> Result<()> {
-        let v = a.csr_view(UNSUPPORTED_SPARSE_X)?;
+        let v = a.rows_view(UNSUPPORTED_SPARSE_X)?;
         self.sparse_inputs(self.stream())?.sparse_x(v, x, y)
     }
 
@@ -616,7 +620,7 @@ impl Backend for CudaBackend {
         x: SparseInput<'_, CudaVector, CudaSparseVector>,
         y: &mut CudaVector,
     ) -> Result<()> {
-        let v = a.csr_view(UNSUPPORTED_TRANSPOSED)?;
+        let v = a.rows_view(UNSUPPORTED_TRANSPOSED)?;
         self.sparse_inputs(self.stream())?.transposed(v, x, y)
     }
 

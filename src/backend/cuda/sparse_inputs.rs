@@ -1,12 +1,12 @@
 //! Products with a sparse input on CUDA (kernels/transposed.cu; kernels/README.md, "Products
-//! with a sparse input"), for CSR and homogeneous CSR matrices: the sparse vector on the device,
-//! homogeneous CSR matrices (row pointers, columns and one weight) with their ordinary product,
-//! y = Aᵀ·x with x sparse or dense, and y = A·x with x sparse. The kernels are compiled and
-//! loaded on first use (a sparse vector's product or a homogeneous upload), so opening the
-//! backend pays nothing for them. MACKO, dense, 2:4 and quantized matrices are refused with
-//! `Error::Unsupported`.
+//! with a sparse input"), for CSR, homogeneous CSR and MACKO matrices with binary16 values: the
+//! sparse vector on the device, homogeneous CSR matrices (row pointers, columns and one weight)
+//! with their ordinary product, y = Aᵀ·x with x sparse or dense, and y = A·x with x sparse. The
+//! kernels are compiled and loaded on first use (a sparse vector's product or a homogeneous
+//! upload), so opening the backend pays nothing for them. Dense, 2:4 and quantized matrices are
+//! refused with `Error::Unsupported`.
 //!
-//! With a dense x, y = Aᵀ·x runs a warp per row of A that reads x's element and skips the row
+//! With a dense x, y = Aᵀ·x runs a team per row of A that reads x's element and skips the row
 //! where it is ±0, rather than compacting x's non-zeros on the device first: one launch instead
 //! of a count, a prefix sum and a compaction, and the same rows of A read; what it costs over a
 //! compacted x is x itself (2 bytes per row of A, against the row's 6 bytes per entry) and one
@@ -16,6 +16,9 @@
 //! clearing it) and runs a CSR product over it that skips x's zeros; every row of A is read (the
 //! formats are row-major), so what it saves over a dense x is the semantics (a NaN or ±∞ of A
 //! under a zero of x adds nothing), not bytes.
+//!
+//! MACKO's rows are decoded by a warp each (`macko_walk_row`: its lanes' groups of 8 codes
+//! scanned across the warp), in both products.
 //!
 //! y = Aᵀ·x is two launches: a team of threads per selected row atomically adds its terms into
 //! one of a few replicas of y's f32 sums, then a finish adds the replicas, writes y and sets them
@@ -36,7 +39,7 @@ use macko_format::{HomogeneousCsrMatrix, SparseVector};
 use super::errors::{cuda_error, internal};
 use super::kernels::{load_module, ByOutput};
 use super::launch::Output;
-use super::memory::{dim, CsrDev, CudaVector, DeviceArray, VectorData};
+use super::memory::{dim, CsrDev, CudaVector, DeviceArray, MackoDev, VectorData};
 use super::nvrtc;
 use crate::backend::{BackendKind, SparseInput};
 use crate::error::{Error, Result};
@@ -63,6 +66,10 @@ pub(crate) struct SparseInputKernels {
     sparse_x: [ByOutput; 2],
     /// `csr_h_spmv_*`.
     h_spmv: ByOutput,
+    /// `macko_transposed_sparse_x`, `macko_transposed_dense_x`.
+    macko_transposed: [CudaFunction; 2],
+    /// `macko_sparse_x_*`.
+    macko_sparse_x: ByOutput,
 }
 
 impl SparseInputKernels {
@@ -94,6 +101,11 @@ impl SparseInputKernels {
             ],
             sparse_x: [pair("csr_sparse_x")?, pair("csr_h_sparse_x")?],
             h_spmv: pair("csr_h_spmv")?,
+            macko_transposed: [
+                function("macko_transposed_sparse_x")?,
+                function("macko_transposed_dense_x")?,
+            ],
+            macko_sparse_x: pair("macko_sparse_x")?,
         })
     }
 }
@@ -204,6 +216,50 @@ impl<'a> CsrView<'a> {
             row_ptr: m.row_ptr.buf(),
             col_idx: m.col_idx.buf(),
             values: Values::Weight(m.weight),
+        }
+    }
+}
+
+/// A MACKO matrix with binary16 values as the kernels read it (the values as 16-byte words of 8,
+/// the codes as 32-bit words of 8: docs/FORMAT.md's padded arrays).
+pub(crate) struct MackoView<'a> {
+    rows: u32,
+    cols: u32,
+    row_ptr: &'a CudaSlice<u32>,
+    values: &'a CudaSlice<u16>,
+    codes: &'a CudaSlice<u8>,
+}
+
+impl<'a> MackoView<'a> {
+    /// A MACKO matrix's view, or None for quantized values (their codes are not binary16).
+    pub fn of(m: &'a MackoDev) -> Option<Self> {
+        m.quant.is_none().then(|| Self {
+            rows: m.rows,
+            cols: m.cols,
+            row_ptr: m.row_ptr.buf(),
+            values: m.values.buf(),
+            codes: m.codes.buf(),
+        })
+    }
+}
+
+/// A matrix the products with a sparse input take.
+pub(crate) enum RowsView<'a> {
+    Csr(CsrView<'a>),
+    Macko(MackoView<'a>),
+}
+
+impl RowsView<'_> {
+    fn rows(&self) -> u32 {
+        match self {
+            RowsView::Csr(v) => v.rows,
+            RowsView::Macko(v) => v.rows,
+        }
+    }
+    fn cols(&self) -> u32 {
+        match self {
+            RowsView::Csr(v) => v.cols,
+            RowsView::Macko(v) => v.cols,
         }
     }
 }
@@ -390,33 +446,35 @@ impl SparseInputs<'_> {
         }
     }
 
-    /// Queues y = Aᵀ·x for a CSR or homogeneous CSR `v` (shapes checked by the device layer).
+    /// Queues y = Aᵀ·x for a CSR, homogeneous CSR or MACKO `v` (shapes checked by the device
+    /// layer).
     pub fn transposed(
         &self,
-        v: CsrView<'_>,
+        v: RowsView<'_>,
         x: SparseInput<'_, CudaVector, CudaSparseVector>,
         y: &mut CudaVector,
     ) -> Result<()> {
-        let (x_len, nnz) = match &x {
-            SparseInput::Dense(x) => (x.len(), None),
-            SparseInput::Sparse(x) => (x.len as usize, Some(x.nnz)),
+        let x_len = match &x {
+            SparseInput::Dense(x) => x.len(),
+            SparseInput::Sparse(x) => x.len as usize,
         };
-        if x_len != v.rows as usize || y.len() != v.cols as usize {
+        let (rows, cols) = (v.rows(), v.cols());
+        if x_len != rows as usize || y.len() != cols as usize {
             return Err(internal(
                 "transposed vector lengths reached the backend unchecked",
             ));
         }
-        if v.cols == 0 {
+        if cols == 0 {
             return Ok(());
         }
         let (stream, sms, k) = (self.stream, self.sms, &*self.kernels);
-        let replicas = replicas(v.cols);
+        let replicas = replicas(cols);
         let mut slot = self
             .cache
             .sums
             .lock()
             .map_err(|_| internal("the transposed sums lock is poisoned"))?;
-        let len = replicas as usize * v.cols as usize;
+        let len = replicas as usize * cols as usize;
         scratch(stream, &mut slot, len)?;
         // Out of the slot until its finish is queued (see `SparseInputCache::sums`).
         let mut sums_array = slot
@@ -424,47 +482,8 @@ impl SparseInputs<'_> {
             .ok_or_else(|| internal("transposed sums missing"))?;
         let sums = sums_array.buf_mut();
 
-        // 1. The selected rows scattered; nothing to scatter for an x without non-zeros, a
-        // matrix without rows, or a zero weight (its entries are all stored zeros).
-        let zero_weight = matches!(v.values, Values::Weight(w) if w == 0.0);
-        let work = match nnz {
-            Some(n) => n,
-            None => v.rows,
-        };
-        if work > 0 && v.rows > 0 && !zero_weight {
-            let f = match nnz {
-                Some(_) => &k.transposed_sparse[v.values.index()],
-                None => &k.transposed_dense[v.values.index()],
-            };
-            let shift = team_shift(v.rows, v.nnz);
-            let mut args = stream.launch_builder(f);
-            args.arg(v.row_ptr).arg(v.col_idx);
-            match &v.values {
-                Values::Stored(values) => args.arg(*values),
-                Values::Weight(w) => args.arg(w),
-            };
-            match &x {
-                SparseInput::Sparse(x) => {
-                    args.arg(x.index.buf()).arg(x.value.buf()).arg(&x.nnz);
-                }
-                SparseInput::Dense(x) => {
-                    args.arg(x.as_input()?.buf()).arg(&v.rows);
-                }
-            }
-            args.arg(&mut *sums).arg(&v.cols).arg(&replicas).arg(&shift);
-            // SAFETY: the arguments match `csr[_h]_transposed_{sparse,dense}_x` of
-            // kernels/transposed.cu in order and type (row_ptr, col_idx, values or weight,
-            // then x_index, x_value, nnz or x, rows, then sums, cols, replicas, shift). A sparse
-            // x's nnz indices are below its length, which equals rows (checked by the device
-            // layer), and a dense x holds rows halves (checked above); row_ptr holds rows + 1
-            // u32, every row's entries lie inside col_idx (and values) and every column below
-            // cols (validated by the format); sums holds replicas · cols floats (grown above);
-            // 5 ≤ shift ≤ 8, so teams divide the block.
-            launched(
-                unsafe { args.launch(config(work, BLOCK >> shift, sms)) }.map(|_| ()),
-                "the transposed scatter",
-            )?;
-        }
+        // 1. The selected rows scattered.
+        self.scatter(&v, &x, sums, replicas)?;
 
         // 2. y from the sums, which are left at zero.
         fn finish<T: Output>(
@@ -485,24 +504,103 @@ impl SparseInputs<'_> {
                 "the rounding of the transposed sums",
             )
         }
-        let cfg = config(v.cols, BLOCK, sms);
+        let cfg = config(cols, BLOCK, sms);
         match &mut y.data {
-            VectorData::F16(y) => finish(stream, &k.finish, sums, y, v.cols, replicas, cfg)?,
-            VectorData::F32(y) => finish(stream, &k.finish, sums, y, v.cols, replicas, cfg)?,
+            VectorData::F16(y) => finish(stream, &k.finish, sums, y, cols, replicas, cfg)?,
+            VectorData::F32(y) => finish(stream, &k.finish, sums, y, cols, replicas, cfg)?,
         }
         *slot = Some(sums_array);
         Ok(())
     }
 
-    /// Queues y = A·x for a sparse x and a CSR or homogeneous CSR `v` (shapes checked by the
-    /// device layer): x scattered into the f32 scratch, then a warp per row of A.
-    pub fn sparse_x(&self, v: CsrView<'_>, x: &CudaSparseVector, y: &mut CudaVector) -> Result<()> {
-        if x.len != v.cols || y.len() != v.rows as usize {
+    /// The scatter of y = Aᵀ·x into `sums` (`replicas` · cols floats); not launched for an x
+    /// without non-zeros, a matrix without rows, or a zero weight (its entries are all stored
+    /// zeros).
+    fn scatter(
+        &self,
+        v: &RowsView<'_>,
+        x: &SparseInput<'_, CudaVector, CudaSparseVector>,
+        sums: &mut CudaSlice<f32>,
+        replicas: u32,
+    ) -> Result<()> {
+        let (stream, sms, k) = (self.stream, self.sms, &*self.kernels);
+        let (rows, cols) = (v.rows(), v.cols());
+        let zero_weight =
+            matches!(v, RowsView::Csr(c) if matches!(c.values, Values::Weight(w) if w == 0.0));
+        let (work, sparse) = match x {
+            SparseInput::Sparse(x) => (x.nnz, 0),
+            SparseInput::Dense(_) => (rows, 1),
+        };
+        if work == 0 || rows == 0 || zero_weight {
+            return Ok(());
+        }
+        let (f, per_block, shift) = match v {
+            RowsView::Csr(c) => {
+                let shift = team_shift(rows, c.nnz);
+                let f = match x {
+                    SparseInput::Sparse(_) => &k.transposed_sparse[c.values.index()],
+                    SparseInput::Dense(_) => &k.transposed_dense[c.values.index()],
+                };
+                (f, BLOCK >> shift, Some(shift))
+            }
+            RowsView::Macko(_) => (&k.macko_transposed[sparse], WARPS, None),
+        };
+        let mut args = stream.launch_builder(f);
+        match v {
+            RowsView::Csr(c) => {
+                args.arg(c.row_ptr).arg(c.col_idx);
+                match &c.values {
+                    Values::Stored(values) => args.arg(*values),
+                    Values::Weight(w) => args.arg(w),
+                };
+            }
+            RowsView::Macko(m) => {
+                args.arg(m.row_ptr).arg(m.values).arg(m.codes);
+            }
+        }
+        match x {
+            SparseInput::Sparse(x) => {
+                args.arg(x.index.buf()).arg(x.value.buf()).arg(&x.nnz);
+            }
+            SparseInput::Dense(x) => {
+                args.arg(x.as_input()?.buf()).arg(&rows);
+            }
+        }
+        args.arg(&mut *sums).arg(&cols).arg(&replicas);
+        if let Some(shift) = &shift {
+            args.arg(shift);
+        }
+        // SAFETY: the arguments match `csr[_h]_transposed_{sparse,dense}_x` (row_ptr, col_idx,
+        // values or weight, x, sums, cols, replicas, shift) or `macko_transposed_{sparse,
+        // dense}_x` (row_ptr, values, codes, x, sums, cols, replicas) of kernels/transposed.cu
+        // in order and type, x being x_index, x_value, nnz (sparse) or x, rows (dense). A
+        // sparse x's nnz indices are below its length, which equals rows (checked by the device
+        // layer), and a dense x holds rows halves (checked by the caller); row_ptr holds
+        // rows + 1 u32 and every row's entries lie inside the entry arrays (MACKO's padded to
+        // whole 16-byte value and 4-byte code words) with every column below cols (validated by
+        // the format); sums holds replicas · cols floats (grown by the caller); 5 ≤ shift ≤ 8,
+        // so CSR's teams divide the block.
+        launched(
+            unsafe { args.launch(config(work, per_block, sms)) }.map(|_| ()),
+            "the transposed scatter",
+        )
+    }
+
+    /// Queues y = A·x for a sparse x and a CSR, homogeneous CSR or MACKO `v` (shapes checked
+    /// by the device layer): x scattered into the f32 scratch, then a warp per row of A.
+    pub fn sparse_x(
+        &self,
+        v: RowsView<'_>,
+        x: &CudaSparseVector,
+        y: &mut CudaVector,
+    ) -> Result<()> {
+        let (rows, cols) = (v.rows(), v.cols());
+        if x.len != cols || y.len() != rows as usize {
             return Err(internal(
                 "sparse-x vector lengths reached the backend unchecked",
             ));
         }
-        if v.rows == 0 {
+        if rows == 0 {
             return Ok(());
         }
         let (stream, sms, k) = (self.stream, self.sms, &*self.kernels);
@@ -511,14 +609,14 @@ impl SparseInputs<'_> {
             .scratch
             .lock()
             .map_err(|_| internal("the sparse-input scratch lock is poisoned"))?;
-        let xs = scratch(stream, &mut slot, v.cols as usize)?.buf_mut();
+        let xs = scratch(stream, &mut slot, cols as usize)?.buf_mut();
 
-        if v.cols > 0 {
+        if cols > 0 {
             let mut args = stream.launch_builder(&k.zero);
-            args.arg(&mut *xs).arg(&v.cols);
+            args.arg(&mut *xs).arg(&cols);
             // SAFETY: `transposed_zero(sums, cols)`: the scratch holds at least cols floats.
             launched(
-                unsafe { args.launch(config(v.cols, BLOCK, sms)) }.map(|_| ()),
+                unsafe { args.launch(config(cols, BLOCK, sms)) }.map(|_| ()),
                 "the clearing of the scattered x",
             )?;
         }
@@ -539,34 +637,46 @@ impl SparseInputs<'_> {
 
         fn go<T: Output>(
             stream: &CudaStream,
-            f: &ByOutput,
-            v: &CsrView<'_>,
+            k: &SparseInputKernels,
+            v: &RowsView<'_>,
             xs: &CudaSlice<f32>,
             y: &mut DeviceArray<T>,
             cfg: LaunchConfig,
         ) -> Result<()> {
-            let mut args = stream.launch_builder(f.pick(T::PRECISION));
-            args.arg(v.row_ptr).arg(v.col_idx);
-            match &v.values {
-                Values::Stored(values) => args.arg(*values),
-                Values::Weight(w) => args.arg(w),
+            let f = match v {
+                RowsView::Csr(c) => &k.sparse_x[c.values.index()],
+                RowsView::Macko(_) => &k.macko_sparse_x,
             };
-            args.arg(xs).arg(y.buf_mut()).arg(&v.rows);
-            // SAFETY: the arguments match `csr[_h]_sparse_x_*` of kernels/transposed.cu in order
-            // and type (row_ptr, col_idx, values or weight, xs, y, rows). row_ptr holds rows + 1
-            // u32, every row's entries lie inside col_idx (and values) and every column below
-            // cols (validated by the format), xs holds at least cols floats and y rows elements
-            // of the kernel's output type (checked by the caller).
+            let mut args = stream.launch_builder(f.pick(T::PRECISION));
+            match v {
+                RowsView::Csr(c) => {
+                    args.arg(c.row_ptr).arg(c.col_idx);
+                    match &c.values {
+                        Values::Stored(values) => args.arg(*values),
+                        Values::Weight(w) => args.arg(w),
+                    };
+                }
+                RowsView::Macko(m) => {
+                    args.arg(m.row_ptr).arg(m.values).arg(m.codes);
+                }
+            }
+            let rows = v.rows();
+            args.arg(xs).arg(y.buf_mut()).arg(&rows);
+            // SAFETY: the arguments match `csr[_h]_sparse_x_*` (row_ptr, col_idx, values or
+            // weight, xs, y, rows) or `macko_sparse_x_*` (row_ptr, values, codes, xs, y, rows)
+            // of kernels/transposed.cu in order and type. row_ptr holds rows + 1 u32, every
+            // row's entries lie inside the entry arrays (MACKO's padded to whole words) and
+            // every column below cols (validated by the format), xs holds at least cols floats
+            // and y rows elements of the kernel's output type (checked by the caller).
             launched(
                 unsafe { args.launch(cfg) }.map(|_| ()),
                 "the product with a sparse x",
             )
         }
-        let f = &k.sparse_x[v.values.index()];
-        let cfg = config(v.rows, WARPS, sms);
+        let cfg = config(rows, WARPS, sms);
         match &mut y.data {
-            VectorData::F16(y) => go(stream, f, &v, xs, y, cfg),
-            VectorData::F32(y) => go(stream, f, &v, xs, y, cfg),
+            VectorData::F16(y) => go(stream, k, &v, xs, y, cfg),
+            VectorData::F32(y) => go(stream, k, &v, xs, y, cfg),
         }
     }
 }
