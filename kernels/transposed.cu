@@ -1,9 +1,10 @@
-// Products with a sparse input for CSR, homogeneous CSR and MACKO with binary16 values (README.md,
-// "Products with a sparse input"): the transposed product y = Aᵀ·x with x sparse or dense, the product y = A·x with x
-// sparse, and the ordinary product of a homogeneous CSR matrix. Binary16 values (homogeneous:
-// one weight for every entry, widened to f32 on the host), u32 row pointers and columns (the
-// layout of csr.cu); a sparse x as its non-zero entries, indices u32 and values widened to f32
-// once at upload (±0 dropped there).
+// Products with a sparse input for CSR, homogeneous CSR and MACKO with binary16 values
+// (README.md, "Products with a sparse input"): the transposed product y = Aᵀ·x with x sparse or
+// dense, the product y = A·x with x sparse, and the ordinary product of a homogeneous CSR
+// matrix. Binary16 values (homogeneous: one weight for every entry, widened to f32 on the
+// host), u32 row pointers and columns (the layout of csr.cu; MACKO's: docs/FORMAT.md); a
+// sparse x as its non-zero entries, indices u32 and values widened to f32 once at upload (±0
+// dropped there).
 //
 // y = Aᵀ·x, two launches in order on one stream, over a scratch of `replicas` copies of the
 // `cols` f32 sums that is all zeros between products (zeroed at allocation, re-zeroed by 2.):
@@ -28,11 +29,12 @@
 // csr[_h]_sparse_x_* runs the CSR product (a warp per row) over it, skipping the entries whose
 // column holds a zero of x. Every row of A is read: the formats are row-major.
 //
-// MACKO (binary16 values): the same launches and scratches, with a warp per row decoding the gap
-// codes (macko_walk_row) where CSR's team strides over its columns.
+// MACKO (binary16 values): the same launches and scratches, with teams of whole warps decoding a
+// row's gap codes (macko_walk_row) where CSR's team strides over its columns: 32 to 256 threads
+// for Aᵀ·x (from the mean row, as CSR's), a warp per row for A·x.
 //
-// Zero-valued entries of A (a zero weight, MACKO's padding) add nothing even where x is NaN or ±∞ (skipped,
-// never multiplied by 0); zeros of x add nothing even where A is NaN or ±∞.
+// Zero-valued entries of A (a zero weight, MACKO's padding) add nothing even where x is NaN or
+// ±∞ (skipped, never multiplied by 0); zeros of x add nothing even where A is NaN or ±∞.
 #ifndef MACKO_COMMON_CUH
 #include "common.cuh"
 #endif
@@ -193,24 +195,40 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
     finish_impl(sums, y, cols, replicas);
 }
 
-// MACKO rows (binary16 values; docs/FORMAT.md): a warp walks row i in steps of 32 aligned groups
-// of 8 entries, lane l owning group w0 + l: its 8 values as one 16-byte load and its 8 gap codes
-// as one 32-bit load, entries of the neighbouring rows masked. An entry's column is the row's
-// running advance (Σ (code + 1) over the entries before it, plus its own) minus 1: each lane's
-// advance in the group, an inclusive warp scan of the lanes' totals, and the carry of the steps
-// before. f(column, value bits) is called for every entry of the row, padding (value 0)
-// included; the callers skip zero values. Warp-uniform: every lane runs every step.
-template <typename F>
+// The staging of a warp's 256 entries (column, value bits), 9 slots a lane (fewer bank
+// conflicts than 8); MACKO_SX_NONE marks an entry outside the row.
+#define MACKO_SX_STRIDE 9u
+#define MACKO_SX_NONE 0xffffffffu
+#define MACKO_SX_STAGE (32u * MACKO_SX_STRIDE)
+
+// Synchronises the `threads` threads of a team (whole warps) on named barrier `id` (1 to 15; 0 is
+// __syncthreads'), so that the teams of a block loop independently.
+__device__ __forceinline__ void sx_team_sync(unsigned id, unsigned threads) {
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+// MACKO rows (binary16 values; docs/FORMAT.md): a team of `warps` warps (1 to 8) walks row i in
+// steps of 32·warps aligned groups of 8 entries, thread t of the team owning group w0 + t: its 8
+// values as one 16-byte load and its 8 gap codes as one 32-bit load, entries of the neighbouring
+// rows masked. An entry's column is the row's running advance (Σ (code + 1) over the entries
+// before it, plus its own) minus 1: each thread's advance in its group, an inclusive scan of the
+// threads' totals (across the warp by shuffles, across the team's warps through `totals`, one
+// slot per warp, between two named barriers), and the carry of the steps before.
+// f(column, value bits) is called for every entry of the row, padding (value 0) included (the
+// callers skip zero values), by the lane that owns it or, with STAGE, the lane that `stage`
+// hands it to. Team-uniform: every thread runs every step.
+template <bool STAGE, typename F>
 __device__ __forceinline__ void macko_walk_row(const unsigned* __restrict__ row_ptr,
                                                const uint4* __restrict__ values,
                                                const unsigned* __restrict__ codes, unsigned i,
-                                               unsigned lane, F&& f) {
+                                               unsigned t, unsigned warps, unsigned barrier,
+                                               unsigned* totals, uint2* stage, F&& f) {
     const unsigned start = __ldg(row_ptr + i), end = __ldg(row_ptr + i + 1u);
     if (start >= end) return;
-    const unsigned last = (end - 1u) >> 3;
+    const unsigned last = (end - 1u) >> 3, lane = t & 31u, warp = t >> 5;
     unsigned carry = 0u;
-    for (unsigned w0 = start >> 3; w0 <= last; w0 += 32u) {
-        const unsigned w = w0 + lane;
+    for (unsigned w0 = start >> 3; w0 <= last; w0 += 32u * warps) {
+        const unsigned w = w0 + t;
         const bool live = w <= last;
         const uint4 v = live ? macko_load_stream(values + w) : make_uint4(0u, 0u, 0u, 0u);
         const unsigned g = live ? macko_load_stream(codes + w) : 0u;
@@ -226,25 +244,59 @@ __device__ __forceinline__ void macko_walk_row(const unsigned* __restrict__ row_
         unsigned incl = total;
 #pragma unroll
         for (unsigned d = 1u; d < 32u; d <<= 1) {
-            const unsigned t = __shfl_up_sync(0xffffffffu, incl, d);
-            if (lane >= d) incl += t;
+            const unsigned u = __shfl_up_sync(0xffffffffu, incl, d);
+            if (lane >= d) incl += u;
         }
         unsigned col = carry + incl - total;
-        carry += __shfl_sync(0xffffffffu, incl, 31);
-        const unsigned words[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (unsigned k = 0; k < 8u; ++k) {
-            if (adv[k] != 0u) {
-                col += adv[k];
-                f(col - 1u, (unsigned short)(words[k >> 1] >> (16u * (k & 1u))));
+        if (warps == 1u) {
+            carry += __shfl_sync(0xffffffffu, incl, 31);
+        } else {
+            if (lane == 31u) totals[warp] = incl;
+            sx_team_sync(barrier, 32u * warps);
+            unsigned step = 0u;
+            for (unsigned q = 0; q < warps; ++q) {
+                const unsigned u = totals[q];
+                col += q < warp ? u : 0u;
+                step += u;
             }
+            sx_team_sync(barrier, 32u * warps);  // every slot read before the next step's
+            carry += step;
+        }
+        // STAGE: each lane's 8 entries staged, then handed out entry e to lane e % 32:
+        // consecutive lanes take consecutive entries, whose columns share sectors (lane-owned
+        // groups put each lane of an atomic on its own sector: 2.5× slower scatters at d = 0.5).
+        // Not for A·x's gathers from x, which lost 0–27 % with it.
+        const unsigned words[4] = {v.x, v.y, v.z, v.w};
+        if (!STAGE) {
+#pragma unroll
+            for (unsigned k = 0; k < 8u; ++k) {
+                col += adv[k];
+                const unsigned short h = (unsigned short)(words[k >> 1] >> (16u * (k & 1u)));
+                if (adv[k] != 0u) f(col - 1u, h);
+            }
+        } else {
+#pragma unroll
+            for (unsigned k = 0; k < 8u; ++k) {
+                col += adv[k];
+                const unsigned c = adv[k] != 0u ? col - 1u : MACKO_SX_NONE;
+                stage[lane * MACKO_SX_STRIDE + k] =
+                    make_uint2(c, (words[k >> 1] >> (16u * (k & 1u))) & 0xffffu);
+            }
+            __syncwarp();
+#pragma unroll
+            for (unsigned q = 0; q < 8u; ++q) {
+                const unsigned e = q * 32u + lane;
+                const uint2 entry = stage[(e >> 3) * MACKO_SX_STRIDE + (e & 7u)];
+                if (entry.x != MACKO_SX_NONE) f(entry.x, (unsigned short)entry.y);
+            }
+            __syncwarp();
         }
     }
 }
 
-// y = Aᵀ·x for MACKO: a warp per selected row (stored entry n of a sparse x, or row i of A
-// where the dense x is not ±0), its non-zero values times x_i added into the block's replica
-// of the sums.
+// y = Aᵀ·x for MACKO: a team of 2^shift threads (32 to 256) per selected row (stored entry n of
+// a sparse x, or row i of A where the dense x is not ±0), its non-zero values times x_i added
+// into the block's replica of the sums.
 struct MackoScatter {
     float* sums;
     float xv;
@@ -254,20 +306,35 @@ struct MackoScatter {
     }
 };
 
+// The team's share of the walk: its barrier (1 + its index in the block) and warp slots.
+struct MackoTeam {
+    SxTeam t;
+    unsigned warps, barrier;
+    unsigned* totals;
+};
+
+__device__ __forceinline__ MackoTeam macko_team(unsigned shift, unsigned* block_totals) {
+    const SxTeam t = sx_team(shift);
+    const unsigned warps = 1u << (shift - 5u), in_block = threadIdx.x >> shift;
+    return {t, warps, 1u + in_block, block_totals + in_block * warps};
+}
+
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
     macko_transposed_sparse_x(const unsigned* __restrict__ row_ptr,
                               const uint4* __restrict__ values,
                               const unsigned* __restrict__ codes,
                               const unsigned* __restrict__ x_index,
                               const float* __restrict__ x_value, unsigned nnz,
-                              float* __restrict__ sums, unsigned cols, unsigned replicas) {
-    const unsigned lane = threadIdx.x & 31u;
-    const unsigned warps_per_block = blockDim.x >> 5;
-    const unsigned stride = gridDim.x * warps_per_block;
+                              float* __restrict__ sums, unsigned cols, unsigned replicas,
+                              unsigned shift) {
+    __shared__ unsigned totals[TRANSPOSED_BLOCK / 32];
+    __shared__ uint2 stage[TRANSPOSED_BLOCK / 32 * MACKO_SX_STAGE];
+    const MackoTeam m = macko_team(shift, totals);
+    uint2* my_stage = stage + (threadIdx.x >> 5) * MACKO_SX_STAGE;
     float* mine = sx_replica(sums, cols, replicas);
-    for (unsigned n = blockIdx.x * warps_per_block + (threadIdx.x >> 5); n < nnz; n += stride) {
-        macko_walk_row(row_ptr, values, codes, __ldg(x_index + n), lane,
-                       MackoScatter{mine, __ldg(x_value + n)});
+    for (unsigned n = m.t.first; n < nnz; n += m.t.stride) {
+        macko_walk_row<true>(row_ptr, values, codes, __ldg(x_index + n), m.t.lane, m.warps, m.barrier,
+                       m.totals, my_stage, MackoScatter{mine, __ldg(x_value + n)});
     }
 }
 
@@ -276,15 +343,18 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                              const uint4* __restrict__ values,
                              const unsigned* __restrict__ codes,
                              const unsigned short* __restrict__ x, unsigned rows,
-                             float* __restrict__ sums, unsigned cols, unsigned replicas) {
-    const unsigned lane = threadIdx.x & 31u;
-    const unsigned warps_per_block = blockDim.x >> 5;
-    const unsigned stride = gridDim.x * warps_per_block;
+                             float* __restrict__ sums, unsigned cols, unsigned replicas,
+                             unsigned shift) {
+    __shared__ unsigned totals[TRANSPOSED_BLOCK / 32];
+    __shared__ uint2 stage[TRANSPOSED_BLOCK / 32 * MACKO_SX_STAGE];
+    const MackoTeam m = macko_team(shift, totals);
+    uint2* my_stage = stage + (threadIdx.x >> 5) * MACKO_SX_STAGE;
     float* mine = sx_replica(sums, cols, replicas);
-    for (unsigned i = blockIdx.x * warps_per_block + (threadIdx.x >> 5); i < rows; i += stride) {
+    for (unsigned i = m.t.first; i < rows; i += m.t.stride) {
         const unsigned short h = __ldg(x + i);
-        if ((h & 0x7fffu) != 0u) {  // warp-uniform
-            macko_walk_row(row_ptr, values, codes, i, lane, MackoScatter{mine, macko_h2f(h)});
+        if ((h & 0x7fffu) != 0u) {  // team-uniform
+            macko_walk_row<true>(row_ptr, values, codes, i, m.t.lane, m.warps, m.barrier, m.totals,
+                           my_stage, MackoScatter{mine, macko_h2f(h)});
         }
     }
 }
@@ -314,7 +384,8 @@ __device__ __forceinline__ void macko_sparse_x_impl(const unsigned* __restrict__
     for (unsigned row = blockIdx.x * warps_per_block + (threadIdx.x >> 5); row < rows;
          row += stride) {
         float acc = 0.0f;
-        macko_walk_row(row_ptr, values, codes, row, lane, MackoSparseXTerm{xs, &acc});
+        macko_walk_row<false>(row_ptr, values, codes, row, lane, 1u, 0u, nullptr, nullptr,
+                              MackoSparseXTerm{xs, &acc});
         acc = macko_warp_sum(acc);
         if (lane == 0u) macko_store(y, row, acc);
     }

@@ -516,6 +516,9 @@ fn the_regime_of_the_issue_agrees() {
     let macko_t = MackoMatrix::from_dense(&down_t).unwrap();
     // Rows of ~1 536 entries: the GPUs' transposed teams span several warps (CUDA: 256 threads).
     let down_csr = CsrMatrix::from_dense(&down).unwrap();
+    // Rows of ~4 100 MACKO entries: CUDA's teams of 8 warps walk each in several steps.
+    let wide = MackoMatrix::from_dense(&random_dense(40, 8192, 0.5, 2802)).unwrap();
+    let (wide_x, wide_rows) = (sparse_dense_x(8192, 0.1, 12), sparse_dense_x(40, 0.5, 13));
     for (label, dev) in devices_under_test() {
         for (what, m, xc, xr) in [
             ("10k² CSR 1 %", MatrixRef::from(&csr), &x, &x2),
@@ -530,6 +533,12 @@ fn the_regime_of_the_issue_agrees() {
                 MatrixRef::from(&macko),
                 &h,
                 &x[..768].to_vec(),
+            ),
+            (
+                "wide rows 40×8192 MACKO",
+                MatrixRef::from(&wide),
+                &wide_x,
+                &wide_rows,
             ),
             (
                 "down-projection 768×3072 as CSR",

@@ -290,6 +290,18 @@ fn team_shift(rows: u32, nnz: usize) -> u32 {
     team.trailing_zeros()
 }
 
+/// Threads per team of MACKO's transposed products, as a shift: a team per selected row of A,
+/// one aligned group of 8 entries of a mean row per thread (the whole row in flight in one step
+/// where it fits), from a warp (32) to the block (256); `entries` counts the padded entry arrays.
+fn macko_team_shift(rows: u32, entries: usize) -> u32 {
+    let mean = entries.div_ceil(rows.max(1) as usize);
+    let team = mean
+        .div_ceil(8)
+        .next_power_of_two()
+        .clamp(32, BLOCK as usize);
+    team.trailing_zeros()
+}
+
 /// Copies of the transposed sums: 4, spreading the atomics on y's hot L2 lines over four times
 /// as many (1.1–2.1× faster than one copy on the H100's measured cases from 1 M selected
 /// entries up, at most 8 % slower below), or 1 past 2²⁴ columns, where the copies' memory
@@ -541,9 +553,12 @@ impl SparseInputs<'_> {
                     SparseInput::Sparse(_) => &k.transposed_sparse[c.values.index()],
                     SparseInput::Dense(_) => &k.transposed_dense[c.values.index()],
                 };
-                (f, BLOCK >> shift, Some(shift))
+                (f, BLOCK >> shift, shift)
             }
-            RowsView::Macko(_) => (&k.macko_transposed[sparse], WARPS, None),
+            RowsView::Macko(m) => {
+                let shift = macko_team_shift(rows, m.values.len());
+                (&k.macko_transposed[sparse], BLOCK >> shift, shift)
+            }
         };
         let mut args = stream.launch_builder(f);
         match v {
@@ -566,20 +581,17 @@ impl SparseInputs<'_> {
                 args.arg(x.as_input()?.buf()).arg(&rows);
             }
         }
-        args.arg(&mut *sums).arg(&cols).arg(&replicas);
-        if let Some(shift) = &shift {
-            args.arg(shift);
-        }
+        args.arg(&mut *sums).arg(&cols).arg(&replicas).arg(&shift);
         // SAFETY: the arguments match `csr[_h]_transposed_{sparse,dense}_x` (row_ptr, col_idx,
         // values or weight, x, sums, cols, replicas, shift) or `macko_transposed_{sparse,
-        // dense}_x` (row_ptr, values, codes, x, sums, cols, replicas) of kernels/transposed.cu
-        // in order and type, x being x_index, x_value, nnz (sparse) or x, rows (dense). A
-        // sparse x's nnz indices are below its length, which equals rows (checked by the device
-        // layer), and a dense x holds rows halves (checked by the caller); row_ptr holds
+        // dense}_x` (row_ptr, values, codes, x, sums, cols, replicas, shift) of
+        // kernels/transposed.cu in order and type, x being x_index, x_value, nnz (sparse) or
+        // x, rows (dense). A sparse x's nnz indices are below its length, which equals rows
+        // (checked by the device layer), and a dense x holds rows halves (checked by the caller); row_ptr holds
         // rows + 1 u32 and every row's entries lie inside the entry arrays (MACKO's padded to
         // whole 16-byte value and 4-byte code words) with every column below cols (validated by
         // the format); sums holds replicas · cols floats (grown by the caller); 5 ≤ shift ≤ 8,
-        // so CSR's teams divide the block.
+        // so teams are whole warps that divide the block (MACKO's named barriers 1 to 8).
         launched(
             unsafe { args.launch(config(work, per_block, sms)) }.map(|_| ()),
             "the transposed scatter",
@@ -728,6 +740,24 @@ mod tests {
             assert_eq!(1u32 << shift, team, "{rows} rows, {nnz} entries");
             assert!((5..=8).contains(&shift));
             assert_eq!(BLOCK % (1 << shift), 0);
+        }
+    }
+
+    /// MACKO's teams hold about one group of 8 entries of a mean row per thread, from a warp to
+    /// the block.
+    #[test]
+    fn macko_teams_follow_the_mean_row_in_groups() {
+        for (rows, entries, team) in [
+            (0u32, 0usize, 32u32),
+            (10, 80, 32),
+            (10_000, 10_000 * 1_000, 128),
+            (11_008, 11_008 * 2_048, 256),
+            (4_096, 4_096 * 5_504, 256),
+            (1, usize::MAX / 2, 256),
+        ] {
+            let shift = macko_team_shift(rows, entries);
+            assert_eq!(1u32 << shift, team, "{rows} rows, {entries} entries");
+            assert!((5..=8).contains(&shift));
         }
     }
 
