@@ -215,7 +215,8 @@ __device__ __forceinline__ void sx_team_sync(unsigned id, unsigned threads) {
 // threads' totals (across the warp by shuffles, across the team's warps through `totals`, one
 // slot per warp, between two named barriers), and the carry of the steps before.
 // f(column, value bits) is called for every entry of the row, padding (value 0) included (the
-// callers skip zero values), by the lane that owns it or, with STAGE, the lane that `stage`
+// callers skip zero values before touching their column, which for the row-aligned layout's
+// padding may lie up to 7 past the last), by the lane that owns it or, with STAGE, the lane that `stage`
 // hands it to. Team-uniform: every thread runs every step.
 template <bool STAGE, typename F>
 __device__ __forceinline__ void macko_walk_row(const unsigned* __restrict__ row_ptr,
@@ -361,13 +362,14 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
 
 // y = A·x for MACKO with x sparse, over x scattered into a dense f32 copy: a warp per row; an
 // entry adds only where its value and x's element are both non-zero (a select, never a product
-// with 0).
+// with 0). A zero value's x is not even read: the row-aligned layout the backend uploads pads
+// rows with zero entries that may name columns up to 7 past the last (format's aligned.rs).
 struct MackoSparseXTerm {
     const float* xs;
     float* acc;
     __device__ __forceinline__ void operator()(unsigned c, unsigned short h) const {
         const float a = macko_h2f(h);
-        const float xv = __ldg(xs + c);
+        const float xv = a != 0.0f ? __ldg(xs + c) : 0.0f;
         *acc += (a != 0.0f && xv != 0.0f) ? a * xv : 0.0f;
     }
 };
