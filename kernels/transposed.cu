@@ -413,6 +413,16 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
     }
 }
 
+// x's stored entries into a dense binary16 copy (zeroed before; exact: the values were binary16
+// before their widening at upload), the x of a MACKO matrix's own kernels.
+extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
+    sparse_x_scatter_f16(const unsigned* __restrict__ x_index, const float* __restrict__ x_value,
+                         unsigned nnz, unsigned short* __restrict__ dense) {
+    for (unsigned n = blockIdx.x * blockDim.x + threadIdx.x; n < nnz; n += gridDim.x * blockDim.x) {
+        macko_store(dense, __ldg(x_index + n), __ldg(x_value + n));
+    }
+}
+
 // One lane's share of row sum start..end: x dense f32 with zeros skipped (SCATTERED, a sparse x
 // scattered), or the f16 x of an ordinary product (every column kept, as csr.cu). A zero of A
 // is skipped in both. A select, never a product with 0: NaN/∞ under a skipped entry add nothing.

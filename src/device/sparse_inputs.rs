@@ -108,9 +108,10 @@ impl Device {
     /// accumulated in f32. Only x's non-zero elements contribute: a column where x is zero adds
     /// nothing, even a NaN or ±∞ of A there (`reference::spmv_sparse_x`). The formats are
     /// row-major, so the CPU reads every row of A and skips the entries under x's zeros (see
-    /// its `sparse_inputs.rs`), as CUDA (x scattered into a dense f32 copy first; CSR,
-    /// homogeneous CSR and MACKO with binary16 values) and wgpu (x's dense copy made at its
-    /// upload; CSR and homogeneous CSR) do; their other formats refuse with [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]).
+    /// its `sparse_inputs.rs`), as CUDA (CSR, homogeneous CSR and MACKO with binary16 values,
+    /// x scattered into a dense copy first; a MACKO matrix whose values are all finite then
+    /// runs its own kernels) and wgpu (x's dense copy made at its upload; CSR and homogeneous
+    /// CSR) do; their other formats refuse with [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]).
     /// For a product whose bytes follow nnz(x), see [`Device::spmv_transposed_sparse_x`].
     ///
     /// ```

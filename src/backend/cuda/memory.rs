@@ -136,6 +136,10 @@ pub(crate) struct MackoDev {
     /// For int8 / int4 values (then `values` holds their packed codes, 8 or 4 bytes per group
     /// of 8 entries): the scales and the kernels that read them.
     pub quant: Option<QuantScales>,
+    /// Whether every value is a finite binary16: then a zero of x times any value adds 0, so
+    /// y = A·x with x sparse may run this matrix's own kernels over x's dense copy
+    /// (`sparse_inputs.rs`) and keep its semantics.
+    pub finite: bool,
 }
 
 /// The scales of a quantized matrix on the device, with the kernels of its width (see

@@ -47,6 +47,7 @@ mod quant;
 mod rules;
 mod sparse24;
 mod sparse_inputs;
+mod sparse_views;
 mod split;
 mod timing;
 #[doc(hidden)]
@@ -71,10 +72,9 @@ use self::plan::CudaPlan;
 use self::probe::{human_bytes, Gpu};
 use self::quant::QuantCache;
 use self::sparse24::{Sparse24Cache, Sparse24Dev};
-pub(crate) use self::sparse_inputs::CudaSparseVector;
-use self::sparse_inputs::{
-    CsrView, HomogeneousCsrDev, MackoView, RowsView, SparseInputCache, SparseInputs,
-};
+use self::sparse_inputs::{SparseInputCache, SparseInputs};
+pub(crate) use self::sparse_views::CudaSparseVector;
+use self::sparse_views::{CsrView, HomogeneousCsrDev, MackoView, RowsView};
 use self::tuning::CudaTuning;
 use self::upload::Uploader;
 use self::vendor::{CusparseCsr, Vendor};
@@ -143,10 +143,8 @@ impl CudaMatrix {
             CudaMatrix::Macko(m) => MackoView::of(m).map(RowsView::Macko),
             _ => None,
         };
-        view.ok_or(Error::Unsupported {
-            backend: BackendKind::Cuda,
-            what,
-        })
+        let backend = BackendKind::Cuda;
+        view.ok_or(Error::Unsupported { backend, what })
     }
 
     /// The plan macko's kernels launch it with (`None` for the vendor baselines, 2:4 and
@@ -264,7 +262,7 @@ impl CudaBackend {
             MatrixRef::HomogeneousCsr(h) => {
                 // Compiled now, so that a missing kernel fails the upload, not a product.
                 self.sparse_inputs(self.stream())?;
-                CudaMatrix::HomogeneousCsr(sparse_inputs::upload_homogeneous(self.stream(), h)?)
+                CudaMatrix::HomogeneousCsr(sparse_views::upload_homogeneous(self.stream(), h)?)
             }
         };
         Ok(matrix)
@@ -601,7 +599,7 @@ impl Backend for CudaBackend {
     }
 
     fn upload_sparse_vector(&self, x: &macko_format::SparseVector) -> Result<CudaSparseVector> {
-        sparse_inputs::upload_vector(self.stream(), x)
+        sparse_views::upload_vector(self.stream(), x)
     }
 
     fn multiply_sparse_x(
@@ -610,8 +608,14 @@ impl Backend for CudaBackend {
         x: &CudaSparseVector,
         y: &mut CudaVector,
     ) -> Result<()> {
-        let v = a.rows_view(UNSUPPORTED_SPARSE_X)?;
-        self.sparse_inputs(self.stream())?.sparse_x(v, x, y)
+        let stream = self.stream();
+        let inputs = self.sparse_inputs(stream)?;
+        match a {
+            CudaMatrix::Macko(m) if m.finite && m.quant.is_none() && m.cols > 0 => {
+                inputs.macko_own_kernels(self.launcher(stream), m, x, y)
+            }
+            _ => inputs.sparse_x(a.rows_view(UNSUPPORTED_SPARSE_X)?, x, y),
+        }
     }
 
     fn multiply_transposed(

@@ -15,7 +15,9 @@
 //! y = A·x with x sparse scatters x into a dense f32 copy of `cols` floats (O(nnz(x)) after
 //! clearing it) and runs a CSR product over it that skips x's zeros; every row of A is read (the
 //! formats are row-major), so what it saves over a dense x is the semantics (a NaN or ±∞ of A
-//! under a zero of x adds nothing), not bytes.
+//! under a zero of x adds nothing), not bytes. A MACKO matrix whose values are all finite, where
+//! those semantics change nothing, runs its own kernels over a dense binary16 copy instead
+//! (`SparseInputs::dense_f16`).
 //!
 //! MACKO's rows are decoded by a warp each (`macko_walk_row`: its lanes' groups of 8 codes
 //! scanned across the warp), in both products.
@@ -29,18 +31,18 @@
 //! (`mod.rs`): a product's last launch has read them before the next product's first one writes
 //! them.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
-use macko_format::{HomogeneousCsrMatrix, SparseVector};
 
 use super::errors::{cuda_error, internal};
 use super::kernels::{load_module, ByOutput};
-use super::launch::Output;
-use super::memory::{dim, CsrDev, CudaVector, DeviceArray, MackoDev, VectorData};
+use super::launch::{Launcher, Output, Product};
+use super::memory::{CudaVector, DeviceArray, MackoDev, VectorData};
 use super::nvrtc;
+use super::sparse_views::{CudaSparseVector, HomogeneousCsrDev, RowsView, Values};
 use crate::backend::{BackendKind, SparseInput};
 use crate::error::{Error, Result};
 
@@ -55,6 +57,8 @@ const BLOCKS_PER_SM: u32 = 2048 / BLOCK;
 /// The kernels of kernels/transposed.cu.
 pub(crate) struct SparseInputKernels {
     zero: CudaFunction,
+    /// `sparse_x_scatter_f16`.
+    scatter_f16: CudaFunction,
     /// `transposed_finish_*`.
     finish: ByOutput,
     scatter: CudaFunction,
@@ -89,6 +93,7 @@ impl SparseInputKernels {
         };
         Ok(Self {
             zero: function("transposed_zero")?,
+            scatter_f16: function("sparse_x_scatter_f16")?,
             finish: pair("transposed_finish")?,
             scatter: function("sparse_x_scatter")?,
             transposed_sparse: [
@@ -121,6 +126,8 @@ pub(crate) struct SparseInputCache {
     /// slot and returns it only once its finish is queued, so a product that fails half-way
     /// leaves the slot empty and the next one allocates fresh zeros.
     sums: Mutex<Option<DeviceArray<f32>>>,
+    /// x's dense binary16 copy for MACKO matrices with finite values (`SparseInputs::dense_f16`).
+    dense_x16: Mutex<Option<DeviceArray<u16>>>,
 }
 
 impl SparseInputCache {
@@ -139,128 +146,6 @@ impl SparseInputCache {
         let k = Arc::new(load()?);
         *slot = Some(k.clone());
         Ok(k)
-    }
-}
-
-/// A sparse vector on the device: its non-zero entries (the ±0 ones dropped at upload, as on the
-/// CPU and wgpu), indices increasing (validated by [`SparseVector`]) and values widened to f32
-/// once, the type the kernels multiply in.
-pub(crate) struct CudaSparseVector {
-    /// Elements, stored or not.
-    len: u32,
-    /// Stored non-zero entries.
-    nnz: u32,
-    index: DeviceArray<u32>,
-    value: DeviceArray<f32>,
-}
-
-/// A homogeneous CSR matrix on the device: CSR's row pointers and columns, and its one weight
-/// widened to f32 (exact) for the kernels.
-pub(crate) struct HomogeneousCsrDev {
-    pub rows: u32,
-    pub cols: u32,
-    row_ptr: DeviceArray<u32>,
-    col_idx: DeviceArray<u32>,
-    weight: f32,
-}
-
-/// Where a CSR-like matrix keeps its values.
-#[derive(Clone, Copy)]
-pub(crate) enum Values<'a> {
-    /// One binary16 per entry.
-    Stored(&'a CudaSlice<u16>),
-    /// One weight for every entry.
-    Weight(f32),
-}
-
-impl Values<'_> {
-    /// Index of the kernel variant in the pairs of [`SparseInputKernels`].
-    fn index(self) -> usize {
-        match self {
-            Values::Stored(_) => 0,
-            Values::Weight(_) => 1,
-        }
-    }
-}
-
-/// A CSR or homogeneous CSR matrix as the kernels read it.
-pub(crate) struct CsrView<'a> {
-    rows: u32,
-    cols: u32,
-    /// Stored entries.
-    nnz: usize,
-    row_ptr: &'a CudaSlice<u32>,
-    col_idx: &'a CudaSlice<u32>,
-    values: Values<'a>,
-}
-
-impl<'a> CsrView<'a> {
-    /// A CSR matrix's view.
-    pub fn csr(m: &'a CsrDev) -> Self {
-        Self {
-            rows: m.rows,
-            cols: m.cols,
-            nnz: m.col_idx.len(),
-            row_ptr: m.row_ptr.buf(),
-            col_idx: m.col_idx.buf(),
-            values: Values::Stored(m.values.buf()),
-        }
-    }
-
-    /// A homogeneous CSR matrix's view.
-    pub fn homogeneous(m: &'a HomogeneousCsrDev) -> Self {
-        Self {
-            rows: m.rows,
-            cols: m.cols,
-            nnz: m.col_idx.len(),
-            row_ptr: m.row_ptr.buf(),
-            col_idx: m.col_idx.buf(),
-            values: Values::Weight(m.weight),
-        }
-    }
-}
-
-/// A MACKO matrix with binary16 values as the kernels read it (the values as 16-byte words of 8,
-/// the codes as 32-bit words of 8: docs/FORMAT.md's padded arrays).
-pub(crate) struct MackoView<'a> {
-    rows: u32,
-    cols: u32,
-    row_ptr: &'a CudaSlice<u32>,
-    values: &'a CudaSlice<u16>,
-    codes: &'a CudaSlice<u8>,
-}
-
-impl<'a> MackoView<'a> {
-    /// A MACKO matrix's view, or None for quantized values (their codes are not binary16).
-    pub fn of(m: &'a MackoDev) -> Option<Self> {
-        m.quant.is_none().then(|| Self {
-            rows: m.rows,
-            cols: m.cols,
-            row_ptr: m.row_ptr.buf(),
-            values: m.values.buf(),
-            codes: m.codes.buf(),
-        })
-    }
-}
-
-/// A matrix the products with a sparse input take.
-pub(crate) enum RowsView<'a> {
-    Csr(CsrView<'a>),
-    Macko(MackoView<'a>),
-}
-
-impl RowsView<'_> {
-    fn rows(&self) -> u32 {
-        match self {
-            RowsView::Csr(v) => v.rows,
-            RowsView::Macko(v) => v.rows,
-        }
-    }
-    fn cols(&self) -> u32 {
-        match self {
-            RowsView::Csr(v) => v.cols,
-            RowsView::Macko(v) => v.cols,
-        }
     }
 }
 
@@ -312,54 +197,6 @@ fn replicas(cols: u32) -> u32 {
     } else {
         1
     }
-}
-
-/// Copies `x` to the device, its non-zero entries only.
-pub(crate) fn upload_vector(
-    stream: &Arc<CudaStream>,
-    x: &SparseVector,
-) -> Result<CudaSparseVector> {
-    // A longer x matches no matrix (rows and columns fit 31 bits); keeping it there lets the
-    // kernels' grid-stride loops over its entries stay inside u32.
-    let len = dim(x.len(), "elements of a sparse vector")?;
-    let (mut index, mut value) = (Vec::new(), Vec::new());
-    for (i, v) in x.entries().filter(|(_, v)| !macko_format::is_zero(*v)) {
-        // i < len ≤ 2³¹ − 1.
-        index.push(i as u32);
-        value.push(v.to_f32());
-    }
-    Ok(CudaSparseVector {
-        len,
-        nnz: u32::try_from(index.len()).map_err(|_| internal("sparse entries past 32 bits"))?,
-        index: DeviceArray::upload(stream, &index, "sparse x indices")?,
-        value: DeviceArray::upload(stream, &value, "sparse x values")?,
-    })
-}
-
-/// Uploads a homogeneous CSR matrix (CSR's limits: the kernels step entry indices by 32 from
-/// below nnz).
-pub(crate) fn upload_homogeneous(
-    stream: &Arc<CudaStream>,
-    m: &HomogeneousCsrMatrix,
-) -> Result<HomogeneousCsrDev> {
-    let (rows, cols) = (dim(m.rows(), "rows")?, dim(m.cols(), "columns")?);
-    if m.nnz() > (u32::MAX - 1024) as usize {
-        return Err(Error::Backend {
-            backend: BackendKind::Cuda,
-            message: format!(
-                "the CUDA homogeneous CSR kernels take at most {} entries, not {}",
-                u32::MAX - 1024,
-                m.nnz()
-            ),
-        });
-    }
-    Ok(HomogeneousCsrDev {
-        rows,
-        cols,
-        row_ptr: DeviceArray::upload(stream, m.row_ptr(), "homogeneous CSR row pointers")?,
-        col_idx: DeviceArray::upload(stream, m.col_idx(), "homogeneous CSR column indices")?,
-        weight: m.weight().to_f32(),
-    })
 }
 
 /// The f32 scratch, grown to at least `len` floats (zeros where newly allocated).
@@ -596,6 +433,78 @@ impl SparseInputs<'_> {
             unsafe { args.launch(config(work, per_block, sms)) }.map(|_| ()),
             "the transposed scatter",
         )
+    }
+
+    /// Queues x's dense binary16 copy (`cols` elements, zero but for x's entries) in the
+    /// backend's scratch and returns it, locked until the product that reads it is queued: the
+    /// x of a MACKO matrix's own kernels where its values are all finite (`MackoDev::finite`),
+    /// which there keep the semantics of a sparse x (a zero of x times a finite value adds 0;
+    /// a zero value adds nothing whatever x holds) at the speed of the ordinary product.
+    pub fn dense_f16(
+        &self,
+        x: &CudaSparseVector,
+        cols: u32,
+    ) -> Result<MutexGuard<'_, Option<DeviceArray<u16>>>> {
+        if x.len != cols {
+            return Err(internal(
+                "sparse-x vector length reached the backend unchecked",
+            ));
+        }
+        let (stream, sms, k) = (self.stream, self.sms, &*self.kernels);
+        let mut slot = self
+            .cache
+            .dense_x16
+            .lock()
+            .map_err(|_| internal("the sparse-x binary16 copy's lock is poisoned"))?;
+        // Exactly cols elements: the product reads x's length as the matrix's columns.
+        if slot.as_ref().is_none_or(|a| a.len() != cols as usize) {
+            *slot = None;
+            *slot = Some(DeviceArray::zeros(
+                stream,
+                cols as usize,
+                "the sparse-x binary16 copy",
+            )?);
+        }
+        let dense = slot
+            .as_mut()
+            .ok_or_else(|| internal("sparse-x binary16 copy missing"))?;
+        stream
+            .memset_zeros(dense.buf_mut())
+            .map_err(|e| cuda_error("clearing the sparse-x binary16 copy", e))?;
+        if x.nnz > 0 {
+            let mut args = stream.launch_builder(&k.scatter_f16);
+            args.arg(x.index.buf())
+                .arg(x.value.buf())
+                .arg(&x.nnz)
+                .arg(dense.buf_mut());
+            // SAFETY: `sparse_x_scatter_f16(x_index, x_value, nnz, dense)`: nnz entries, each
+            // index below x's length, which equals cols (checked above); dense holds cols
+            // halves.
+            launched(
+                unsafe { args.launch(config(x.nnz, BLOCK, sms)) }.map(|_| ()),
+                "the scatter of a sparse x into binary16",
+            )?;
+        }
+        Ok(slot)
+    }
+
+    /// Queues y = A·x with x sparse for a MACKO matrix whose values are all finite
+    /// (`MackoDev::finite`): the matrix's own kernels over x's dense copy (`dense_f16`).
+    pub fn macko_own_kernels(
+        &self,
+        launcher: Launcher<'_>,
+        m: &MackoDev,
+        x: &CudaSparseVector,
+        y: &mut CudaVector,
+    ) -> Result<()> {
+        if y.len() != m.rows as usize {
+            return Err(internal("sparse-x y length reached the backend unchecked"));
+        }
+        let dense = self.dense_f16(x, m.cols)?;
+        let x16 = dense
+            .as_ref()
+            .ok_or_else(|| internal("sparse-x binary16 copy missing"))?;
+        launcher.product(Product::Macko(m), x16, &mut y.data)
     }
 
     /// Queues y = A·x for a sparse x and a CSR, homogeneous CSR or MACKO `v` (shapes checked

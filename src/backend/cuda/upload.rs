@@ -119,6 +119,9 @@ impl Uploader<'_> {
             flat,
             cursors,
             quant: None,
+            finite: m
+                .binary16
+                .is_some_and(|f16| f16.values().iter().all(|v| v.is_finite())),
         })
     }
 
