@@ -398,18 +398,7 @@ impl SparseInputs<'_> {
             }
         };
         let mut args = stream.launch_builder(f);
-        match v {
-            RowsView::Csr(c) => {
-                args.arg(c.row_ptr).arg(c.col_idx);
-                match &c.values {
-                    Values::Stored(values) => args.arg(*values),
-                    Values::Weight(w) => args.arg(w),
-                };
-            }
-            RowsView::Macko(m) => {
-                args.arg(m.row_ptr).arg(m.values).arg(m.codes);
-            }
-        }
+        v.push_args(&mut args);
         match x {
             SparseInput::Sparse(x) => {
                 args.arg(x.index.buf()).arg(x.value.buf()).arg(&x.nnz);
@@ -569,18 +558,7 @@ impl SparseInputs<'_> {
                 RowsView::Macko(_) => &k.macko_sparse_x,
             };
             let mut args = stream.launch_builder(f.pick(T::PRECISION));
-            match v {
-                RowsView::Csr(c) => {
-                    args.arg(c.row_ptr).arg(c.col_idx);
-                    match &c.values {
-                        Values::Stored(values) => args.arg(*values),
-                        Values::Weight(w) => args.arg(w),
-                    };
-                }
-                RowsView::Macko(m) => {
-                    args.arg(m.row_ptr).arg(m.values).arg(m.codes);
-                }
-            }
+            v.push_args(&mut args);
             let rows = v.rows();
             args.arg(xs).arg(y.buf_mut()).arg(&rows);
             // SAFETY: the arguments match `csr[_h]_sparse_x_*` (row_ptr, col_idx, values or

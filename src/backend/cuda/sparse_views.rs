@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, CudaStream};
+use cudarc::driver::{CudaSlice, CudaStream, LaunchArgs, PushKernelArg};
 use macko_format::{HomogeneousCsrMatrix, SparseVector};
 
 use super::errors::internal;
@@ -120,7 +120,28 @@ pub(crate) enum RowsView<'a> {
     Macko(MackoView<'a>),
 }
 
-impl RowsView<'_> {
+impl<'a> RowsView<'a> {
+    /// Pushes the matrix's arrays as every kernel of kernels/transposed.cu that walks its rows
+    /// takes them first: row_ptr, col_idx, then values or the weight (CSR), or row_ptr, values,
+    /// codes (MACKO).
+    pub(super) fn push_args<'b>(&'b self, args: &mut LaunchArgs<'b>)
+    where
+        'a: 'b,
+    {
+        match self {
+            RowsView::Csr(c) => {
+                args.arg(c.row_ptr).arg(c.col_idx);
+                match &c.values {
+                    Values::Stored(values) => args.arg(*values),
+                    Values::Weight(w) => args.arg(w),
+                };
+            }
+            RowsView::Macko(m) => {
+                args.arg(m.row_ptr).arg(m.values).arg(m.codes);
+            }
+        }
+    }
+
     pub(super) fn rows(&self) -> u32 {
         match self {
             RowsView::Csr(v) => v.rows,
