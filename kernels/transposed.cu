@@ -216,8 +216,8 @@ __device__ __forceinline__ void sx_team_sync(unsigned id, unsigned threads) {
 // slot per warp, between two named barriers), and the carry of the steps before.
 // f(column, value bits) is called for every entry of the row, padding (value 0) included (the
 // callers skip zero values before touching their column, which for the row-aligned layout's
-// padding may lie up to 7 past the last), by the lane that owns it or, with STAGE, the lane that `stage`
-// hands it to. Team-uniform: every thread runs every step.
+// padding may lie up to 7 past the last), by the lane that owns it or, with STAGE, the lane
+// that `stage` hands it to. Team-uniform: every thread runs every step.
 template <bool STAGE, typename F>
 __device__ __forceinline__ void macko_walk_row(const unsigned* __restrict__ row_ptr,
                                                const uint4* __restrict__ values,
