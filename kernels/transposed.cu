@@ -172,7 +172,8 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
 template <typename Out>
 __device__ __forceinline__ void finish_impl(float* __restrict__ sums, Out* __restrict__ y,
                                             unsigned cols, unsigned replicas) {
-    for (unsigned c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += gridDim.x * blockDim.x) {
+    const unsigned stride = gridDim.x * blockDim.x;
+    for (unsigned c = blockIdx.x * blockDim.x + threadIdx.x; c < cols; c += stride) {
         float acc = 0.0f;
         for (unsigned r = 0; r < replicas; ++r) {
             float* p = sums + (unsigned long long)r * cols + c;
@@ -334,8 +335,8 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
     uint2* my_stage = stage + (threadIdx.x >> 5) * MACKO_SX_STAGE;
     float* mine = sx_replica(sums, cols, replicas);
     for (unsigned n = m.t.first; n < nnz; n += m.t.stride) {
-        macko_walk_row<true>(row_ptr, values, codes, __ldg(x_index + n), m.t.lane, m.warps, m.barrier,
-                       m.totals, my_stage, MackoScatter{mine, __ldg(x_value + n)});
+        macko_walk_row<true>(row_ptr, values, codes, __ldg(x_index + n), m.t.lane, m.warps,
+                             m.barrier, m.totals, my_stage, MackoScatter{mine, __ldg(x_value + n)});
     }
 }
 

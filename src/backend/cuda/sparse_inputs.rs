@@ -413,11 +413,12 @@ impl SparseInputs<'_> {
         // dense}_x` (row_ptr, values, codes, x, sums, cols, replicas, shift) of
         // kernels/transposed.cu in order and type, x being x_index, x_value, nnz (sparse) or
         // x, rows (dense). A sparse x's nnz indices are below its length, which equals rows
-        // (checked by the device layer), and a dense x holds rows halves (checked by the caller); row_ptr holds
-        // rows + 1 u32 and every row's entries lie inside the entry arrays (MACKO's padded to
-        // whole 16-byte value and 4-byte code words) with every column below cols (validated by
-        // the format); sums holds replicas · cols floats (grown by the caller); 5 ≤ shift ≤ 8,
-        // so teams are whole warps that divide the block (MACKO's named barriers 1 to 8).
+        // (checked by the device layer), and a dense x holds rows halves (checked by the
+        // caller); row_ptr holds rows + 1 u32 and every row's entries lie inside the entry
+        // arrays (MACKO's padded to whole 16-byte value and 4-byte code words) with every
+        // column below cols (validated by the format); sums holds replicas · cols floats
+        // (grown by the caller); 5 ≤ shift ≤ 8, so teams are whole warps that divide the
+        // block (MACKO's named barriers 1 to 8).
         launched(
             unsafe { args.launch(config(work, per_block, sms)) }.map(|_| ()),
             "the transposed scatter",
