@@ -14,6 +14,11 @@ would not see macko's).
 
 Needs torch with CUDA, transformers and the macko wheel. Each density builds the model anew
 from the same seed, so every run starts from the same dense weights.
+
+``--tp N`` runs each configuration tensor-parallel over N GPUs (``tensor_parallel.py``: one
+process a GPU, NCCL, two all-reduces a decoder layer; dense runs are split the same way), and
+reports rank 0's tokens per second and memory (each GPU holds one shard of the decoder).
+Before timing, the dense run compares its prompt logits with the unsharded model's.
 """
 
 import argparse
@@ -46,6 +51,9 @@ def parse_args():
                    help="'generate': Hugging Face's generate() with its own compilation; "
                         "'graph': a hand-written greedy loop over model.forward compiled with "
                         "CUDA graphs, one replay per token (prefill untimed)")
+    p.add_argument("--tp", type=int, default=1,
+                   help="tensor-parallel over this many GPUs of the machine (one process each, "
+                        "NCCL); 1: one GPU")
     p.add_argument("--single", help=argparse.SUPPRESS)
     p.add_argument("--out", help="append one JSON line per (density, batch) here")
     return p.parse_args()
@@ -182,15 +190,68 @@ class GraphLoop:
             return time.perf_counter() - start
 
 
+def distributed_setup(args):
+    """This process's rank in a group of ``args.tp`` (started by `run_in_own_process`), its GPU
+    made current and the NCCL group initialised; (0, None) without tensor parallelism."""
+    if args.tp == 1:
+        return 0, None
+    import os
+
+    import torch.distributed as dist
+
+    rank = int(os.environ["RANK"])
+    device = torch.device("cuda", rank)
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl", rank=rank, world_size=args.tp, device_id=device)
+    return rank, dist.group.WORLD
+
+
+def shard(args, model, density, rank, group, ids):
+    """The model's decoder split over the group (`tensor_parallel.shard_llama`); for the dense
+    run, the largest difference of the prompt's logits from the unsharded model's, relative to
+    their largest magnitude. float16 partial sums added in another order give a few 10⁻³ (an
+    H100 pair: 5.9·10⁻³); a split that mixes up heads or drops a partial sum gives differences
+    of the logits' own size, hence the bound of 0.1."""
+    from tensor_parallel import shard_llama
+
+    start = time.perf_counter()
+    reference = None
+    if density == "dense":
+        with torch.no_grad():
+            reference = model(ids).logits.float()
+    replaced = shard_llama(model, rank, args.tp, group,
+                           density=None if density == "dense" else float(density))
+    gc.collect()
+    torch.cuda.empty_cache()
+    log(f"  rank {rank}: {replaced} linear layers sharded over {args.tp} GPUs in "
+        f"{time.perf_counter() - start:.1f} s")
+    difference = None
+    if reference is not None:
+        with torch.no_grad():
+            got = model(ids).logits.float()
+        difference = float((got - reference).abs().max() / reference.abs().max())
+        log(f"  rank {rank}: prompt logits differ from the unsharded model's by "
+            f"{difference:.2e} of their largest magnitude")
+        if not difference < 0.1:
+            raise RuntimeError(f"tensor-parallel logits differ from the unsharded model's by "
+                               f"{difference:.2e} of their largest magnitude")
+    return (0 if density == "dense" else replaced), difference
+
+
 def run(args, density, batch):
-    log(f"== {density}, batch {batch}: building the model")
+    rank, group = distributed_setup(args)
+    log(f"== {density}, batch {batch}: building the model" + (f" (rank {rank})" if group else ""))
     gc.collect()
     torch.cuda.empty_cache()
     base = device_memory_in_use()
     model = build_model(args)
-    replaced = 0 if density == "dense" else sparsify(model, float(density))
     ids = torch.randint(1, 32000, (batch, args.prompt), device="cuda",
                         generator=torch.Generator("cuda").manual_seed(args.seed))
+    difference = None
+    if group is not None:
+        replaced, difference = shard(args, model, density, rank, group, ids)
+    else:
+        replaced = 0 if density == "dense" else sparsify(model, float(density))
     if args.loop == "graph":
         loop = GraphLoop(model, ids, args)
         once = loop.generate
@@ -216,29 +277,50 @@ def run(args, density, batch):
         "loop": args.loop,
         "gpu": torch.cuda.get_device_name(),
         "torch": torch.__version__,
+        "tp": args.tp,
     }
+    if difference is not None:
+        record["tp_logits_difference"] = difference
     log(f"  {record['tokens_per_s']:.1f} tokens/s, "
         f"{record['memory_in_use_bytes'] / 2**30:.2f} GiB in use")
     del model
     if args.loop == "graph":
         del loop
     torch._dynamo.reset()
+    if group is not None:
+        import torch.distributed as dist
+
+        dist.destroy_process_group()
     return record
 
 
-def run_in_own_process(density, batch):
-    """One configuration in a fresh Python process: memory in use is then measured from the
-    same empty device every time (macko frees through CUDA's stream-ordered pool, which keeps
-    freed memory until a synchronization), and no compiled graph outlives its model."""
+def run_in_own_process(args, density, batch):
+    """One configuration in a fresh Python process (one per GPU with ``--tp``; rank 0's record
+    is the result): memory in use is then measured from the same empty device every time
+    (macko frees through CUDA's stream-ordered pool, which keeps freed memory until a
+    synchronization), and no compiled graph outlives its model."""
+    import os
+    import socket
     import subprocess
 
-    argv = [a for a in sys.argv[1:]]
-    cmd = [sys.executable, __file__, *argv, "--single", f"{density}:{batch}"]
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
-    if done.returncode != 0:
-        log(f"  {density}, batch {batch}: the run failed (exit {done.returncode})")
+    cmd = [sys.executable, __file__, *sys.argv[1:], "--single", f"{density}:{batch}"]
+    env = dict(os.environ)
+    if args.tp > 1:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE=str(args.tp))
+    ranks = []
+    for rank in range(args.tp):
+        env_rank = dict(env, RANK=str(rank), LOCAL_RANK=str(rank))
+        out = subprocess.PIPE if rank == 0 else subprocess.DEVNULL
+        ranks.append(subprocess.Popen(cmd, stdout=out, text=True, env=env_rank))
+    stdout, _ = ranks[0].communicate()
+    codes = [ranks[0].returncode] + [p.wait() for p in ranks[1:]]
+    if any(codes):
+        log(f"  {density}, batch {batch}: the run failed (exit codes {codes})")
         return None
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def main():
@@ -248,6 +330,8 @@ def main():
     if not args.single:
         log(f"{torch.cuda.get_device_name()}, torch {torch.__version__}, "
             f"transformers {transformers.__version__}")
+        if args.tp < 1 or args.tp > torch.cuda.device_count():
+            sys.exit(f"--tp {args.tp}: this machine has {torch.cuda.device_count()} GPUs")
     if args.single:
         density, batch = args.single.split(":")
         print(json.dumps(run(args, density, int(batch))), flush=True)
@@ -255,7 +339,7 @@ def main():
     records = []
     for batch in [int(b) for b in args.batch.split(",")]:
         for density in [d.strip() for d in args.densities.split(",")]:
-            record = run_in_own_process(density, batch)
+            record = run_in_own_process(args, density, batch)
             if record is None:
                 continue
             records.append(record)
