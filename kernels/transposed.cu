@@ -92,33 +92,48 @@ __device__ __forceinline__ void scatter_row(const unsigned* __restrict__ row_ptr
     }
 }
 
-// A team per stored entry n of a sparse x (row x_index[n] of A).
-template <bool H>
-__device__ __forceinline__ void transposed_sparse_x_impl(
-    const unsigned* __restrict__ row_ptr, const unsigned* __restrict__ col_idx,
-    const unsigned short* __restrict__ values, float weight,
-    const unsigned* __restrict__ x_index, const float* __restrict__ x_value, unsigned nnz,
-    float* __restrict__ sums, unsigned cols, unsigned replicas, unsigned shift) {
-    const SxTeam t = sx_team(shift);
-    float* mine = sx_replica(sums, cols, replicas);
-    for (unsigned n = t.first; n < nnz; n += t.stride) {
-        scatter_row<H>(row_ptr, col_idx, values, weight, __ldg(x_index + n), __ldg(x_value + n),
-                       t, mine);
+// The rows of A a transposed product reads, as items for the teams: item n of a sparse x is
+// its stored entry n (row x_index[n], every one selected); item i of a dense x is row i of A,
+// selected where x[i] is not ±0 (one half read: team-uniform, every thread reads the same).
+struct SparseXRows {
+    const unsigned* __restrict__ index;
+    const float* __restrict__ value;
+    unsigned nnz;
+    __device__ __forceinline__ unsigned items() const { return nnz; }
+    __device__ __forceinline__ bool select(unsigned n, unsigned& row, float& xv) const {
+        row = __ldg(index + n);
+        xv = __ldg(value + n);
+        return true;
     }
-}
+};
 
-// A team per row i of A; rows where the dense x is ±0 are not read.
-template <bool H>
-__device__ __forceinline__ void transposed_dense_x_impl(
-    const unsigned* __restrict__ row_ptr, const unsigned* __restrict__ col_idx,
-    const unsigned short* __restrict__ values, float weight, const unsigned short* __restrict__ x,
-    unsigned rows, float* __restrict__ sums, unsigned cols, unsigned replicas, unsigned shift) {
+struct DenseXRows {
+    const unsigned short* __restrict__ x;
+    unsigned rows;
+    __device__ __forceinline__ unsigned items() const { return rows; }
+    __device__ __forceinline__ bool select(unsigned i, unsigned& row, float& xv) const {
+        const unsigned short h = __ldg(x + i);
+        row = i;
+        xv = macko_h2f(h);
+        return (h & 0x7fffu) != 0u;
+    }
+};
+
+// A team per item of `rows` (SparseXRows or DenseXRows), scattering each selected row.
+template <bool H, typename Rows>
+__device__ __forceinline__ void csr_transposed_impl(const unsigned* __restrict__ row_ptr,
+                                                    const unsigned* __restrict__ col_idx,
+                                                    const unsigned short* __restrict__ values,
+                                                    float weight, Rows rows,
+                                                    float* __restrict__ sums, unsigned cols,
+                                                    unsigned replicas, unsigned shift) {
     const SxTeam t = sx_team(shift);
     float* mine = sx_replica(sums, cols, replicas);
-    for (unsigned i = t.first; i < rows; i += t.stride) {
-        const unsigned short h = __ldg(x + i);
-        if ((h & 0x7fffu) != 0u) {  // team-uniform: every thread read the same half
-            scatter_row<H>(row_ptr, col_idx, values, weight, i, macko_h2f(h), t, mine);
+    for (unsigned n = t.first; n < rows.items(); n += t.stride) {
+        unsigned i;
+        float xv;
+        if (rows.select(n, i, xv)) {
+            scatter_row<H>(row_ptr, col_idx, values, weight, i, xv, t, mine);
         }
     }
 }
@@ -131,8 +146,8 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                             const float* __restrict__ x_value, unsigned nnz,
                             float* __restrict__ sums, unsigned cols, unsigned replicas,
                             unsigned shift) {
-    transposed_sparse_x_impl<false>(row_ptr, col_idx, values, 0.0f, x_index, x_value, nnz, sums,
-                                    cols, replicas, shift);
+    csr_transposed_impl<false>(row_ptr, col_idx, values, 0.0f, SparseXRows{x_index, x_value, nnz},
+                               sums, cols, replicas, shift);
 }
 
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
@@ -142,8 +157,8 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                               const float* __restrict__ x_value, unsigned nnz,
                               float* __restrict__ sums, unsigned cols, unsigned replicas,
                               unsigned shift) {
-    transposed_sparse_x_impl<true>(row_ptr, col_idx, nullptr, weight, x_index, x_value, nnz, sums,
-                                   cols, replicas, shift);
+    csr_transposed_impl<true>(row_ptr, col_idx, nullptr, weight, SparseXRows{x_index, x_value, nnz},
+                              sums, cols, replicas, shift);
 }
 
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
@@ -153,8 +168,8 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                            const unsigned short* __restrict__ x, unsigned rows,
                            float* __restrict__ sums, unsigned cols, unsigned replicas,
                            unsigned shift) {
-    transposed_dense_x_impl<false>(row_ptr, col_idx, values, 0.0f, x, rows, sums, cols, replicas,
-                                   shift);
+    csr_transposed_impl<false>(row_ptr, col_idx, values, 0.0f, DenseXRows{x, rows}, sums, cols,
+                               replicas, shift);
 }
 
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
@@ -163,8 +178,8 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                              const unsigned short* __restrict__ x, unsigned rows,
                              float* __restrict__ sums, unsigned cols, unsigned replicas,
                              unsigned shift) {
-    transposed_dense_x_impl<true>(row_ptr, col_idx, nullptr, weight, x, rows, sums, cols,
-                                  replicas, shift);
+    csr_transposed_impl<true>(row_ptr, col_idx, nullptr, weight, DenseXRows{x, rows}, sums, cols,
+                              replicas, shift);
 }
 
 // y from the sums: each column's replicas added in replica order, rounded once to y's type, and
@@ -321,6 +336,30 @@ __device__ __forceinline__ MackoTeam macko_team(unsigned shift, unsigned* block_
     return {t, warps, 1u + in_block, block_totals + in_block * warps};
 }
 
+// A team of whole warps per item of `rows` (SparseXRows or DenseXRows), walking each selected
+// row (macko_walk_row, entries staged) into the block's replica of the sums.
+template <typename Rows>
+__device__ __forceinline__ void macko_transposed_impl(const unsigned* __restrict__ row_ptr,
+                                                      const uint4* __restrict__ values,
+                                                      const unsigned* __restrict__ codes,
+                                                      Rows rows, float* __restrict__ sums,
+                                                      unsigned cols, unsigned replicas,
+                                                      unsigned shift) {
+    __shared__ unsigned totals[TRANSPOSED_BLOCK / 32];
+    __shared__ uint2 stage[TRANSPOSED_BLOCK / 32 * MACKO_SX_STAGE];
+    const MackoTeam m = macko_team(shift, totals);
+    uint2* my_stage = stage + (threadIdx.x >> 5) * MACKO_SX_STAGE;
+    float* mine = sx_replica(sums, cols, replicas);
+    for (unsigned n = m.t.first; n < rows.items(); n += m.t.stride) {
+        unsigned i;
+        float xv;
+        if (rows.select(n, i, xv)) {  // team-uniform
+            macko_walk_row<true>(row_ptr, values, codes, i, m.t.lane, m.warps, m.barrier,
+                                 m.totals, my_stage, MackoScatter{mine, xv});
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
     macko_transposed_sparse_x(const unsigned* __restrict__ row_ptr,
                               const uint4* __restrict__ values,
@@ -329,15 +368,8 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                               const float* __restrict__ x_value, unsigned nnz,
                               float* __restrict__ sums, unsigned cols, unsigned replicas,
                               unsigned shift) {
-    __shared__ unsigned totals[TRANSPOSED_BLOCK / 32];
-    __shared__ uint2 stage[TRANSPOSED_BLOCK / 32 * MACKO_SX_STAGE];
-    const MackoTeam m = macko_team(shift, totals);
-    uint2* my_stage = stage + (threadIdx.x >> 5) * MACKO_SX_STAGE;
-    float* mine = sx_replica(sums, cols, replicas);
-    for (unsigned n = m.t.first; n < nnz; n += m.t.stride) {
-        macko_walk_row<true>(row_ptr, values, codes, __ldg(x_index + n), m.t.lane, m.warps,
-                             m.barrier, m.totals, my_stage, MackoScatter{mine, __ldg(x_value + n)});
-    }
+    macko_transposed_impl(row_ptr, values, codes, SparseXRows{x_index, x_value, nnz}, sums, cols,
+                          replicas, shift);
 }
 
 extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
@@ -347,18 +379,8 @@ extern "C" __global__ void __launch_bounds__(TRANSPOSED_BLOCK)
                              const unsigned short* __restrict__ x, unsigned rows,
                              float* __restrict__ sums, unsigned cols, unsigned replicas,
                              unsigned shift) {
-    __shared__ unsigned totals[TRANSPOSED_BLOCK / 32];
-    __shared__ uint2 stage[TRANSPOSED_BLOCK / 32 * MACKO_SX_STAGE];
-    const MackoTeam m = macko_team(shift, totals);
-    uint2* my_stage = stage + (threadIdx.x >> 5) * MACKO_SX_STAGE;
-    float* mine = sx_replica(sums, cols, replicas);
-    for (unsigned i = m.t.first; i < rows; i += m.t.stride) {
-        const unsigned short h = __ldg(x + i);
-        if ((h & 0x7fffu) != 0u) {  // team-uniform
-            macko_walk_row<true>(row_ptr, values, codes, i, m.t.lane, m.warps, m.barrier, m.totals,
-                           my_stage, MackoScatter{mine, macko_h2f(h)});
-        }
-    }
+    macko_transposed_impl(row_ptr, values, codes, DenseXRows{x, rows}, sums, cols, replicas,
+                          shift);
 }
 
 // y = A·x for MACKO with x sparse, over x scattered into a dense f32 copy: a warp per row; an

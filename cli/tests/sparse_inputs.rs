@@ -48,11 +48,19 @@ fn run(out: &Path, x: &str) -> Vec<(String, String, u64, f64)> {
         col("x_density"),
         col("median_us"),
     );
+    // cuSPARSE is CUDA's: on the CPU its column is there and empty, and no row is its own.
+    let over_cusparse = col("over_cusparse");
+    assert!(
+        text.contains("×cuSPARSE"),
+        "no cuSPARSE column in the medians:\n{text}"
+    );
     lines
         .map(|l| {
             // The device name is quoted and holds no comma on this machine's CPU name.
             let f: Vec<&str> = l.split(',').collect();
             let t: f64 = f[us].parse().expect("median_us");
+            assert_eq!(f[over_cusparse], "", "a cuSPARSE ratio on the CPU in {l}");
+            assert_ne!(f[format], "cusparse", "a cuSPARSE row on the CPU: {l}");
             assert!(t > 0.0 && t.is_finite(), "time {t} in {l}");
             (
                 f[format].to_string(),

@@ -4,8 +4,10 @@
 //! reference, timed like the main bench (rotated copies, warm-up, the device's own timer where
 //! it has one, median), and reported against the bytes it must move, which follow nnz(x)
 //! (`needed_bytes`), as GB/s and as a fraction of the streaming-read ceiling over the same
-//! bytes, and against the ordinary product y = A·x with x dense of the same matrix (which
-//! reads all of it). Results go to sparse_inputs.csv under `--out`.
+//! bytes, against the ordinary product y = A·x with x dense of the same matrix (which reads all
+//! of it), and on CUDA against cuSPARSE (`cusparseSpMV` of the CSR matrix with x given dense,
+//! zeros included: y = A·x, and y = Aᵀ·x through `CUSPARSE_OPERATION_TRANSPOSE`), the library
+//! a user would otherwise call. Results go to sparse_inputs.csv under `--out`.
 //!
 //! The default case is the CSR SpMV report's: 10 000 × 10 000 at 1, 5 and 10 % of the cells,
 //! x 10 % non-zero (`--sparse-inputs 0.1`).
@@ -17,6 +19,7 @@ use half::f16;
 use macko::{
     reference, synthetic, BackendKind, CsrMatrix, DenseMatrix, Device, DeviceMatrix, Error,
     HomogeneousCsrMatrix, MackoMatrix, MatrixRef, Precision, SparseInputProduct, SparseVector,
+    VendorBaseline,
 };
 
 use super::devices::{
@@ -97,6 +100,9 @@ struct Row {
     gbps: f64,
     fraction_of_ceiling: Option<f64>,
     full_us: Option<f64>,
+    /// cuSPARSE's median for the same product (A·x, or Aᵀ·x for both transposed products)
+    /// over this one's: CUDA only.
+    over_cusparse: Option<f64>,
     timer: &'static str,
     iters: usize,
 }
@@ -308,11 +314,157 @@ fn measure(
             fraction_of_ceiling: ceiling_gbps(b, bytes, args.warmup, args.iters)
                 .map(|c| bytes as f64 / median / 1e9 / c),
             full_us: up.full_us,
+            over_cusparse: None,
             timer: dev.sparse_input_timer(),
             iters: t.len(),
         }))
     };
     run().unwrap_or_else(outcome_of)
+}
+
+/// cuSPARSE's rows for one case (format "cusparse"): y = A·x and y = Aᵀ·x of the CSR matrix,
+/// x given dense (cuSPARSE has no sparse x: it reads all of A whatever x holds), each checked
+/// against the f64 reference and timed as ours are. Their bytes are the ones our CSR products
+/// must move, so that "%ceil" compares useful work per time. `None` where the device has no
+/// cuSPARSE (every backend but CUDA).
+fn cusparse_rows(
+    b: &Bench,
+    csr: &CsrMatrix,
+    case: &Case<'_>,
+    args: &Options<'_>,
+) -> Option<Vec<Outcome>> {
+    let dev = &b.dev;
+    if dev.kind() != BackendKind::Cuda {
+        return None;
+    }
+    let run = || -> Result<Vec<Outcome>, Error> {
+        let first = dev.upload_vendor(csr, VendorBaseline::CusparseCsr)?;
+        let mut mats = vec![first];
+        for _ in 1..rotated_copies(mats[0].bytes()) {
+            mats.push(dev.upload_vendor(csr, VendorBaseline::CusparseCsr)?);
+        }
+        let refs: Vec<&DeviceMatrix> = mats.iter().collect();
+        let m = MatrixRef::Csr(csr);
+        let mut out = Vec::new();
+        for product in ["sparse-x", "transposed"] {
+            let (x, y_len) = match product {
+                "sparse-x" => (case.x_cols, case.rows),
+                _ => (case.x_rows, case.cols),
+            };
+            let expected = match product {
+                "sparse-x" => reference::spmv(m, x)?,
+                _ => reference::spmv_transposed(m, x)?,
+            };
+            let xd = dev.upload_vector(x)?;
+            // An f16 y as ours have; an f32 one if cuSPARSE refuses that or sums it too coarsely
+            // (its transposed product may add into y as it goes).
+            let mut timed = Err(String::new());
+            for precision in [Precision::F16, Precision::F32] {
+                let mut y = dev.zeros(y_len, precision)?;
+                let t = match product {
+                    "sparse-x" => dev.time_spmv(&refs, &xd, &mut y, args.warmup, args.iters),
+                    _ => {
+                        let input = SparseInputProduct::Transposed(&xd);
+                        dev.time_sparse_input(&refs, input, &mut y, args.warmup, args.iters)
+                    }
+                };
+                let t = match t {
+                    Ok(t) => t,
+                    Err(e @ Error::Backend { .. }) => {
+                        timed = Err(format!("{precision:?} y: {e}"));
+                        continue;
+                    }
+                    Err(e) => return Err(e),
+                };
+                let got = dev.download(&y)?;
+                match expected.first_disagreement(&got.to_f64(), got.precision()) {
+                    None => {
+                        timed = Ok(t);
+                        break;
+                    }
+                    Some((r, g, e, tol)) => {
+                        timed = Err(format!(
+                            "{precision:?} y[{r}] = {g}, the reference {e} (tolerance {tol:e})"
+                        ))
+                    }
+                }
+            }
+            let mut t = match timed {
+                Ok(t) => t,
+                Err(why) => {
+                    out.push(Outcome::Wrong(format!("cuSPARSE {product}: {why}")));
+                    continue;
+                }
+            };
+            t.sort_by(f64::total_cmp);
+            let bytes = needed_bytes(Format::Csr(csr), product, case.x_cols, case.x_rows);
+            let median = percentile(&t, 0.5);
+            out.push(Outcome::Timed(Row {
+                backend: dev.kind().name(),
+                device: dev.info().name.clone(),
+                rows: case.rows,
+                cols: case.cols,
+                density: case.density,
+                x_density: case.x_density,
+                format: "cusparse",
+                product,
+                bytes,
+                median_us: median * 1e6,
+                min_us: percentile(&t, 0.0) * 1e6,
+                gbps: bytes as f64 / median / 1e9,
+                fraction_of_ceiling: ceiling_gbps(b, bytes, args.warmup, args.iters)
+                    .map(|c| bytes as f64 / median / 1e9 / c),
+                full_us: None,
+                over_cusparse: Some(1.0),
+                timer: dev.timer(),
+                iters: t.len(),
+            }));
+        }
+        Ok(out)
+    };
+    Some(run().unwrap_or_else(|e| vec![outcome_of(e)]))
+}
+
+/// cuSPARSE's timed rows from its outcomes for one case, noting them on the case's `line`; a
+/// disagreement with the reference is a failure of the run, as one of ours is.
+fn take_baseline(
+    outcomes: Vec<Outcome>,
+    label: &str,
+    line: &mut String,
+    bar: &indicatif::ProgressBar,
+    failures: &mut Vec<String>,
+) -> Vec<Row> {
+    let mut timed = Vec::new();
+    for outcome in outcomes {
+        match outcome {
+            Outcome::Timed(r) => {
+                let _ = write!(line, "  cusparse {}={:.1}µs", r.product, r.median_us);
+                timed.push(r);
+            }
+            Outcome::Wrong(why) => {
+                let f = format!("{label} {why}");
+                say(bar, format!("WRONG: {f}"));
+                failures.push(f);
+            }
+            Outcome::Unsupported(why) | Outcome::Skipped(why) => {
+                let _ = write!(line, "  cusparse skipped ({why})");
+            }
+        }
+    }
+    timed
+}
+
+/// cuSPARSE's median µs for `product` among its timed rows (the transposed one serves both
+/// transposed products).
+fn cusparse_us(rows: &[Row], product: &str) -> Option<f64> {
+    let wanted = if product == "sparse-x" {
+        "sparse-x"
+    } else {
+        "transposed"
+    };
+    rows.iter()
+        .find(|r| r.format == "cusparse" && r.product == wanted)
+        .map(|r| r.median_us)
 }
 
 /// What a run measures: shapes, matrix densities and x densities.
@@ -400,6 +552,10 @@ pub fn run(args: &Options<'_>) -> Result<(), CliError> {
                         "{kind:<5} {:>6}×{:<6} d={density} x={x_density}",
                         rows, cols
                     );
+                    let label = format!("{kind} {rows}×{cols} d={density} x={x_density}");
+                    let outcomes = cusparse_rows(b, &csr, &case, args).unwrap_or_default();
+                    let baseline = take_baseline(outcomes, &label, &mut line, &bar, &mut failures);
+                    rows_out.extend(baseline.iter().cloned());
                     for format in formats {
                         let wanted: Vec<(&'static str, &'static str)> = PRODUCTS
                             .into_iter()
@@ -425,7 +581,9 @@ pub fn run(args: &Options<'_>) -> Result<(), CliError> {
                         };
                         for (product, what, outcome) in outcomes {
                             match outcome {
-                                Outcome::Timed(r) => {
+                                Outcome::Timed(mut r) => {
+                                    r.over_cusparse =
+                                        cusparse_us(&baseline, r.product).map(|c| c / r.median_us);
                                     let _ = write!(
                                         line,
                                         "  {} {what}={:.1}µs{}",
@@ -488,7 +646,7 @@ pub fn run(args: &Options<'_>) -> Result<(), CliError> {
 /// ordinary product's time over this one's.
 fn print_medians(rows: &[Row]) {
     println!();
-    println!("backend format          product               cases  %ceil  ×full A·x");
+    println!("backend format          product               cases  %ceil  ×full A·x  ×cuSPARSE");
     let mut keys: Vec<(&str, &str, &str)> = rows
         .iter()
         .map(|r| (r.backend, r.format, r.product))
@@ -510,16 +668,26 @@ fn print_medians(rows: &[Row]) {
             .iter()
             .filter_map(|r| r.full_us.map(|f| f / r.median_us))
             .collect();
+        let mut over_cusparse: Vec<f64> = mine.iter().filter_map(|r| r.over_cusparse).collect();
         ceil.sort_by(f64::total_cmp);
         full.sort_by(f64::total_cmp);
+        over_cusparse.sort_by(f64::total_cmp);
+        let median = |v: &[f64]| {
+            if v.is_empty() {
+                "-".to_string()
+            } else {
+                format!("{:.2}", percentile(v, 0.5))
+            }
+        };
         println!(
-            "{backend:<7} {format:<15} {product:<21} {:>5} {:>6.1} {:>10.2}",
+            "{backend:<7} {format:<15} {product:<21} {:>5} {:>6.1} {:>10} {:>10}",
             mine.len(),
             percentile(&ceil, 0.5),
-            percentile(&full, 0.5)
+            median(&full),
+            median(&over_cusparse)
         );
     }
-    println!("(medians over cases; %ceil: the bytes the product must move over its time, as a percentage of the streaming-read ceiling over the same bytes; ×full A·x: the ordinary product y = A·x of the same matrix, x dense, over this product's time)");
+    println!("(medians over cases; %ceil: the bytes the product must move over its time, as a percentage of the streaming-read ceiling over the same bytes; ×full A·x: the ordinary product y = A·x of the same matrix, x dense, over this product's time; ×cuSPARSE: cusparseSpMV of the CSR matrix, x given dense, for y = A·x or y = Aᵀ·x, over this product's time, CUDA only)");
 }
 
 fn io_error(path: &Path, e: impl std::fmt::Display) -> CliError {
@@ -534,13 +702,13 @@ fn write_csv(dir: &Path, rows: &[Row]) -> Result<(), CliError> {
     std::fs::create_dir_all(dir).map_err(|e| io_error(dir, e))?;
     let path = dir.join("sparse_inputs.csv");
     let mut s = String::from(
-        "backend,device,rows,cols,density,x_density,format,product,bytes,median_us,min_us,gbps,fraction_of_ceiling,full_product_us,timer,iters\n",
+        "backend,device,rows,cols,density,x_density,format,product,bytes,median_us,min_us,gbps,fraction_of_ceiling,full_product_us,over_cusparse,timer,iters\n",
     );
     let opt = |v: Option<f64>| v.map_or(String::new(), |v| format!("{v:.4}"));
     for r in rows {
         let _ = writeln!(
             s,
-            "{},\"{}\",{},{},{},{},{},{},{},{:.2},{:.2},{:.1},{},{},{},{}",
+            "{},\"{}\",{},{},{},{},{},{},{},{:.2},{:.2},{:.1},{},{},{},{},{}",
             r.backend,
             r.device.replace('"', "'"),
             r.rows,
@@ -555,6 +723,7 @@ fn write_csv(dir: &Path, rows: &[Row]) -> Result<(), CliError> {
             r.gbps,
             opt(r.fraction_of_ceiling),
             r.full_us.map_or(String::new(), |v| format!("{v:.2}")),
+            opt(r.over_cusparse),
             r.timer,
             r.iters
         );

@@ -77,7 +77,7 @@ pub(crate) use self::sparse_views::CudaSparseVector;
 use self::sparse_views::{CsrView, HomogeneousCsrDev, MackoView, RowsView};
 use self::tuning::CudaTuning;
 use self::upload::Uploader;
-use self::vendor::{CusparseCsr, Vendor};
+use self::vendor::{CusparseCsr, SpmvOp, Vendor, VendorMatrix};
 
 use super::{
     chunks, Backend, BackendKind, DeviceInfo, HostVector, MatrixRef, Precision, SparseInput,
@@ -307,7 +307,7 @@ impl CudaBackend {
                 VectorData::F32(y) => sparse24::launch(stream, m, x, y.buf_mut(), (0, 1)),
             },
             CudaMatrix::Cublas(m) => self.vendor.cublas_gemm(m, x, &mut y.data, 1),
-            CudaMatrix::Cusparse(m) => self.vendor.cusparse_spmv(m, x, &mut y.data),
+            CudaMatrix::Cusparse(m) => self.vendor.cusparse_spmv(m, x, &mut y.data, SpmvOp::Plain),
         }
     }
 }
@@ -624,6 +624,11 @@ impl Backend for CudaBackend {
         x: SparseInput<'_, CudaVector, CudaSparseVector>,
         y: &mut CudaVector,
     ) -> Result<()> {
+        if let (CudaMatrix::Cusparse(m), SparseInput::Dense(x)) = (a, x) {
+            // The transposed products' baseline: cuSPARSE reads all of A whatever x holds.
+            let op = SpmvOp::Transposed;
+            return self.vendor.cusparse_spmv(m, x.as_input()?, &mut y.data, op);
+        }
         let v = a.rows_view(UNSUPPORTED_TRANSPOSED)?;
         self.sparse_inputs(self.stream())?.transposed(v, x, y)
     }
@@ -723,31 +728,10 @@ impl Backend for CudaBackend {
     }
 
     fn upload_vendor(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<CudaMatrix> {
-        let matrix = match (vendor, m) {
-            (VendorBaseline::CublasDense, MatrixRef::Dense(d)) => {
-                CudaMatrix::Cublas(self.vendor.upload_cublas(d)?)
-            }
-            (VendorBaseline::CusparseCsr, MatrixRef::Csr(c)) => {
-                CudaMatrix::Cusparse(self.vendor.upload_cusparse(c)?)
-            }
-            (VendorBaseline::CublasDense, other) => {
-                return Err(wrong_format(vendor, "dense", other))
-            }
-            (VendorBaseline::CusparseCsr, other) => return Err(wrong_format(vendor, "CSR", other)),
-        };
-        Ok(matrix)
-    }
-}
-
-/// A baseline asked for a format it does not take.
-fn wrong_format(vendor: VendorBaseline, wants: &str, got: MatrixRef<'_>) -> Error {
-    Error::Backend {
-        backend: BackendKind::Cuda,
-        message: format!(
-            "the {} baseline multiplies {wants} matrices, not {}",
-            vendor.name(),
-            got.kind().as_str()
-        ),
+        Ok(match self.vendor.upload(m, vendor)? {
+            VendorMatrix::Cublas(d) => CudaMatrix::Cublas(d),
+            VendorMatrix::Cusparse(c) => CudaMatrix::Cusparse(*c),
+        })
     }
 }
 

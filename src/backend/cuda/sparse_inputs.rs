@@ -160,28 +160,23 @@ fn config(items: u32, per_block: u32, sms: u32) -> LaunchConfig {
     }
 }
 
-/// Threads per team of the transposed products, as a shift: a team per selected row of A, about
-/// two entries of a mean row per thread, from a warp (32) to the block (256). Measured on an
-/// H100 (kernels/README.md, "Products with a sparse input"): mean rows of 500–5 504 entries ran
+/// Entries of a mean row per thread of a CSR team: about two. Measured on an H100
+/// (kernels/README.md, "Products with a sparse input"): mean rows of 500–5 504 entries ran
 /// fastest with teams of 256 in the sweep that set the rule (rows of 2 048 varied from run to
 /// run, teams of 128 as fast or faster), rows of 100 within 5 % at any team size, and a warp per
 /// row (the rule before) was 1.3–4.0× slower on rows of ≥ 500.
-fn team_shift(rows: u32, nnz: usize) -> u32 {
-    let mean = nnz.div_ceil(rows.max(1) as usize);
-    let team = mean
-        .div_ceil(2)
-        .next_power_of_two()
-        .clamp(32, BLOCK as usize);
-    team.trailing_zeros()
-}
+const CSR_PER_THREAD: usize = 2;
+/// Entries of a mean row per thread of a MACKO team: one aligned group of 8 (the whole row in
+/// flight in one step where it fits); the entries counted are the padded entry arrays.
+const MACKO_PER_THREAD: usize = 8;
 
-/// Threads per team of MACKO's transposed products, as a shift: a team per selected row of A,
-/// one aligned group of 8 entries of a mean row per thread (the whole row in flight in one step
-/// where it fits), from a warp (32) to the block (256); `entries` counts the padded entry arrays.
-fn macko_team_shift(rows: u32, entries: usize) -> u32 {
+/// Threads per team of the transposed products, as a shift: a team per selected row of A,
+/// `per_thread` entries of a mean row (`entries` over `rows`) per thread, rounded up to a power
+/// of two from a warp (32) to the block (256).
+fn team_shift(rows: u32, entries: usize, per_thread: usize) -> u32 {
     let mean = entries.div_ceil(rows.max(1) as usize);
     let team = mean
-        .div_ceil(8)
+        .div_ceil(per_thread)
         .next_power_of_two()
         .clamp(32, BLOCK as usize);
     team.trailing_zeros()
@@ -385,7 +380,7 @@ impl SparseInputs<'_> {
         }
         let (f, per_block, shift) = match v {
             RowsView::Csr(c) => {
-                let shift = team_shift(rows, c.nnz);
+                let shift = team_shift(rows, c.nnz, CSR_PER_THREAD);
                 let f = match x {
                     SparseInput::Sparse(_) => &k.transposed_sparse[c.values.index()],
                     SparseInput::Dense(_) => &k.transposed_dense[c.values.index()],
@@ -393,7 +388,7 @@ impl SparseInputs<'_> {
                 (f, BLOCK >> shift, shift)
             }
             RowsView::Macko(m) => {
-                let shift = macko_team_shift(rows, m.values.len());
+                let shift = team_shift(rows, m.values.len(), MACKO_PER_THREAD);
                 (&k.macko_transposed[sparse], BLOCK >> shift, shift)
             }
         };
@@ -624,7 +619,7 @@ mod tests {
             (1, 300, 256),
             (1, usize::MAX / 2, 256),
         ] {
-            let shift = team_shift(rows, nnz);
+            let shift = team_shift(rows, nnz, CSR_PER_THREAD);
             assert_eq!(1u32 << shift, team, "{rows} rows, {nnz} entries");
             assert!((5..=8).contains(&shift));
             assert_eq!(BLOCK % (1 << shift), 0);
@@ -643,7 +638,7 @@ mod tests {
             (4_096, 4_096 * 5_504, 256),
             (1, usize::MAX / 2, 256),
         ] {
-            let shift = macko_team_shift(rows, entries);
+            let shift = team_shift(rows, entries, MACKO_PER_THREAD);
             assert_eq!(1u32 << shift, team, "{rows} rows, {entries} entries");
             assert!((5..=8).contains(&shift));
         }

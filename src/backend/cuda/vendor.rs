@@ -1,7 +1,9 @@
 //! The vendor baselines, for benchmarks only: dense f16 GEMV through cuBLAS (`cublasGemmEx`,
 //! f16 operands, f32 compute, as the MACKO paper measured it) and CSR SpMV through cuSPARSE
-//! (`cusparseSpMV`, f16 values, 32-bit indices, f32 compute). They are reached through the same
-//! `spmv`/`time_spmv` path as macko's kernels: the matrix's storage says which runs.
+//! (`cusparseSpMV`, f16 values, 32-bit indices, f32 compute), for y = A·x and, as the baseline of
+//! the transposed products with a sparse input, y = Aᵀ·x. They are reached through the same
+//! `spmv`/`time_spmv` (and `time_sparse_input`) path as macko's kernels: the matrix's storage
+//! says which runs.
 //!
 //! Each library is probed with `is_culib_present` before its first call (cudarc panics on a
 //! missing library) and gets one handle per backend, created on first use, bound to the
@@ -17,7 +19,7 @@ use macko_format::{CsrMatrix, DenseMatrix};
 
 use super::errors::{cuda_error, internal, unavailable};
 use super::memory::{dim, DenseDev, DeviceArray, VectorData};
-use crate::backend::BackendKind;
+use crate::backend::{BackendKind, MatrixRef, VendorBaseline};
 use crate::error::{Error, Result};
 
 /// A cuBLAS handle bound to the backend's stream.
@@ -227,7 +229,7 @@ impl Vendor {
         let mut csr = CusparseCsr {
             rows,
             cols,
-            f32_output: true,
+            accepts: [Accepts::ALL; 2],
             descr: None,
             workspace: DeviceArray::zeros(&self.stream, 0, "the cuSPARSE workspace")?,
             values: DeviceArray::upload(&self.stream, values, "CSR values (cuSPARSE)")?,
@@ -239,72 +241,80 @@ impl Vendor {
         }
         self.bind()?;
         csr.descr = Some(SpMat::csr(&mut csr, &self.stream, m.nnz() as i64)?);
-        let (bytes, f32_output) = self.spmv_buffer_size(handle, &csr)?;
+        let (bytes, accepts) = self.spmv_buffer_size(handle, &csr)?;
         csr.workspace = DeviceArray::zeros(&self.stream, bytes, "the cuSPARSE workspace")?;
-        csr.f32_output = f32_output;
+        csr.accepts = accepts;
         Ok(csr)
     }
 
-    /// The larger of the workspaces cusparseSpMV asks for with an f16 and with an f32 y, and
-    /// whether this cuSPARSE takes an f32 y with f16 values at all (an f16 y it must take).
+    /// The largest workspace cusparseSpMV asks for, over both products and both precisions of
+    /// y, and which of them this cuSPARSE takes with f16 values (`CUSPARSE_STATUS_NOT_SUPPORTED`
+    /// marks one it does not; any other error is returned).
     fn spmv_buffer_size(
         &self,
         handle: &CusparseHandle,
         csr: &CusparseCsr,
-    ) -> Result<(usize, bool)> {
+    ) -> Result<(usize, [Accepts; 2])> {
         let descr = csr
             .descr
             .as_ref()
             .ok_or_else(|| internal("cuSPARSE descriptor missing"))?;
-        let x = DeviceArray::<u16>::zeros(&self.stream, csr.cols as usize, "cuSPARSE probe x")?;
-        let (rows, what) = (csr.rows as usize, "cuSPARSE probe y");
+        let longest = csr.rows.max(csr.cols) as usize;
+        let x = DeviceArray::<u16>::zeros(&self.stream, longest, "cuSPARSE probe x")?;
+        let what = "cuSPARSE probe y";
         let mut outputs = [
-            VectorData::F16(DeviceArray::zeros(&self.stream, rows, what)?),
-            VectorData::F32(DeviceArray::zeros(&self.stream, rows, what)?),
+            VectorData::F16(DeviceArray::zeros(&self.stream, longest, what)?),
+            VectorData::F32(DeviceArray::zeros(&self.stream, longest, what)?),
         ];
-        let (mut most, mut f32_output) = (0usize, true);
-        for y in outputs.iter_mut() {
-            let (x_ptr, _x_sync) = x.buf().device_ptr(&self.stream);
-            let (y_ptr, y_type, _y_sync) = output_ptr(y, &self.stream);
-            let vx = DnVec::new(i64::from(csr.cols), x_ptr, OutputType::F16)?;
-            let vy = DnVec::new(i64::from(csr.rows), y_ptr, y_type)?;
-            let (alpha, beta) = (1.0f32, 0.0f32);
-            let mut size = 0usize;
-            // SAFETY: handle, descriptors and pointers are live; alpha/beta are f32 for the
-            // CUDA_R_32F compute type; `size` is valid for writes.
-            let status = unsafe {
-                sparse::cusparseSpMV_bufferSize(
-                    handle.0,
-                    sparse::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
-                    (&alpha as *const f32).cast::<c_void>(),
-                    descr.0,
-                    vx.0,
-                    (&beta as *const f32).cast::<c_void>(),
-                    vy.0,
-                    sparse::cudaDataType::CUDA_R_32F,
-                    sparse::cusparseSpMVAlg_t::CUSPARSE_SPMV_ALG_DEFAULT,
-                    &mut size,
-                )
-            };
-            match (status.result(), y_type) {
-                (Ok(()), _) => most = most.max(size),
-                (Err(e), OutputType::F32)
-                    if e.0 == sparse::cusparseStatus_t::CUSPARSE_STATUS_NOT_SUPPORTED =>
-                {
-                    f32_output = false
+        let mut most = 0usize;
+        let mut accepts = [Accepts::NONE; 2];
+        for op in SpmvOp::ALL {
+            let (x_len, y_len) = op.lengths(csr);
+            for y in outputs.iter_mut() {
+                let (x_ptr, _x_sync) = x.buf().device_ptr(&self.stream);
+                let (y_ptr, y_type, _y_sync) = output_ptr(y, &self.stream);
+                let vx = DnVec::new(x_len, x_ptr, OutputType::F16)?;
+                let vy = DnVec::new(y_len, y_ptr, y_type)?;
+                let (alpha, beta) = (1.0f32, 0.0f32);
+                let mut size = 0usize;
+                // SAFETY: handle, descriptors and pointers are live (x and y hold at least
+                // x_len and y_len elements); alpha/beta are f32 for the CUDA_R_32F compute
+                // type; `size` is valid for writes.
+                let status = unsafe {
+                    sparse::cusparseSpMV_bufferSize(
+                        handle.0,
+                        op.operation(),
+                        (&alpha as *const f32).cast::<c_void>(),
+                        descr.0,
+                        vx.0,
+                        (&beta as *const f32).cast::<c_void>(),
+                        vy.0,
+                        sparse::cudaDataType::CUDA_R_32F,
+                        sparse::cusparseSpMVAlg_t::CUSPARSE_SPMV_ALG_DEFAULT,
+                        &mut size,
+                    )
+                };
+                match status.result() {
+                    Ok(()) => {
+                        most = most.max(size);
+                        accepts[op as usize].set(y_type);
+                    }
+                    Err(e) if e.0 == sparse::cusparseStatus_t::CUSPARSE_STATUS_NOT_SUPPORTED => {}
+                    Err(e) => return Err(cuda_error("cusparseSpMV_bufferSize", e)),
                 }
-                (Err(e), _) => return Err(cuda_error("cusparseSpMV_bufferSize", e)),
             }
         }
-        Ok((most, f32_output))
+        Ok((most, accepts))
     }
 
-    /// Queues y = A·x through `cusparseSpMV`.
+    /// Queues y = A·x (`SpmvOp::Plain`, x of `cols` elements) or y = Aᵀ·x
+    /// (`SpmvOp::Transposed`, x of `rows`) through `cusparseSpMV`.
     pub fn cusparse_spmv(
         &self,
         a: &CusparseCsr,
         x: &DeviceArray<u16>,
         y: &mut VectorData,
+        op: SpmvOp,
     ) -> Result<()> {
         let Some(descr) = a.descr.as_ref() else {
             // No entries, rows or columns: y is all zeros (or empty).
@@ -317,16 +327,19 @@ impl Vendor {
         self.bind()?;
         let (x_ptr, _x_sync) = x.buf().device_ptr(&self.stream);
         let (y_ptr, y_type, _y_sync) = output_ptr(y, &self.stream);
-        if matches!(y_type, OutputType::F32) && !a.f32_output {
+        if !a.accepts[op as usize].takes(y_type) {
             return Err(Error::Backend {
                 backend: BackendKind::Cuda,
-                message: "this cuSPARSE does not multiply f16 values into an f32 y \
-                          (CUSPARSE_STATUS_NOT_SUPPORTED): use an f16 y for the baseline"
-                    .into(),
+                message: format!(
+                    "this cuSPARSE does not compute {} with f16 values into a {y_type:?} y \
+                     (cusparseSpMV_bufferSize: CUSPARSE_STATUS_NOT_SUPPORTED)",
+                    op.name()
+                ),
             });
         }
-        let vx = DnVec::new(i64::from(a.cols), x_ptr, OutputType::F16)?;
-        let vy = DnVec::new(i64::from(a.rows), y_ptr, y_type)?;
+        let (x_len, y_len) = op.lengths(a);
+        let vx = DnVec::new(x_len, x_ptr, OutputType::F16)?;
+        let vy = DnVec::new(y_len, y_ptr, y_type)?;
         let (w_ptr, _w_sync) = a.workspace.buf().device_ptr(&self.stream);
         let (alpha, beta) = (1.0f32, 0.0f32);
         // SAFETY: handle, descriptors, workspace (sized at upload for both output types) and
@@ -334,7 +347,7 @@ impl Vendor {
         unsafe {
             sparse::cusparseSpMV(
                 handle.0,
-                sparse::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+                op.operation(),
                 (&alpha as *const f32).cast::<c_void>(),
                 descr.0,
                 vx.0,
@@ -347,6 +360,42 @@ impl Vendor {
         }
         .result()
         .map_err(|e| cuda_error("cusparseSpMV", e))
+    }
+}
+
+/// A matrix uploaded for a vendor's product (boxed: it only passes through, into `CudaMatrix`).
+pub(crate) enum VendorMatrix {
+    Cublas(DenseDev),
+    Cusparse(Box<CusparseCsr>),
+}
+
+impl Vendor {
+    /// Uploads `m` for `vendor`'s product: cuBLAS takes dense matrices, cuSPARSE CSR ones.
+    pub fn upload(&self, m: MatrixRef<'_>, vendor: VendorBaseline) -> Result<VendorMatrix> {
+        Ok(match (vendor, m) {
+            (VendorBaseline::CublasDense, MatrixRef::Dense(d)) => {
+                VendorMatrix::Cublas(self.upload_cublas(d)?)
+            }
+            (VendorBaseline::CusparseCsr, MatrixRef::Csr(c)) => {
+                VendorMatrix::Cusparse(Box::new(self.upload_cusparse(c)?))
+            }
+            (VendorBaseline::CublasDense, other) => {
+                return Err(wrong_format(vendor, "dense", other))
+            }
+            (VendorBaseline::CusparseCsr, other) => return Err(wrong_format(vendor, "CSR", other)),
+        })
+    }
+}
+
+/// A baseline asked for a format it does not take.
+fn wrong_format(vendor: VendorBaseline, wants: &str, got: MatrixRef<'_>) -> Error {
+    Error::Backend {
+        backend: BackendKind::Cuda,
+        message: format!(
+            "the {} baseline multiplies {wants} matrices, not {}",
+            vendor.name(),
+            got.kind().as_str()
+        ),
     }
 }
 
@@ -594,8 +643,9 @@ impl Drop for SpMat {
 pub(crate) struct CusparseCsr {
     pub rows: u32,
     pub cols: u32,
-    /// Whether cuSPARSE accepted an f32 y for this matrix (see `spmv_buffer_size`).
-    f32_output: bool,
+    /// Which outputs cuSPARSE accepted for each product (`SpmvOp as usize`), probed at upload
+    /// (see `spmv_buffer_size`).
+    accepts: [Accepts; 2],
     descr: Option<SpMat>,
     workspace: DeviceArray<u8>,
     values: DeviceArray<u16>,
@@ -608,3 +658,72 @@ pub(crate) struct CusparseCsr {
 unsafe impl Send for CusparseCsr {}
 // SAFETY: as above: shared references only pass the descriptor to calls serialised by the lock.
 unsafe impl Sync for CusparseCsr {}
+
+/// Which product `cusparseSpMV` computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SpmvOp {
+    /// y = A·x.
+    Plain = 0,
+    /// y = Aᵀ·x: the baseline of the transposed products with a sparse input.
+    Transposed = 1,
+}
+
+impl SpmvOp {
+    const ALL: [SpmvOp; 2] = [SpmvOp::Plain, SpmvOp::Transposed];
+
+    fn operation(self) -> sparse::cusparseOperation_t {
+        match self {
+            SpmvOp::Plain => sparse::cusparseOperation_t::CUSPARSE_OPERATION_NON_TRANSPOSE,
+            SpmvOp::Transposed => sparse::cusparseOperation_t::CUSPARSE_OPERATION_TRANSPOSE,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            SpmvOp::Plain => "y = A·x",
+            SpmvOp::Transposed => "y = Aᵀ·x",
+        }
+    }
+
+    /// The lengths of x and y for `a`.
+    fn lengths(self, a: &CusparseCsr) -> (i64, i64) {
+        let (rows, cols) = (i64::from(a.rows), i64::from(a.cols));
+        match self {
+            SpmvOp::Plain => (cols, rows),
+            SpmvOp::Transposed => (rows, cols),
+        }
+    }
+}
+
+/// The precisions of y cuSPARSE takes for one product of one matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Accepts {
+    f16: bool,
+    f32: bool,
+}
+
+impl Accepts {
+    const NONE: Accepts = Accepts {
+        f16: false,
+        f32: false,
+    };
+    /// Before probing (a matrix without entries never calls cuSPARSE).
+    const ALL: Accepts = Accepts {
+        f16: true,
+        f32: true,
+    };
+
+    fn set(&mut self, y: OutputType) {
+        match y {
+            OutputType::F16 => self.f16 = true,
+            OutputType::F32 => self.f32 = true,
+        }
+    }
+
+    fn takes(self, y: OutputType) -> bool {
+        match y {
+            OutputType::F16 => self.f16,
+            OutputType::F32 => self.f32,
+        }
+    }
+}
