@@ -50,6 +50,14 @@ override BOUNDED_GATHERS: bool = false;
 var<workgroup> x_nonfinite: atomic<u32>;
 var<workgroup> x_finite_copy: u32;
 
+// y = A·x with x sparse (`Device::spmv_sparse_x`): x is the sparse vector's dense copy, and an
+// entry whose x is ±0 adds nothing, even a NaN or ±∞ of A there (the reference's rule), as an
+// entry whose value is ±0 (padding, or masked) adds nothing whatever x holds. Both are a select
+// of the term, never a product with 0 (pair_terms_sparse_x here, pair_fma in macko_sg.wgsl).
+// A pipeline constant: its `if` is pruned before the driver sees the ordinary product's module
+// (src/backend/wgpu/specialize.rs), which keeps its code.
+override SPARSE_X: bool = false;
+
 // Whether any of the 8 binary16 values of a word of x is ±∞ or NaN (exponent bits all set).
 fn word_nonfinite(v: vec4<u32>) -> bool {
     let lo = v & vec4<u32>(0x7c00u);
@@ -162,6 +170,9 @@ fn decode_group(code_word: u32, lo: u32, hi: u32) -> Decoded {
 // multiplication by zero), and x is read at column 0 instead so no address depends on a masked
 // entry. With `kept` a constant 0xff (groups wholly inside the row) the row test folds away.
 fn pair_terms(v: u32, j: u32, kept: u32, base: u32, step_lo: u32, step_hi: u32) -> f32 {
+    if SPARSE_X {
+        return pair_terms_sparse_x(v, j, kept, base, step_lo, step_hi);
+    }
     let f = unpack2x16float(v);
     let live_lo = ((kept >> j) & 1u) == 1u && f.x != 0.0;
     let live_hi = ((kept >> (j + 1u)) & 1u) == 1u && f.y != 0.0;
@@ -169,6 +180,20 @@ fn pair_terms(v: u32, j: u32, kept: u32, base: u32, step_lo: u32, step_hi: u32) 
     let c_hi = select(0u, base + step_hi - 1u, live_hi);
     let t_lo = select(0.0, f.x * x_at(c_lo), live_lo);
     let t_hi = select(0.0, f.y * x_at(c_hi), live_hi);
+    return t_lo + t_hi;
+}
+
+// pair_terms with SPARSE_X: an entry counts only where it belongs to the row, its value is not
+// ±0 and x there is not ±0. The zero tests are `!(a == 0.0)`: naga emits `!=` on floats as an
+// ordered compare, false for a NaN, and a NaN of A (or of x) met by a non-zero must reach y.
+fn pair_terms_sparse_x(v: u32, j: u32, kept: u32, base: u32, step_lo: u32, step_hi: u32) -> f32 {
+    let f = unpack2x16float(v);
+    let in_lo = ((kept >> j) & 1u) == 1u && !(f.x == 0.0);
+    let in_hi = ((kept >> (j + 1u)) & 1u) == 1u && !(f.y == 0.0);
+    let x_lo = x_at(select(0u, base + step_lo - 1u, in_lo));
+    let x_hi = x_at(select(0u, base + step_hi - 1u, in_hi));
+    let t_lo = select(0.0, f.x * x_lo, in_lo && !(x_lo == 0.0));
+    let t_hi = select(0.0, f.y * x_hi, in_hi && !(x_hi == 0.0));
     return t_lo + t_hi;
 }
 

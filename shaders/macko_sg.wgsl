@@ -105,7 +105,8 @@ fn finish_row(row: u32, tile: u32, work: vec4<u32>, sum: f32) {
 // zero value (padding, or masked) selects x to 0 first, so NaN or infinity in x never meets it;
 // without, the caller knows x finite (see stage_x in macko.wgsl). `guard` is a literal at every call of
 // the row loop, so each inlined copy keeps one form. With `shifted` (a literal too: the
-// pipelined loop), c_lo and c_hi are shifted columns (x_at_shifted).
+// pipelined loop), c_lo and c_hi are shifted columns (x_at_shifted). With SPARSE_X, an entry
+// counts only where neither its value nor x is ±0, whatever `guard` says.
 fn pair_fma(v: u32, c_lo: u32, c_hi: u32, acc: vec2<f32>, guard: bool, shifted: bool) -> vec2<f32> {
     let a = unpack2x16float(v);
     var xv: vec2<f32>;
@@ -113,6 +114,13 @@ fn pair_fma(v: u32, c_lo: u32, c_hi: u32, acc: vec2<f32>, guard: bool, shifted: 
         xv = vec2<f32>(x_at_shifted(c_lo), x_at_shifted(c_hi));
     } else {
         xv = vec2<f32>(x_at(c_lo), x_at(c_hi));
+    }
+    if SPARSE_X {
+        // x's zeros add nothing even under a NaN or ±∞ of A, nor A's zeros even over one of x
+        // (macko.wgsl, SPARSE_X): the term is selected, whatever `guard` says. `!(v == 0.0)`:
+        // naga's `!=` on floats is ordered, false for a NaN that must still count.
+        let live = !(a == vec2<f32>(0.0)) & !(xv == vec2<f32>(0.0));
+        return select(acc, fma(a, xv, acc), live);
     }
     if guard {
         return fma(a, select(vec2<f32>(0.0), xv, a != vec2<f32>(0.0)), acc);

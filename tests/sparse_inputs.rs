@@ -4,11 +4,12 @@
 //! homogeneous CSR, MACKO and dense (the baseline), plus 2:4 and quantized MACKO; every output
 //! checked against the f64 reference in both precisions. Cases: empty and all-zero x, NaN/∞ in
 //! x where A's rows (or columns) are empty or hold only padding, the 10 000 × 10 000 CSR regime
-//! of the issue, and an LLM down-projection after a ReLU. A product a device has a kernel for must
-//! agree (the CPU: all; wgpu: both for CSR and homogeneous CSR; CUDA: both for those and MACKO
-//! with binary16 values; `transposed_built` and `sparse_x_built`);
-//! the rest must be refused with `Error::Unsupported`. Every device uploads sparse vectors and
-//! every format, homogeneous CSR included.
+//! of the issue, an LLM down-projection after a ReLU, and MACKO rows whose padding (row-aligned
+//! uploads) runs over x's NaN/∞ or up to 7 columns past the last. A product a device has a kernel
+//! for must agree (the CPU: all; wgpu: both for CSR and homogeneous CSR, and A·x with x sparse
+//! for MACKO with binary16 values too; CUDA: both for those three; `transposed_built` and
+//! `sparse_x_built`); the rest must be refused with `Error::Unsupported`. Every device uploads
+//! sparse vectors and every format, homogeneous CSR included.
 //!
 //! Also: the ordinary products of homogeneous CSR matrices, and their container round trip.
 //! `tests/sparse_vectors.rs` has the typed errors of `SparseVector::new` and the devices' shape
@@ -171,10 +172,12 @@ fn transposed_built(dev: &Device, format: MatrixKind) -> bool {
     }
 }
 
-/// Whether `dev` has a kernel for y = A·x with x sparse, with A in `format`: the same as for
-/// the transposed products (`transposed_built`).
+/// Whether `dev` has a kernel for y = A·x with x sparse, with A in `format`: those of the
+/// transposed products (`transposed_built`), and on wgpu MACKO with binary16 values too (its
+/// ordinary kernels with `SPARSE_X`; quantized MACKO is `MackoQuant`, refused).
 fn sparse_x_built(dev: &Device, format: MatrixKind) -> bool {
     transposed_built(dev, format)
+        || (dev.kind() == BackendKind::Wgpu && format == MatrixKind::Macko)
 }
 
 /// `dense` in every format these products take, with names.
@@ -402,6 +405,70 @@ fn nan_and_infinity_in_a_under_zeros_of_x_add_nothing() {
                 continue;
             };
             check_products(&label, &dev, &what, (m.as_ref(), &a), &x_cols, &x_rows);
+        }
+    }
+}
+
+/// MACKO's device layout pads each row's last group with zero entries one column apart
+/// (macko_format::aligned), so a row's padding names the up to 7 columns after its last entry,
+/// past the last column where the row ends there. With x sparse they must add nothing whatever
+/// x holds there (NaN, ±∞, or a read past x), and x's zeros nothing under A's NaN/∞, on every
+/// configuration: rows aligned (wgpu's subgroup path, by default) or in the format's own
+/// layout, whose rows share groups (its workgroup path).
+#[test]
+fn macko_padding_past_a_row_or_the_last_column_adds_nothing_with_x_sparse() {
+    let (rows, cols) = (48usize, 45usize);
+    let mut rng = StdRng::seed_from_u64(3200);
+    // Row r holds up to 1 + r % 9 entries (so its last group's padding, aligned: 0..=7 entries)
+    // ending at `last`: before the last 8 columns (the padding runs over them) or at the last.
+    let build = |ends_at_the_edge: bool, rng: &mut StdRng| {
+        let mut w = vec![f16::ZERO; rows * cols];
+        for r in 0..rows {
+            let last = if ends_at_the_edge {
+                cols - 1
+            } else {
+                cols - 9 - r % 8
+            };
+            w[r * cols + last] = f16::from_f32(1.0 + (r % 5) as f32);
+            for _ in 0..r % 9 {
+                let c = rng.random_range(0..last);
+                // NaN/∞ of A in the columns where x is zero (multiples of 3 below).
+                w[r * cols + c] = match (c % 3, r % 3) {
+                    (0, 0) => f16::NAN,
+                    (0, 1) => f16::INFINITY,
+                    (0, _) => f16::NEG_INFINITY,
+                    _ => f16::from_f32(rng.random_range(-2.0..2.0)),
+                };
+            }
+        }
+        DenseMatrix::new(rows, cols, w).unwrap()
+    };
+    let x_rows = sparse_dense_x(rows, 0.5, 32);
+    for bad in [f16::NAN, f16::INFINITY, f16::NEG_INFINITY] {
+        for ends_at_the_edge in [false, true] {
+            let dense = build(ends_at_the_edge, &mut rng);
+            let macko = MackoMatrix::from_dense(&dense).unwrap();
+            // x: zero at multiples of 3; where the rows end before them, `bad` over the last 8
+            // columns (only padding meets them); else finite up to the last column.
+            let x_cols: Vec<f16> = (0..cols)
+                .map(|c| match c {
+                    _ if c % 3 == 0 => f16::ZERO,
+                    _ if !ends_at_the_edge && c >= cols - 8 => bad,
+                    _ => f16::from_f32(0.25 + (c % 7) as f32 / 8.0),
+                })
+                .collect();
+            let r = reference::spmv_sparse_x(
+                MatrixRef::from(&macko),
+                &SparseVector::from_dense(&x_cols).unwrap(),
+            )
+            .unwrap();
+            assert!(r.y.iter().all(|v| v.is_finite()), "{:?}", r.y);
+            for (label, dev) in devices_under_test() {
+                let what = format!("MACKO padding, ends at the edge: {ends_at_the_edge}, x {bad}");
+                let a = dev.upload(&macko).unwrap();
+                let m = MatrixRef::from(&macko);
+                check_products(&label, &dev, &what, (m, &a), &x_cols, &x_rows);
+            }
         }
     }
 }

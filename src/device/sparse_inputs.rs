@@ -110,8 +110,10 @@ impl Device {
     /// row-major, so the CPU reads every row of A and skips the entries under x's zeros (see
     /// its `sparse_inputs.rs`), as CUDA (CSR, homogeneous CSR and MACKO with binary16 values,
     /// x scattered into a dense copy first; a MACKO matrix whose values are all finite then
-    /// runs its own kernels) and wgpu (x's dense copy made at its upload; CSR and homogeneous
-    /// CSR) do; their other formats refuse with [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]).
+    /// runs its own kernels) and wgpu (CSR, homogeneous CSR and MACKO with binary16 values:
+    /// the matrix's own kernel over x's dense copy, made at its upload) do; their other formats
+    /// (quantized MACKO included) refuse with [`Error::Unsupported`]
+    /// (`what` = [`crate::backend::UNSUPPORTED_SPARSE_X`]).
     /// For a product whose bytes follow nnz(x), see [`Device::spmv_transposed_sparse_x`].
     ///
     /// ```

@@ -122,8 +122,8 @@ pub(super) struct PipelineKey {
     pub quant: Option<QuantKey>,
     /// CSR kernels of a homogeneous CSR matrix (`HOMOGENEOUS`, shaders/csr.wgsl).
     pub homogeneous: bool,
-    /// CSR kernels multiplying a sparse x's dense copy, x's zeros masked (`SPARSE_X`,
-    /// shaders/csr.wgsl).
+    /// CSR and MACKO (binary16) single-vector kernels multiplying a sparse x's dense copy,
+    /// x's zeros masked (`SPARSE_X`, shaders/csr.wgsl and shaders/macko.wgsl).
     pub sparse_x: bool,
 }
 

@@ -1,9 +1,14 @@
-//! y = A·x with x sparse (`Device::spmv_sparse_x`) for CSR and homogeneous CSR matrices: the
-//! ordinary CSR kernels over the sparse vector's dense copy (made at its upload), specialized
-//! with `SPARSE_X` so that an entry under a zero of x adds nothing, even a NaN or ±∞ of A there
-//! (shaders/csr.wgsl; shaders/README.md, "Products with a sparse x"). The rows are row-major,
-//! so every column index is still read: the bytes saved are the values under x's zeros at
-//! most. The other formats are refused with `Error::Unsupported` (`UNSUPPORTED_SPARSE_X`).
+//! y = A·x with x sparse (`Device::spmv_sparse_x`) for CSR, homogeneous CSR and MACKO with
+//! binary16 values: the matrix's ordinary single-vector kernel (the one its plan picked at
+//! upload: subgroup or workgroup path, MACKO's x staging, row-aligned upload and tiles as they
+//! are) over the sparse vector's dense copy (made at its upload), specialized with `SPARSE_X` so
+//! that an entry under a zero of x adds nothing, even a NaN or ±∞ of A there, by a select of
+//! the term, never a product with 0 (shaders/csr.wgsl, shaders/macko.wgsl and macko_sg.wgsl;
+//! shaders/README.md, "Products with a sparse x"). Reusing the ordinary kernels keeps one code
+//! path per format, and the constant is pruned from the ordinary product's pipelines. The rows
+//! are row-major, so every column index (MACKO: every gap code) is still read: the bytes saved
+//! are the values under x's zeros at most. Quantized MACKO and the other formats are refused
+//! with `Error::Unsupported` (`UNSUPPORTED_SPARSE_X`).
 
 use crate::backend::{BackendKind, Precision, UNSUPPORTED_SPARSE_X};
 use crate::error::{Error, Result};
@@ -66,7 +71,15 @@ impl WgpuBackend {
     /// The dense copy of `x` for a product with `a`: an error where `a` has no such kernel or
     /// x was too long to copy.
     fn sparse_x_dense<'a>(&self, a: &GpuMatrix, x: &'a GpuSparseVector) -> Result<&'a GpuVector> {
-        if !matches!(a.plan.kernel, Kernel::CsrSubgroup | Kernel::CsrWorkgroup) {
+        // Quantized MACKO runs kernels of its own (QuantMacko*), not built with SPARSE_X.
+        let built = matches!(
+            a.plan.kernel,
+            Kernel::CsrSubgroup
+                | Kernel::CsrWorkgroup
+                | Kernel::MackoSubgroup
+                | Kernel::MackoWorkgroup
+        );
+        if !built || a.plan.quant.is_some() {
             return Err(Error::Unsupported {
                 backend: BackendKind::Wgpu,
                 what: UNSUPPORTED_SPARSE_X,
