@@ -169,13 +169,15 @@ fn decode_group(code_word: u32, lo: u32, hi: u32) -> Decoded {
 // otherwise it contributes an exact 0 even if x there is NaN or infinite (select, never a
 // multiplication by zero), and x is read at column 0 instead so no address depends on a masked
 // entry. With `kept` a constant 0xff (groups wholly inside the row) the row test folds away.
+// The value test is `!(f.x == 0.0)`: naga emits `!=` on floats as the ordered not-equal, false
+// for a NaN value, which must count (IEEE: the row's sum is NaN; tests/agreement.rs).
 fn pair_terms(v: u32, j: u32, kept: u32, base: u32, step_lo: u32, step_hi: u32) -> f32 {
     if SPARSE_X {
         return pair_terms_sparse_x(v, j, kept, base, step_lo, step_hi);
     }
     let f = unpack2x16float(v);
-    let live_lo = ((kept >> j) & 1u) == 1u && f.x != 0.0;
-    let live_hi = ((kept >> (j + 1u)) & 1u) == 1u && f.y != 0.0;
+    let live_lo = ((kept >> j) & 1u) == 1u && !(f.x == 0.0);
+    let live_hi = ((kept >> (j + 1u)) & 1u) == 1u && !(f.y == 0.0);
     let c_lo = select(0u, base + step_lo - 1u, live_lo);
     let c_hi = select(0u, base + step_hi - 1u, live_hi);
     let t_lo = select(0.0, f.x * x_at(c_lo), live_lo);

@@ -8,10 +8,11 @@
 // Two entries packed in one u32 of values (entries j, j + 1 of a group), at inclusive steps
 // step_lo, step_hi past column `base`. An entry counts only when it belongs to the row (bit
 // of `kept`) and its value is not ±0; otherwise it adds 0 · XT[zero_col] = 0 (see add_entry).
+// `!(f.x == 0.0)`, not `!=`: a NaN value must count (macko.wgsl, pair_terms).
 fn pair_batch(v: u32, j: u32, kept: u32, base: u32, step_lo: u32, step_hi: u32) {
     let f = unpack2x16float(v);
-    let live_lo = ((kept >> j) & 1u) == 1u && f.x != 0.0;
-    let live_hi = ((kept >> (j + 1u)) & 1u) == 1u && f.y != 0.0;
+    let live_lo = ((kept >> j) & 1u) == 1u && !(f.x == 0.0);
+    let live_hi = ((kept >> (j + 1u)) & 1u) == 1u && !(f.y == 0.0);
     add_entry(select(0.0, f.x, live_lo), select(chunk.zero_col, base + step_lo - 1u, live_lo));
     add_entry(select(0.0, f.y, live_hi), select(chunk.zero_col, base + step_hi - 1u, live_hi));
 }

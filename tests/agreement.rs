@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use half::f16;
-use macko::{reference, CsrMatrix, Device, Error, MackoMatrix, MatrixRef, Precision};
+use macko::{reference, CsrMatrix, DenseMatrix, Device, Error, MackoMatrix, MatrixRef, Precision};
 
 #[test]
 fn golden_vectors_agree_on_every_backend() {
@@ -145,6 +145,43 @@ fn nan_and_infinity_where_the_matrix_is_nonzero_propagate() {
         assert_agrees(
             &label,
             "macko with NaN/∞ under non-zeros",
+            &r,
+            &dev.download(&y).unwrap(),
+        );
+    }
+}
+
+/// NaN and ±∞ stored as values of A reach y (IEEE: the row's sum is NaN or ±∞), on every
+/// backend and path: a zero test that drops an entry must not drop these (an ordered `!=` on a
+/// NaN is false).
+#[test]
+fn nan_and_infinity_stored_in_the_matrix_propagate() {
+    let (rows, cols) = (40, 70);
+    let mut values = random_dense(rows, cols, 0.5, 9).values().to_vec();
+    // Rows 2, 5 and 11 get a NaN, a +∞ and a −∞ value at a column of their own.
+    for (row, col, v) in [
+        (2, 3, f16::NAN),
+        (5, 40, f16::INFINITY),
+        (11, 69, f16::NEG_INFINITY),
+    ] {
+        values[row * cols + col] = v;
+    }
+    let macko = MackoMatrix::from_dense(&DenseMatrix::new(rows, cols, values).unwrap()).unwrap();
+    // x without zeros, so every stored value meets a non-zero.
+    let x: Vec<f16> = random_x(cols, 9)
+        .into_iter()
+        .map(|v| if v.to_f32() == 0.0 { f16::ONE } else { v })
+        .collect();
+    let r = reference::spmv_macko(&macko, &x).unwrap();
+    assert!(r.y[2].is_nan() && r.y[5].is_infinite() && r.y[11].is_infinite());
+    for (label, dev) in devices_under_test() {
+        let a = dev.upload(&macko).unwrap();
+        let x_dev = dev.upload_vector(&x).unwrap();
+        let mut y = dev.zeros(rows, Precision::F32).unwrap();
+        dev.spmv(&a, &x_dev, &mut y).unwrap();
+        assert_agrees(
+            &label,
+            "macko with NaN/∞ values",
             &r,
             &dev.download(&y).unwrap(),
         );
