@@ -93,13 +93,22 @@ def _check(matrix, x, what="x"):
 
 
 def _check_device(matrix, x, what):
-    """Raises unless x is where the matrix is: macko never copies between devices."""
+    """Raises unless x is where the matrix is: macko never copies between devices, and a
+    kernel on one GPU must not be handed another GPU's memory (tensor-parallel code keeps a
+    layer per GPU)."""
     want = "cuda" if matrix.device_kind == "cuda" else "cpu"
     if x.device.type != want:
         raise ShapeError(
             f"{what} is on {x.device}, but the matrix is on macko's {matrix.device_kind} device; "
             f"move one of them (macko never copies between devices behind your back)"
         )
+    if want == "cuda":
+        index = x.device.index if x.device.index is not None else torch.cuda.current_device()
+        if index != matrix.device_ordinal:
+            raise ShapeError(
+                f"{what} is on cuda:{index}, but the matrix is on cuda:{matrix.device_ordinal}; "
+                f"move one of them (macko never copies between devices behind your back)"
+            )
 
 
 def _prepare(x):

@@ -14,6 +14,8 @@ use crate::{arrays, errors};
 #[pyclass(module = "macko", frozen)]
 pub struct Device {
     inner: macko::Device,
+    /// The GPU's index (torch's `cuda:N`) for a CUDA device, 0 for the others.
+    ordinal: usize,
 }
 
 /// A matrix on a device, ready to multiply (`a @ x`, `a.multiply(x)`).
@@ -21,6 +23,8 @@ pub struct Device {
 pub struct DeviceMatrix {
     device: macko::Device,
     inner: macko::DeviceMatrix,
+    /// Its device's `ordinal`: torch's checks compare it with a tensor's `cuda:N`.
+    ordinal: usize,
 }
 
 /// `out_dtype` as the library's output precision.
@@ -88,7 +92,12 @@ impl Device {
         let inner = py
             .detach(|| macko::Device::with_options(&opts))
             .map_err(errors::to_py)?;
-        Ok(Self { inner })
+        let ordinal = if inner.kind() == BackendKind::Cuda {
+            ordinal
+        } else {
+            0
+        };
+        Ok(Self { inner, ordinal })
     }
 
     /// Every backend with the device it would use or why it is unavailable, as a list of
@@ -116,6 +125,12 @@ impl Device {
     #[getter]
     fn kind(&self) -> &'static str {
         self.inner.kind().name()
+    }
+
+    /// The GPU's index for a CUDA device (torch's `cuda:N`), 0 for the others.
+    #[getter]
+    fn ordinal(&self) -> usize {
+        self.ordinal
     }
 
     /// The device's name ("NVIDIA H100 80GB HBM3 (sm_90)", "llvmpipe ... via Vulkan").
@@ -151,6 +166,7 @@ impl Device {
         Ok(DeviceMatrix {
             device: self.inner.clone(),
             inner,
+            ordinal: self.ordinal,
         })
     }
 
@@ -199,6 +215,12 @@ impl DeviceMatrix {
     #[getter]
     fn device_kind(&self) -> &'static str {
         self.device.kind().name()
+    }
+
+    /// The GPU's index of the device it is on, for CUDA (torch's `cuda:N`); 0 for the others.
+    #[getter]
+    fn device_ordinal(&self) -> usize {
+        self.ordinal
     }
 
     /// Bytes the matrix takes on the device.

@@ -179,6 +179,27 @@ class OnTheCpu(unittest.TestCase):
                 with self.assertRaises(cls):
                     call()
 
+    def test_a_tensor_of_another_gpu_is_refused(self):
+        # Tensor-parallel code keeps a layer per GPU: a tensor of cuda:1 must never reach a
+        # kernel of cuda:0. The rule runs on stand-ins here (a DeviceMatrix's two device fields
+        # and a tensor's device), so no GPU is needed; the CPU ones show the real fields.
+        a = macko.Device("cpu").upload(macko.Matrix.from_dense(np.ones((4, 8), np.float16)))
+        self.assertEqual((macko.Device("cpu").ordinal, a.device_ordinal), (0, 0))
+
+        class OnGpu0:
+            device_kind = "cuda"
+            device_ordinal = 0
+
+        class Tensor:
+            def __init__(self, device):
+                self.device = torch.device(device)
+
+        with self.assertRaisesRegex(macko.ShapeError, "cuda:1, but the matrix is on cuda:0"):
+            mt._check_device(OnGpu0(), Tensor("cuda:1"), "x")
+        with self.assertRaisesRegex(macko.ShapeError, "on cpu, but the matrix"):
+            mt._check_device(OnGpu0(), Tensor("cpu"), "x")
+        mt._check_device(OnGpu0(), Tensor("cuda:0"), "x")  # the same GPU passes
+
 
 @unittest.skipIf(
     torch is None or importlib.util.find_spec("triton") is None, "torch or triton is missing"
