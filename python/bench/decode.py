@@ -315,8 +315,15 @@ def run_in_own_process(args, density, batch):
         env_rank = dict(env, RANK=str(rank), LOCAL_RANK=str(rank))
         out = subprocess.PIPE if rank == 0 else subprocess.DEVNULL
         ranks.append(subprocess.Popen(cmd, stdout=out, text=True, env=env_rank))
-    stdout, _ = ranks[0].communicate()
-    codes = [ranks[0].returncode] + [p.wait() for p in ranks[1:]]
+    # A rank that fails leaves the others waiting in a collective for ever: stop them all.
+    while any(p.poll() is None for p in ranks):
+        if any(p.poll() not in (None, 0) for p in ranks):
+            for p in ranks:
+                if p.poll() is None:
+                    p.kill()
+        time.sleep(0.5)
+    stdout = ranks[0].stdout.read()
+    codes = [p.returncode for p in ranks]
     if any(codes):
         log(f"  {density}, batch {batch}: the run failed (exit codes {codes})")
         return None
