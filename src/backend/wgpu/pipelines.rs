@@ -174,10 +174,7 @@ impl PipelineKey {
         if self.sparse_x {
             c.push(("SPARSE_X", 1.0));
         }
-        if matches!(
-            self.kernel,
-            Kernel::CsrTransposedDense | Kernel::MackoTransposedDense
-        ) {
+        if self.kernel == Kernel::CsrTransposedDense {
             c.push(("DENSE_X", 1.0));
         }
         if let Some(q) = self.quant {
