@@ -287,7 +287,7 @@ fn measure(
             _ => SparseInputProduct::TransposedSparseX(&sparse),
         };
         let mut y = dev.zeros(y_len, Precision::F16)?;
-        let mut t = dev.time_sparse_input(&refs, input, &mut y, args.warmup, args.iters)?;
+        let t = dev.time_sparse_input(&refs, input, &mut y, args.warmup, args.iters)?;
         // The timed products wrote y: it must be the reference's.
         let got = dev.download(&y)?;
         if let Some((r, g, e, tol)) = expected.first_disagreement(&got.to_f64(), got.precision()) {
@@ -295,17 +295,34 @@ fn measure(
                 "y[{r}] = {g}, the reference {e} (tolerance {tol:e})"
             )));
         }
-        t.sort_by(f64::total_cmp);
         let bytes = needed_bytes(format, product, case.x_cols, case.x_rows);
+        let mut row = Row::timed(b, (case, args), (format.name(), product), bytes, t);
+        row.full_us = up.full_us;
+        Ok(Outcome::Timed(row))
+    };
+    run().unwrap_or_else(outcome_of)
+}
+
+impl Row {
+    /// The row of one timed product: `t` its times (seconds, any order), `bytes` what it must
+    /// move; no full-product time and no cuSPARSE ratio yet (the caller knows them).
+    fn timed(
+        b: &Bench,
+        (case, args): (&Case<'_>, &Options<'_>),
+        (format, product): (&'static str, &'static str),
+        bytes: u64,
+        mut t: Vec<f64>,
+    ) -> Row {
+        t.sort_by(f64::total_cmp);
         let median = percentile(&t, 0.5);
-        Ok(Outcome::Timed(Row {
-            backend: dev.kind().name(),
-            device: dev.info().name.clone(),
+        Row {
+            backend: b.dev.kind().name(),
+            device: b.dev.info().name.clone(),
             rows: case.rows,
             cols: case.cols,
             density: case.density,
             x_density: case.x_density,
-            format: format.name(),
+            format,
             product,
             bytes,
             median_us: median * 1e6,
@@ -313,13 +330,12 @@ fn measure(
             gbps: bytes as f64 / median / 1e9,
             fraction_of_ceiling: ceiling_gbps(b, bytes, args.warmup, args.iters)
                 .map(|c| bytes as f64 / median / 1e9 / c),
-            full_us: up.full_us,
+            full_us: None,
             over_cusparse: None,
-            timer: dev.sparse_input_timer(),
+            timer: b.dev.sparse_input_timer(),
             iters: t.len(),
-        }))
-    };
-    run().unwrap_or_else(outcome_of)
+        }
+    }
 }
 
 /// cuSPARSE's rows for one case (format "cusparse"): y = A·x and y = Aᵀ·x of the CSR matrix,
@@ -389,36 +405,17 @@ fn cusparse_rows(
                     }
                 }
             }
-            let mut t = match timed {
+            let t = match timed {
                 Ok(t) => t,
                 Err(why) => {
                     out.push(Outcome::Wrong(format!("cuSPARSE {product}: {why}")));
                     continue;
                 }
             };
-            t.sort_by(f64::total_cmp);
             let bytes = needed_bytes(Format::Csr(csr), product, case.x_cols, case.x_rows);
-            let median = percentile(&t, 0.5);
-            out.push(Outcome::Timed(Row {
-                backend: dev.kind().name(),
-                device: dev.info().name.clone(),
-                rows: case.rows,
-                cols: case.cols,
-                density: case.density,
-                x_density: case.x_density,
-                format: "cusparse",
-                product,
-                bytes,
-                median_us: median * 1e6,
-                min_us: percentile(&t, 0.0) * 1e6,
-                gbps: bytes as f64 / median / 1e9,
-                fraction_of_ceiling: ceiling_gbps(b, bytes, args.warmup, args.iters)
-                    .map(|c| bytes as f64 / median / 1e9 / c),
-                full_us: None,
-                over_cusparse: Some(1.0),
-                timer: dev.timer(),
-                iters: t.len(),
-            }));
+            let mut row = Row::timed(b, (case, args), ("cusparse", product), bytes, t);
+            row.over_cusparse = Some(1.0);
+            out.push(Outcome::Timed(row));
         }
         Ok(out)
     };
