@@ -23,8 +23,8 @@ struct MatrixParams {
     // Index of this block in its matrix (read by no kernel since rows are dealt by stride; the
     // field keeps the uniform's layout).
     slot: u32,
-    // Dense only: vec4<u32> words per stored row (cols rounded up to 8 elements). CSR: the rows
-    // of the whole matrix (csr_transposed_wg.wgsl finds the last row block by it).
+    // Dense only: vec4<u32> words per stored row (cols rounded up to 8 elements). CSR and
+    // MACKO: the rows of the whole matrix (the transposed kernels find the last row block by it).
     stride: u32,
     // MACKO subgroup kernel with x staged in column tiles only (X_TILED in macko.wgsl; 0
     // otherwise): the tiles, the columns of each (a multiple of 64; the last may hold fewer),

@@ -4,12 +4,13 @@
 //! homogeneous CSR, MACKO and dense (the baseline), plus 2:4 and quantized MACKO; every output
 //! checked against the f64 reference in both precisions. Cases: empty and all-zero x, NaN/∞ in
 //! x where A's rows (or columns) are empty or hold only padding, the 10 000 × 10 000 CSR regime
-//! of the issue, an LLM down-projection after a ReLU, and MACKO rows whose padding (row-aligned
-//! uploads) runs over x's NaN/∞ or up to 7 columns past the last. A product a device has a kernel
-//! for must agree (the CPU: all; wgpu: both for CSR and homogeneous CSR, and A·x with x sparse
-//! for MACKO with binary16 values too; CUDA: both for those three; `transposed_built` and
-//! `sparse_x_built`); the rest must be refused with `Error::Unsupported`. Every device uploads
-//! sparse vectors and every format, homogeneous CSR included.
+//! of the issue, an LLM down-projection after a ReLU, MACKO rows whose padding (row-aligned
+//! uploads) runs over x's NaN/∞ or up to 7 columns past the last, and wgpu's transposed MACKO
+//! products over every upload layout (x in column tiles, rows aligned or not). A product a
+//! device has a kernel for must agree (the CPU: all; wgpu and CUDA: both for CSR, homogeneous
+//! CSR and MACKO with binary16 values; `transposed_built` and `sparse_x_built`); the rest must
+//! be refused with `Error::Unsupported`. Every device uploads sparse vectors and every format,
+//! homogeneous CSR included.
 //!
 //! Also: the ordinary products of homogeneous CSR matrices, and their container round trip.
 //! `tests/sparse_vectors.rs` has the typed errors of `SparseVector::new` and the devices' shape
@@ -159,25 +160,23 @@ fn twice(mut product: impl FnMut() -> macko::Result<()>) -> macko::Result<()> {
 }
 
 /// Whether `dev` has a kernel for y = Aᵀ·x, x dense or sparse, with A in `format` (so must not
-/// refuse it): the CPU for every format, wgpu for CSR and homogeneous CSR, CUDA for those and
-/// MACKO with binary16 values.
+/// refuse it): the CPU for every format, wgpu and CUDA for CSR, homogeneous CSR and MACKO with
+/// binary16 values (quantized MACKO is `MackoQuant`, refused).
 fn transposed_built(dev: &Device, format: MatrixKind) -> bool {
     match dev.kind() {
         BackendKind::Cpu => true,
-        BackendKind::Wgpu => matches!(format, MatrixKind::Csr | MatrixKind::HomogeneousCsr),
-        BackendKind::Cuda => matches!(
+        BackendKind::Wgpu | BackendKind::Cuda => matches!(
             format,
             MatrixKind::Csr | MatrixKind::HomogeneousCsr | MatrixKind::Macko
         ),
     }
 }
 
-/// Whether `dev` has a kernel for y = A·x with x sparse, with A in `format`: those of the
-/// transposed products (`transposed_built`), and on wgpu MACKO with binary16 values too (its
-/// ordinary kernels with `SPARSE_X`; quantized MACKO is `MackoQuant`, refused).
+/// Whether `dev` has a kernel for y = A·x with x sparse, with A in `format`: the same formats
+/// as the transposed products (`transposed_built`; on wgpu MACKO's ordinary kernels with
+/// `SPARSE_X`).
 fn sparse_x_built(dev: &Device, format: MatrixKind) -> bool {
     transposed_built(dev, format)
-        || (dev.kind() == BackendKind::Wgpu && format == MatrixKind::Macko)
 }
 
 /// `dense` in every format these products take, with names.
@@ -470,6 +469,80 @@ fn macko_padding_past_a_row_or_the_last_column_adds_nothing_with_x_sparse() {
                 check_products(&label, &dev, &what, (m, &a), &x_cols, &x_rows);
             }
         }
+    }
+}
+
+/// wgpu's transposed MACKO kernel reads rows as the upload laid them out: row pointers into
+/// row-aligned rows (padding naming up to 7 columns past a row's end) or into the format's
+/// layout (rows sharing groups), or, with x in column tiles, a tile table whose parts it walks
+/// one after another. Each layout on its own device, with rows longer than one chunk of the
+/// workgroup (64 groups of 8), a row ending at the last column, columns over several tiles of
+/// y and of x, NaN/±∞ of A under x's zeros, and one empty row where x is NaN. (Its tuning keys
+/// exist only with the wgpu feature.)
+#[cfg(feature = "wgpu")]
+#[test]
+fn wgpu_macko_transposed_products_agree_in_every_upload_layout() {
+    let (rows, cols) = (37usize, 1000usize);
+    let mut rng = StdRng::seed_from_u64(3300);
+    let mut w = random_dense(rows, cols, 0.3, 3301).values().to_vec();
+    for r in 0..rows {
+        let row = &mut w[r * cols..(r + 1) * cols];
+        match r % 4 {
+            // About 700 entries (88 groups): more than one chunk.
+            0 => {
+                for v in row.iter_mut() {
+                    if rng.random::<f64>() < 0.6 {
+                        *v = f16::from_f32(rng.random_range(0.25..2.0));
+                    }
+                }
+            }
+            // Ends at the last column (its aligned padding runs past it).
+            1 => row[cols - 1] = f16::from_f32(-1.5),
+            _ => {}
+        }
+    }
+    // Row 5 empty (x is NaN there); NaN/±∞ of A in rows where x is zero (every third).
+    w[5 * cols..6 * cols].fill(f16::ZERO);
+    for (k, bad) in [f16::NAN, f16::INFINITY, f16::NEG_INFINITY]
+        .into_iter()
+        .enumerate()
+    {
+        w[(3 * (k + 1)) * cols + 100 * k + 7] = bad;
+    }
+    let macko = MackoMatrix::from_dense(&DenseMatrix::new(rows, cols, w).unwrap()).unwrap();
+    let x_rows: Vec<f16> = (0..rows)
+        .map(|r| match r {
+            5 => f16::NAN,
+            _ if r % 3 == 0 => f16::ZERO,
+            _ => f16::from_f32(0.5 - (r % 7) as f32 / 8.0),
+        })
+        .collect();
+    let x_cols = sparse_dense_x(cols, 0.5, 33);
+    let layouts = [
+        ("x in column tiles of 128, rows aligned", Some(128), None),
+        (
+            "x in column tiles of 128, format layout",
+            Some(128),
+            Some(false),
+        ),
+        ("format layout", None, Some(false)),
+        ("rows aligned", None, Some(true)),
+    ];
+    for (layout, tile_cols, aligned) in layouts {
+        let mut tuning = macko::Tuning::default();
+        tuning.wgpu.x_tile_cols = tile_cols;
+        tuning.wgpu.aligned_rows = aligned;
+        let opts = macko::DeviceOptions {
+            tuning: Some(tuning),
+            ..macko::DeviceOptions::for_backend(BackendKind::Wgpu)
+        };
+        let label = format!("wgpu, {layout}");
+        let Some(dev) = open_or_skip(&label, &opts) else {
+            continue;
+        };
+        let a = dev.upload(&macko).unwrap();
+        let m = MatrixRef::from(&macko);
+        check_products(&label, &dev, "MACKO layouts", (m, &a), &x_cols, &x_rows);
     }
 }
 

@@ -1,10 +1,10 @@
 //! Products with a sparse input on a [`Device`] (docs/FORMAT.md, "Sparse vectors"): y = A·x
 //! with x a [`SparseVector`], and the transposed product y = Aᵀ·x with x dense or sparse, which
 //! reads only the rows of A that x's non-zeros select. The checks that do not depend on the
-//! backend happen here, as in device.rs; the CPU multiplies every format, wgpu has y = Aᵀ·x and
-//! y = A·x with x sparse for CSR and homogeneous CSR (shaders/README.md, "Transposed products
-//! with a sparse x", "Products with a sparse x"), CUDA both for those and MACKO with binary16
-//! values (kernels/README.md, "Products with a sparse input"), and the GPU backends refuse the
+//! backend happen here, as in device.rs; the CPU multiplies every format, wgpu (shaders/README.md,
+//! "Transposed products with a sparse x", "Products with a sparse x") and CUDA
+//! (kernels/README.md, "Products with a sparse input") have y = Aᵀ·x and y = A·x with x sparse
+//! for CSR, homogeneous CSR and MACKO with binary16 values, and the GPU backends refuse the
 //! rest with `Error::Unsupported` until their kernels exist.
 
 use macko_format::SparseVector;
@@ -146,9 +146,9 @@ impl Device {
     /// f32) one per column, y\[c\] = Σᵢ A\[i, c\]·x\[i\], accumulated in f32. Rows of A where x is
     /// ±0 contribute nothing and are not read: the CPU scans x for its non-zeros and reads only
     /// the rows they select, scattering each into y (`reference::spmv_transposed`). A sparse
-    /// format's zero values add nothing even where x is NaN or ±∞; dense is IEEE. wgpu multiplies
-    /// CSR and homogeneous CSR matrices (as [`Device::spmv_transposed_sparse_x`] does), and
-    /// CUDA those and MACKO with binary16 values, reading x\[i\] for each row of A and the row
+    /// format's zero values add nothing even where x is NaN or ±∞; dense is IEEE. wgpu and CUDA
+    /// multiply CSR, homogeneous CSR and MACKO with binary16 values (as
+    /// [`Device::spmv_transposed_sparse_x`] does), reading x\[i\] for each row of A and the row
     /// only where it is not zero; their other formats refuse with
     /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_TRANSPOSED`]).
     ///
@@ -183,9 +183,11 @@ impl Device {
     /// Enqueues y = Aᵀ·x for a sparse x of one element per row of A ([`Device::spmv_transposed`]
     /// with x given by its non-zeros): only the rows of A that x's stored non-zero entries name
     /// are read, so the bytes of A read scale with nnz(x) (`reference::spmv_transposed_sparse_x`).
-    /// y has one element per column. wgpu multiplies CSR and homogeneous CSR matrices, one
-    /// workgroup per tile of y's columns, with sums in a fixed order (no float atomics); CUDA
-    /// those and MACKO with binary16 values, a team of threads per entry of x scattering its row
+    /// y has one element per column. wgpu multiplies CSR, homogeneous CSR and MACKO with binary16
+    /// values, one workgroup per tile of y's columns, with sums in a fixed order (no float
+    /// atomics; a MACKO row has no column index to search, so every workgroup decodes each
+    /// selected row up to its tile's end, which makes MACKO slower than CSR here); CUDA those
+    /// three too, a team of threads per entry of x scattering its row
     /// with f32 atomics (the order of the adds, and so the last bits of y, may change from run
     /// to run); their other formats refuse with
     /// [`Error::Unsupported`] (`what` = [`crate::backend::UNSUPPORTED_TRANSPOSED`]).

@@ -80,6 +80,11 @@ pub enum Kernel {
     /// The same kernel with a dense x (`DENSE_X`), its zeros skipped: bound as the other
     /// products are (the `Sparse` layout).
     CsrTransposedDense,
+    /// The transposed MACKO (binary16) product with a sparse x: CSR's column tiles, each
+    /// selected row decoded by the workgroup (shaders/macko_transposed_wg.wgsl).
+    MackoTransposed,
+    /// The same kernel with a dense x (`DENSE_X`; the `Sparse` layout).
+    MackoTransposedDense,
 }
 
 /// What a quantized kernel's code depends on besides the kernel: the width of the codes (the
@@ -306,6 +311,13 @@ impl Kernel {
             Kernel::CsrTransposed | Kernel::CsrTransposedDense => {
                 kernel_source!("csr.wgsl", "csr_transposed_wg.wgsl")
             }
+            // The MACKO prelude for its bindings and group decoding; x_words because
+            // macko.wgsl calls x_at (the kernel never does).
+            Kernel::MackoTransposed | Kernel::MackoTransposedDense => kernel_source!(
+                "macko.wgsl",
+                "macko_x_words.wgsl",
+                "macko_transposed_wg.wgsl"
+            ),
         }
     }
 
@@ -336,6 +348,8 @@ impl Kernel {
             Kernel::QuantDenseBatch => "quant_dense_batch_wg",
             Kernel::CsrTransposed => "csr_transposed_wg",
             Kernel::CsrTransposedDense => "csr_transposed_wg (dense x)",
+            Kernel::MackoTransposed => "macko_transposed_wg",
+            Kernel::MackoTransposedDense => "macko_transposed_wg (dense x)",
         }
     }
 
@@ -354,6 +368,7 @@ impl Kernel {
             Kernel::QuantMackoWorkgroup | Kernel::QuantMackoBatch | Kernel::QuantDenseBatch => 64,
             Kernel::QuantDenseSubgroup | Kernel::QuantDenseWorkgroup => 256,
             Kernel::CsrTransposed | Kernel::CsrTransposedDense => 64,
+            Kernel::MackoTransposed | Kernel::MackoTransposedDense => 64,
         }
     }
 
@@ -379,8 +394,8 @@ impl Kernel {
             Kernel::QuantDenseSubgroup | Kernel::QuantDenseWorkgroup => MatrixLayout::QuantDense,
             Kernel::QuantMackoBatch => MatrixLayout::QuantSparseBatch,
             Kernel::QuantDenseBatch => MatrixLayout::QuantDenseBatch,
-            Kernel::CsrTransposed => MatrixLayout::SparseTransposed,
-            Kernel::CsrTransposedDense => MatrixLayout::Sparse,
+            Kernel::CsrTransposed | Kernel::MackoTransposed => MatrixLayout::SparseTransposed,
+            Kernel::CsrTransposedDense | Kernel::MackoTransposedDense => MatrixLayout::Sparse,
         }
     }
 

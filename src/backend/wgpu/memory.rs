@@ -42,8 +42,8 @@ pub(super) struct MatrixParams {
     /// the kernels, stay as they were).
     pub slot: u32,
     /// Dense: 16-byte words (binary16) or chunks of 8 codes (quantized) per stored row. 2:4:
-    /// words of 8 groups per stored row (`sparse24_rows`). CSR and homogeneous CSR: the rows
-    /// of the whole matrix (the transposed kernel finds its last row block by it).
+    /// words of 8 groups per stored row (`sparse24_rows`). CSR, homogeneous CSR and MACKO: the
+    /// rows of the whole matrix (the transposed kernels find their last row block by it).
     pub stride: u32,
     /// MACKO with x in column tiles only (0 otherwise): tiles, columns per tile, and the word of
     /// the partial sums buffer where the block's partial row sums start.
@@ -483,6 +483,9 @@ impl WgpuBackend {
                 to_u32(rows.start, "first row of a block")?,
             );
             params.slot = to_u32(slot, "block index")?;
+            // The transposed kernel's mark of the last block (macko_transposed_wg.wgsl); no
+            // MACKO product kernel reads the field.
+            params.stride = to_u32(m.rows(), "rows")?;
             if let Some(t) = tiles {
                 params.tiles = t.tiles;
                 params.tile_cols = t.cols;

@@ -174,7 +174,10 @@ impl PipelineKey {
         if self.sparse_x {
             c.push(("SPARSE_X", 1.0));
         }
-        if self.kernel == Kernel::CsrTransposedDense {
+        if matches!(
+            self.kernel,
+            Kernel::CsrTransposedDense | Kernel::MackoTransposedDense
+        ) {
             c.push(("DENSE_X", 1.0));
         }
         if let Some(q) = self.quant {

@@ -396,7 +396,9 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         | Kernel::QuantDenseBatch
         | Kernel::BatchTranspose
         | Kernel::CsrTransposed
-        | Kernel::CsrTransposedDense => return plain(spread(1)),
+        | Kernel::CsrTransposedDense
+        | Kernel::MackoTransposed
+        | Kernel::MackoTransposedDense => return plain(spread(1)),
     }
     let (cols, fill) = (stats.cols, stats.fill);
     // The quantized kernel stages x whole or not at all (its binding 4 holds the scales, not

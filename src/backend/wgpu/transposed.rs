@@ -1,7 +1,9 @@
-//! Transposed products y = Aᵀ·x, x sparse or dense (shaders/csr_transposed_wg.wgsl;
-//! shaders/README.md, "Transposed products with a sparse x"): the sparse vector on the device and
-//! the recording of the products. CSR and homogeneous CSR matrices only so far; the other
-//! formats are refused with `Error::Unsupported` (`UNSUPPORTED_TRANSPOSED`).
+//! Transposed products y = Aᵀ·x, x sparse or dense (shaders/csr_transposed_wg.wgsl and
+//! shaders/macko_transposed_wg.wgsl; shaders/README.md, "Transposed products with a sparse x"):
+//! the sparse vector on the device and the recording of the products. CSR, homogeneous CSR and
+//! MACKO with binary16 values (whatever layout its upload chose: row-aligned or the format's,
+//! row pointers or a tile table); quantized MACKO and the other formats are refused with
+//! `Error::Unsupported` (`UNSUPPORTED_TRANSPOSED`): they have no kernel for it.
 
 use bytemuck::{Pod, Zeroable};
 use macko_format::SparseVector;
@@ -15,7 +17,8 @@ use super::kernel::Kernel;
 use super::memory::{to_u32, Block, GpuMatrix, GpuVector};
 use super::pipelines::PipelineKey;
 
-/// Columns of y one workgroup of the transposed kernel owns (TILE in csr_transposed_wg.wgsl).
+/// Columns of y one workgroup of the transposed kernels owns (TILE in csr_transposed_wg.wgsl and
+/// macko_transposed_wg.wgsl).
 const TILE: u32 = 256;
 
 /// What the transposed kernel reads about a sparse x (SparseXParams in csr_transposed_wg.wgsl).
@@ -76,7 +79,7 @@ impl WgpuBackend {
         })
     }
 
-    /// Queues y = Aᵀ·x for a CSR (or homogeneous CSR) `a` and a sparse or dense (f16) `x`
+    /// Queues y = Aᵀ·x for a CSR, homogeneous CSR or MACKO `a` and a sparse or dense (f16) `x`
     /// (shapes checked by the device layer): one dispatch per row block, in order, each over
     /// every column tile of y.
     pub(super) fn transposed_impl(
@@ -142,12 +145,22 @@ impl WgpuBackend {
         x: SparseInput<'a, GpuVector, GpuSparseVector>,
         y: &'a GpuVector,
     ) -> Result<Option<TransposedDispatch<'a>>> {
-        if !matches!(a.plan.kernel, Kernel::CsrSubgroup | Kernel::CsrWorkgroup) {
-            return Err(Error::Unsupported {
-                backend: BackendKind::Wgpu,
-                what: UNSUPPORTED_TRANSPOSED,
-            });
-        }
+        // The kernel pair by the matrix's own kernel: quantized MACKO runs QuantMacko*, so
+        // only binary16 MACKO reaches the MACKO pair.
+        let (sparse, dense) = match a.plan.kernel {
+            Kernel::CsrSubgroup | Kernel::CsrWorkgroup => {
+                (Kernel::CsrTransposed, Kernel::CsrTransposedDense)
+            }
+            Kernel::MackoSubgroup | Kernel::MackoWorkgroup => {
+                (Kernel::MackoTransposed, Kernel::MackoTransposedDense)
+            }
+            _ => {
+                return Err(Error::Unsupported {
+                    backend: BackendKind::Wgpu,
+                    what: UNSUPPORTED_TRANSPOSED,
+                })
+            }
+        };
         if a.blocks.is_empty() {
             return Ok(None);
         }
@@ -164,9 +177,9 @@ impl WgpuBackend {
             });
         }
         let (kernel, x_group) = match x {
-            SparseInput::Sparse(x) => (Kernel::CsrTransposed, &x.group),
+            SparseInput::Sparse(x) => (sparse, &x.group),
             SparseInput::Dense(x) => (
-                Kernel::CsrTransposedDense,
+                dense,
                 x.as_x
                     .as_ref()
                     .ok_or_else(|| backend_error("internal: x is not an f16 vector"))?,
@@ -212,13 +225,23 @@ impl TransposedDispatch<'_> {
 mod tests {
     use super::{Kernel, TILE};
 
-    /// The tile and workgroup the dispatch is sized with are the kernel's.
+    /// The tile and workgroup the dispatch is sized with are the kernels'.
     #[test]
-    fn the_tile_and_workgroup_match_the_shader() {
-        let wgsl = include_str!("../../../shaders/csr_transposed_wg.wgsl");
-        assert!(wgsl.contains(&format!("const TILE: u32 = {TILE}u;")));
-        let wg = Kernel::CsrTransposed.workgroup_size();
-        assert!(wgsl.contains(&format!("const WORKGROUP: u32 = {wg}u;")));
+    fn the_tile_and_workgroup_match_the_shaders() {
+        for (wgsl, kernel) in [
+            (
+                include_str!("../../../shaders/csr_transposed_wg.wgsl"),
+                Kernel::CsrTransposed,
+            ),
+            (
+                include_str!("../../../shaders/macko_transposed_wg.wgsl"),
+                Kernel::MackoTransposed,
+            ),
+        ] {
+            assert!(wgsl.contains(&format!("const TILE: u32 = {TILE}u;")));
+            let wg = kernel.workgroup_size();
+            assert!(wgsl.contains(&format!("const WORKGROUP: u32 = {wg}u;")));
+        }
         assert_eq!(TILE % 2, 0, "an f16 word of y must not straddle two tiles");
     }
 }

@@ -1,0 +1,230 @@
+// Transposed MACKO product y = Aᵀ·x, x sparse or dense (common.wgsl, macko.wgsl and
+// macko_x_words.wgsl are prepended; of them it uses the matrix bindings and the decoding of a
+// group, never the staged x). See shaders/README.md, "Transposed products with a sparse x".
+//
+// The scheme is csr_transposed_wg.wgsl's: each workgroup owns a tile of TILE consecutive
+// columns of y in workgroup memory, walks x's entries in order and adds x_i·A[i, c] of every
+// selected row into its tile, with a barrier after each row, so every y[c] is the sum of its
+// terms in x's order (the same on every run and device, no atomics). What differs is how a row
+// finds its entries in the tile: a MACKO row gives an entry's column only as a prefix sum of gap
+// codes, so no binary search can find the tile's part. Each workgroup decodes every selected
+// row from its start instead, in chunks of WORKGROUP groups of 8 entries (one per invocation,
+// as in macko_wg.wgsl): the groups' column advances are scanned across the workgroup (workgroup
+// memory and barriers), each invocation then knows its group's columns and adds the entries
+// whose column falls in the tile. Columns increase along a row, so the walk stops at the first
+// chunk that starts at or past the tile's end.
+//
+// Zeros: an entry whose value is ±0 (MACKO's own padding, the zero entries that pad a
+// row-aligned upload's rows and may name columns up to 7 past the last one, masked entries of a
+// neighbouring row) adds nothing even where x is NaN or ±∞, compared by its bits; x's ±0
+// entries are skipped (dropped at upload, or with DENSE_X compared by their bits).
+//
+// The row pointers are the upload's: row pointers rebased to the block's arrays, or, where the
+// matrix was uploaded with x in column tiles (params.tiles > 0), the tile table of macko.wgsl's
+// X_TILED (each row's part in each tile, with the column count before it), whose parts are
+// walked one after another, those outside the workgroup's columns skipped.
+//
+// x is a sparse vector (group 1 at bindings 2..4), or with DENSE_X the dense x of common.wgsl
+// (its f32 copy), whose block rows are walked in order, its ±0 elements skipped. Row blocks as
+// in csr_transposed_wg.wgsl: block 0 starts the sums at zero, later blocks resume from what
+// the previous one left, the last (its rows end at params.stride) rounds an f16 y once.
+
+override DENSE_X: bool = false;
+
+// The sparse x (group 1 at bindings 2..4, clear of common.wgsl's dense x at 0 and 1).
+struct SparseXParams {
+    // Stored entries (indices increasing, values non-zero).
+    nnz: u32,
+    unused0: u32,
+    unused1: u32,
+    unused2: u32,
+}
+@group(1) @binding(2) var<uniform> sx: SparseXParams;
+@group(1) @binding(3) var<storage, read> sx_index: array<u32>;
+@group(1) @binding(4) var<storage, read> sx_value: array<f32>;
+
+const WORKGROUP: u32 = 64u;
+// Columns of y one workgroup owns (even, so an f16 output word is never shared).
+const TILE: u32 = 256u;
+
+var<workgroup> acc: array<f32, TILE>;
+var<workgroup> steps: array<u32, WORKGROUP>;
+// The column advance of the whole chunk, read back uniformly (workgroupUniformLoad).
+var<workgroup> chunk_total: u32;
+
+// Inclusive scan of `v` over the workgroup (Hillis-Steele); the total goes to chunk_total.
+fn scan_steps(v: u32, t: u32) -> u32 {
+    workgroupBarrier(); // the previous chunk's readers are done with `steps` and chunk_total
+    steps[t] = v;
+    workgroupBarrier();
+    for (var offset = 1u; offset < WORKGROUP; offset *= 2u) {
+        let other = steps[select(0u, t - offset, t >= offset)];
+        let add = select(0u, other, t >= offset);
+        workgroupBarrier();
+        steps[t] += add;
+        workgroupBarrier();
+    }
+    let upto = steps[t];
+    if t == WORKGROUP - 1u {
+        chunk_total = upto;
+    }
+    return upto;
+}
+
+// Adds x·A[i, c] for one entry (value `bits`, column c) where it belongs to the row (`kept`),
+// its value is not ±0 (by its bits: a NaN or ±∞ of A must count) and c is in the tile. Within
+// a row no two entries share a column, so no two invocations add into one slot.
+fn scatter_one(bits: u32, kept: bool, c: u32, xv: f32, c0: u32, c1: u32) {
+    if kept && (bits & 0x7fffu) != 0u && c >= c0 && c < c1 {
+        acc[c - c0] += unpack2x16float(bits).x * xv;
+    }
+}
+
+// The two entries of one u32 of values: entry j (low half) and j + 1 (high half), their
+// inclusive column steps past column `base`.
+fn scatter_pair(
+    v: u32, j: u32, kept: u32, base: u32, lo: u32, hi: u32, xv: f32, c0: u32, c1: u32,
+) {
+    scatter_one(v & 0xffffu, ((kept >> j) & 1u) == 1u, base + lo - 1u, xv, c0, c1);
+    scatter_one(v >> 16u, ((kept >> (j + 1u)) & 1u) == 1u, base + hi - 1u, xv, c0, c1);
+}
+
+// The kept entries of one decoded group whose first kept entry follows column base - 1.
+fn scatter_group(vals: vec4<u32>, d: Decoded, base: u32, xv: f32, c0: u32, c1: u32) {
+    let b4 = base + (d.low >> 24u);
+    scatter_pair(vals.x, 0u, d.kept, base, d.low & 0xffu, (d.low >> 8u) & 0xffu, xv, c0, c1);
+    scatter_pair(vals.y, 2u, d.kept, base, (d.low >> 16u) & 0xffu, d.low >> 24u, xv, c0, c1);
+    scatter_pair(vals.z, 4u, d.kept, b4, d.high & 0xffu, (d.high >> 8u) & 0xffu, xv, c0, c1);
+    scatter_pair(vals.w, 6u, d.kept, b4, (d.high >> 16u) & 0xffu, d.high >> 24u, xv, c0, c1);
+}
+
+// Entries s..e of the block's arrays (one row, or its part in one column tile), whose column
+// count before entry s is `column0`, scattered into the tile c0..c1. Called in uniform control
+// flow with uniform arguments: every loop bound and break below is uniform.
+fn scatter_part(s: u32, e: u32, column0: u32, xv: f32, c0: u32, c1: u32, t: u32) {
+    if e <= s {
+        return;
+    }
+    let gend = (e + 7u) / 8u;
+    var column = column0;
+    for (var g0 = s / 8u; g0 < gend; g0 += WORKGROUP) {
+        // Columns only grow along the row: nothing from here on is in the tile.
+        if column >= c1 {
+            break;
+        }
+        // Invocations past the part read its last group again and keep none of it.
+        let g = g0 + t;
+        let gi = min(g, gend - 1u);
+        let d = decode_group(codes[gi], group_lo(g, s), group_hi(g, e));
+        let upto = scan_steps(d.total, t);
+        let total = workgroupUniformLoad(&chunk_total);
+        scatter_group(values[gi], d, column + upto - d.total, xv, c0, c1);
+        column += total;
+    }
+}
+
+@compute @workgroup_size(WORKGROUP)
+fn main(
+    @builtin(local_invocation_index) t: u32,
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) nwg: vec3<u32>,
+) {
+    let c0 = (wid.x + wid.y * nwg.x) * TILE;
+    if c0 >= params.cols {
+        return;
+    }
+    let c1 = min(c0 + TILE, params.cols);
+    let first = params.slot == 0u;
+    let last = params.row_offset + params.rows == params.stride;
+    for (var k = t; k < TILE; k += WORKGROUP) {
+        let c = c0 + k;
+        var v = 0.0;
+        if !first && c < c1 {
+            if Y_F16 {
+                v = y_wide[c];
+            } else {
+                v = bitcast<f32>(atomicLoad(&y[c]));
+            }
+        }
+        acc[k] = v;
+    }
+    workgroupBarrier();
+    let r0 = params.row_offset;
+    // An `if`, not a select: the branch DENSE_X rules out is removed before the driver sees
+    // the kernel, and with it every use of the x binding the pipeline does not have.
+    var count: u32;
+    if DENSE_X {
+        count = params.rows;
+    } else {
+        count = sx.nnz;
+    }
+    // Parts per row: one (the row), or one per column tile of the upload's tile table.
+    let tiled = params.tiles > 0u;
+    let parts = select(1u, params.tiles, tiled);
+    for (var n = 0u; n < count; n++) {
+        var i: u32;
+        var xv: f32;
+        if DENSE_X {
+            i = r0 + n;
+            xv = load_x(i);
+        } else {
+            i = sx_index[n];
+            xv = sx_value[n];
+        }
+        // ±0 is skipped, a NaN is not: compared by its bits (WGSL lets a float comparison
+        // assume no NaN). Uniform over the workgroup, so every barrier below is reached by
+        // every invocation or by none.
+        let live = (bitcast<u32>(xv) & 0x7fffffffu) != 0u;
+        if i >= r0 && i < r0 + params.rows && live {
+            let r = i - r0;
+            for (var p = 0u; p < parts; p++) {
+                if tiled {
+                    // Part p holds only columns of tile p (its zero padding aside).
+                    let tile0 = p * params.tile_cols;
+                    if tile0 >= c1 {
+                        break;
+                    }
+                    if tile0 + params.tile_cols > c0 {
+                        let at = 2u * (p * params.rows + r);
+                        let end = row_ptr[2u * ((p + 1u) * params.rows + r)];
+                        scatter_part(row_ptr[at], end, row_ptr[at + 1u] + tile0, xv, c0, c1, t);
+                    }
+                } else {
+                    scatter_part(row_ptr[r], row_ptr[r + 1u], 0u, xv, c0, c1, t);
+                }
+            }
+            workgroupBarrier();
+        }
+    }
+    if Y_F16 {
+        // One word (two columns) per step: the tile starts at an even column.
+        for (var w = t; w < TILE / 2u; w += WORKGROUP) {
+            let c = c0 + 2u * w;
+            if c < c1 {
+                let a = acc[2u * w];
+                let b = select(0.0, acc[2u * w + 1u], c + 1u < c1);
+                if last {
+                    let lo_bits = f32_to_f16_bits(a);
+                    let hi_bits = f32_to_f16_bits(b);
+                    atomicStore(&y[c >> 1u], lo_bits | (hi_bits << 16u));
+                    y_wide[c] = unpack2x16float(lo_bits).x;
+                    if c + 1u < c1 {
+                        y_wide[c + 1u] = unpack2x16float(hi_bits).x;
+                    }
+                } else {
+                    y_wide[c] = a;
+                    if c + 1u < c1 {
+                        y_wide[c + 1u] = b;
+                    }
+                }
+            }
+        }
+    } else {
+        for (var k = t; k < TILE; k += WORKGROUP) {
+            let c = c0 + k;
+            if c < c1 {
+                atomicStore(&y[c], bitcast<u32>(acc[k]));
+            }
+        }
+    }
+}
