@@ -164,9 +164,9 @@ impl WgpuBackend {
 impl Backend for WgpuBackend {
     type Matrix = GpuMatrix;
     type Vector = GpuVector;
-    // Sparse vectors are the x of transposed CSR and MACKO products (transposed.rs); y = A·x
-    // with a sparse x is refused when queued (the trait's default), as are transposed products
-    // of the formats other than CSR, homogeneous CSR and binary16 MACKO.
+    // Sparse vectors are the x of transposed products (transposed.rs) and of y = A·x with x
+    // sparse (sparse_x.rs), for CSR, homogeneous CSR and binary16 MACKO; the other formats are
+    // refused when queued.
     type SparseVector = GpuSparseVector;
     type Plan = WgpuPlan;
 
