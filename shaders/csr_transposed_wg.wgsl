@@ -1,21 +1,23 @@
-// Transposed CSR product y = Aᵀ·x, x sparse or dense (common.wgsl and csr.wgsl are prepended).
+// Transposed CSR product y = Aᵀ·x, x sparse or dense (common.wgsl, csr.wgsl and
+// transposed.wgsl are prepended).
 // See shaders/README.md, "Transposed products with a sparse x".
 //
 // x's non-zeros select rows of A; only those rows are read. Each workgroup owns a tile of TILE
-// consecutive columns of y and keeps their sums in workgroup memory: it walks x's entries in
-// order and, for each selected row, finds the row's entries inside its tile by binary search
-// (CSR columns increase within a row) and adds x_i·A[i, c] into its tile, its invocations
-// striding over those entries. A row's columns are distinct, so within one row no two
-// invocations add into one slot, and a barrier after each row orders the rows: every y[c] is the
-// sum of its terms in x's order, the same on every run and every device, with no atomics.
+// consecutive columns of y and one chunk of x's entries (transposed.wgsl), and keeps
+// the tile's sums in workgroup memory: it walks its chunk's entries in order and, for each
+// selected row, finds the row's entries inside its tile by binary search (CSR columns increase
+// within a row) and adds x_i·A[i, c] into its tile, its invocations striding over those
+// entries. A row's columns are distinct, so within one row no two invocations add into one
+// slot, and a barrier after each row orders the rows: the tile's sums over the chunk are in x's
+// order, with no atomics. They go to the partial sums, which transposed_combine_wg.wgsl adds
+// in chunk order into y.
 //
 // x is a sparse vector (group 1 at bindings 2..4), or with DENSE_X the dense x of common.wgsl
-// (its f32 copy), whose block rows are walked in order, its ±0 elements skipped.
+// (its f32 copy), whose rows are walked in order, its ±0 elements skipped.
 //
-// Row blocks: a split matrix is one dispatch per block, in order. Block 0 starts the sums at
-// zero; later blocks resume from what the previous block left (y itself for f32 output, y's f32
-// copy for f16 output, unrounded); the last block (its rows end at params.stride, the rows of
-// the whole matrix) rounds an f16 output once.
+// Row blocks: a split matrix is one dispatch per block, in order, over every tile and chunk.
+// Block 0 starts each chunk's sums at zero; later blocks resume from what the previous block
+// left in the partial sums (unrounded f32), so the sums do not depend on where blocks split.
 
 override DENSE_X: bool = false;
 
@@ -71,31 +73,39 @@ fn main(
         return;
     }
     let c1 = min(c0 + TILE, params.cols);
+    let z = wid.z;
+    let chunks = nwg.z;
+    if all(wid == vec3<u32>(0u)) && t == 0u {
+        partials[0] = chunks;
+    }
     let first = params.slot == 0u;
-    let last = params.row_offset + params.rows == params.stride;
     for (var k = t; k < TILE; k += WORKGROUP) {
         let c = c0 + k;
         var v = 0.0;
         if !first && c < c1 {
-            if Y_F16 {
-                v = y_wide[c];
-            } else {
-                v = bitcast<f32>(atomicLoad(&y[c]));
-            }
+            v = bitcast<f32>(partials[partial_at(z, c)]);
         }
         acc[k] = v;
     }
     workgroupBarrier();
     let r0 = params.row_offset;
-    // An `if`, not a select: the branch DENSE_X rules out is removed before the driver sees
-    // the kernel, and with it every use of the x binding the pipeline does not have.
-    var count: u32;
+    // The chunk's entries of x: of the sparse x's stored entries, or of the whole matrix's rows
+    // (params.stride) those in this block. An `if`, not a select: the branch DENSE_X rules out
+    // is removed before the driver sees the kernel, and with it every use of the x binding the
+    // pipeline does not have.
+    var lo: u32;
+    var hi: u32;
     if DENSE_X {
-        count = params.rows;
+        let range = chunk_range(params.stride, z, chunks);
+        let end = r0 + params.rows;
+        lo = clamp(range.x, r0, end) - r0;
+        hi = clamp(range.y, r0, end) - r0;
     } else {
-        count = sx.nnz;
+        let range = chunk_range(sx.nnz, z, chunks);
+        lo = range.x;
+        hi = range.y;
     }
-    for (var n = 0u; n < count; n++) {
+    for (var n = lo; n < hi; n++) {
         var i: u32;
         var xv: f32;
         if DENSE_X {
@@ -112,9 +122,9 @@ fn main(
         let live = (bitcast<u32>(xv) & 0x7fffffffu) != 0u;
         if i >= r0 && i < r0 + params.rows && live {
             let r = i - r0;
-            let lo = lower_bound(row_ptr[r], row_ptr[r + 1u], c0);
-            let hi = lower_bound(lo, row_ptr[r + 1u], c1);
-            for (var j = lo + t; j < hi; j += WORKGROUP) {
+            let j0 = lower_bound(row_ptr[r], row_ptr[r + 1u], c0);
+            let j1 = lower_bound(j0, row_ptr[r + 1u], c1);
+            for (var j = j0 + t; j < j1; j += WORKGROUP) {
                 let bits = csr_value_bits(j);
                 // A stored zero adds nothing, even where x is NaN or ±∞.
                 if (bits & 0x7fffu) != 0u {
@@ -125,35 +135,11 @@ fn main(
             workgroupBarrier();
         }
     }
-    if Y_F16 {
-        // One word (two columns) per step: the tile starts at an even column.
-        for (var w = t; w < TILE / 2u; w += WORKGROUP) {
-            let c = c0 + 2u * w;
-            if c < c1 {
-                let a = acc[2u * w];
-                let b = select(0.0, acc[2u * w + 1u], c + 1u < c1);
-                if last {
-                    let lo_bits = f32_to_f16_bits(a);
-                    let hi_bits = f32_to_f16_bits(b);
-                    atomicStore(&y[c >> 1u], lo_bits | (hi_bits << 16u));
-                    y_wide[c] = unpack2x16float(lo_bits).x;
-                    if c + 1u < c1 {
-                        y_wide[c + 1u] = unpack2x16float(hi_bits).x;
-                    }
-                } else {
-                    y_wide[c] = a;
-                    if c + 1u < c1 {
-                        y_wide[c + 1u] = b;
-                    }
-                }
-            }
-        }
-    } else {
-        for (var k = t; k < TILE; k += WORKGROUP) {
-            let c = c0 + k;
-            if c < c1 {
-                atomicStore(&y[c], bitcast<u32>(acc[k]));
-            }
+    workgroupBarrier();
+    for (var k = t; k < TILE; k += WORKGROUP) {
+        let c = c0 + k;
+        if c < c1 {
+            partials[partial_at(z, c)] = bitcast<u32>(acc[k]);
         }
     }
 }

@@ -1,18 +1,20 @@
-// Transposed MACKO product y = Aᵀ·x, x sparse or dense (common.wgsl, macko.wgsl and
-// macko_x_words.wgsl are prepended; of them it uses the matrix bindings and the decoding of a
-// group, never the staged x). See shaders/README.md, "Transposed products with a sparse x".
+// Transposed MACKO product y = Aᵀ·x, x sparse or dense (common.wgsl, macko.wgsl,
+// macko_x_words.wgsl and transposed.wgsl are prepended; of the MACKO ones it uses the matrix
+// bindings and the decoding of a group, never the staged x). See shaders/README.md,
+// "Transposed products with a sparse x".
 //
 // The scheme is csr_transposed_wg.wgsl's: each workgroup owns a tile of TILE consecutive
-// columns of y in workgroup memory, walks x's entries in order and adds x_i·A[i, c] of every
-// selected row into its tile, with a barrier after each row, so every y[c] is the sum of its
-// terms in x's order (the same on every run and device, no atomics). What differs is how a row
-// finds its entries in the tile: a MACKO row gives an entry's column only as a prefix sum of gap
-// codes, so no binary search can find the tile's part. Each workgroup decodes every selected
-// row from its start instead, in chunks of WORKGROUP groups of 8 entries (one per invocation,
-// as in macko_wg.wgsl): the groups' column advances are scanned across the workgroup (workgroup
-// memory and barriers), each invocation then knows its group's columns and adds the entries
-// whose column falls in the tile. Columns increase along a row, so the walk stops at the first
-// chunk that starts at or past the tile's end.
+// columns of y in workgroup memory and one chunk of x's entries (transposed.wgsl), walks the
+// chunk's entries in order and adds x_i·A[i, c] of every selected row into its tile, with a
+// barrier after each row, and leaves the tile's sums in the partial sums, which
+// transposed_combine_wg.wgsl adds in chunk order into y (a fixed order, no atomics). What
+// differs is how a row finds its entries in the tile: a MACKO row gives an entry's column only
+// as a prefix sum of gap codes, so no binary search can find the tile's part. Each workgroup
+// decodes every selected row from its start instead, in steps of WORKGROUP groups of 8 entries
+// (one per invocation, as in macko_wg.wgsl): the groups' column advances are scanned across
+// the workgroup (workgroup memory and barriers), each invocation then knows its group's
+// columns and adds the entries whose column falls in the tile. Columns increase along a row,
+// so the walk stops at the first step that starts at or past the tile's end.
 //
 // Zeros: an entry whose value is ±0 (MACKO's own padding, the zero entries that pad a
 // row-aligned upload's rows and may name columns up to 7 past the last one, masked entries of a
@@ -25,9 +27,9 @@
 // walked one after another, those outside the workgroup's columns skipped.
 //
 // x is a sparse vector (group 1 at bindings 2..4), or with DENSE_X the dense x of common.wgsl
-// (its f32 copy), whose block rows are walked in order, its ±0 elements skipped. Row blocks as
-// in csr_transposed_wg.wgsl: block 0 starts the sums at zero, later blocks resume from what
-// the previous one left, the last (its rows end at params.stride) rounds an f16 y once.
+// (its f32 copy), whose rows are walked in order, its ±0 elements skipped. Row blocks as in
+// csr_transposed_wg.wgsl: block 0 starts each chunk's sums at zero, later blocks resume from
+// what the previous one left in the partial sums.
 
 override DENSE_X: bool = false;
 
@@ -134,34 +136,42 @@ fn main(
         return;
     }
     let c1 = min(c0 + TILE, params.cols);
+    let z = wid.z;
+    let chunks = nwg.z;
+    if all(wid == vec3<u32>(0u)) && t == 0u {
+        partials[0] = chunks;
+    }
     let first = params.slot == 0u;
-    let last = params.row_offset + params.rows == params.stride;
     for (var k = t; k < TILE; k += WORKGROUP) {
         let c = c0 + k;
         var v = 0.0;
         if !first && c < c1 {
-            if Y_F16 {
-                v = y_wide[c];
-            } else {
-                v = bitcast<f32>(atomicLoad(&y[c]));
-            }
+            v = bitcast<f32>(partials[partial_at(z, c)]);
         }
         acc[k] = v;
     }
     workgroupBarrier();
     let r0 = params.row_offset;
-    // An `if`, not a select: the branch DENSE_X rules out is removed before the driver sees
-    // the kernel, and with it every use of the x binding the pipeline does not have.
-    var count: u32;
+    // The chunk's entries of x: of the sparse x's stored entries, or of the whole matrix's rows
+    // (params.stride) those in this block. An `if`, not a select: the branch DENSE_X rules out
+    // is removed before the driver sees the kernel, and with it every use of the x binding the
+    // pipeline does not have.
+    var lo: u32;
+    var hi: u32;
     if DENSE_X {
-        count = params.rows;
+        let range = chunk_range(params.stride, z, chunks);
+        let end = r0 + params.rows;
+        lo = clamp(range.x, r0, end) - r0;
+        hi = clamp(range.y, r0, end) - r0;
     } else {
-        count = sx.nnz;
+        let range = chunk_range(sx.nnz, z, chunks);
+        lo = range.x;
+        hi = range.y;
     }
     // Parts per row: one (the row), or one per column tile of the upload's tile table.
     let tiled = params.tiles > 0u;
     let parts = select(1u, params.tiles, tiled);
-    for (var n = 0u; n < count; n++) {
+    for (var n = lo; n < hi; n++) {
         var i: u32;
         var xv: f32;
         if DENSE_X {
@@ -196,35 +206,11 @@ fn main(
             workgroupBarrier();
         }
     }
-    if Y_F16 {
-        // One word (two columns) per step: the tile starts at an even column.
-        for (var w = t; w < TILE / 2u; w += WORKGROUP) {
-            let c = c0 + 2u * w;
-            if c < c1 {
-                let a = acc[2u * w];
-                let b = select(0.0, acc[2u * w + 1u], c + 1u < c1);
-                if last {
-                    let lo_bits = f32_to_f16_bits(a);
-                    let hi_bits = f32_to_f16_bits(b);
-                    atomicStore(&y[c >> 1u], lo_bits | (hi_bits << 16u));
-                    y_wide[c] = unpack2x16float(lo_bits).x;
-                    if c + 1u < c1 {
-                        y_wide[c + 1u] = unpack2x16float(hi_bits).x;
-                    }
-                } else {
-                    y_wide[c] = a;
-                    if c + 1u < c1 {
-                        y_wide[c + 1u] = b;
-                    }
-                }
-            }
-        }
-    } else {
-        for (var k = t; k < TILE; k += WORKGROUP) {
-            let c = c0 + k;
-            if c < c1 {
-                atomicStore(&y[c], bitcast<u32>(acc[k]));
-            }
+    workgroupBarrier();
+    for (var k = t; k < TILE; k += WORKGROUP) {
+        let c = c0 + k;
+        if c < c1 {
+            partials[partial_at(z, c)] = bitcast<u32>(acc[k]);
         }
     }
 }

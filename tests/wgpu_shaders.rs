@@ -85,7 +85,8 @@ fn kernel_sources(path: &Path) -> Vec<String> {
 }
 
 /// The full source of a kernel: common.wgsl, the family preludes if any (for MACKO, macko.wgsl
-/// and the 32-bit-word x layout), the kernel (for a quantized kernel, its int8 source).
+/// and the 32-bit-word x layout; for transposed products, transposed.wgsl), the kernel (for a
+/// quantized kernel, its int8 source).
 fn kernel_source(path: &Path) -> String {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
     if name.starts_with("quant_") {
@@ -97,6 +98,10 @@ fn kernel_source(path: &Path) -> String {
             if shader_dir().join(&prelude).exists() {
                 source = format!("{source}\n{}", read(&prelude));
             }
+        }
+        // Transposed products: their partial sums (transposed.wgsl).
+        if name.contains("_transposed_") {
+            source = format!("{source}\n{}", read("transposed.wgsl"));
         }
         // Few-token kernels: the batch prelude, then the family's batch prelude if any.
         if name.contains("_batch_") {

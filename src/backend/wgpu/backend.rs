@@ -30,7 +30,16 @@ pub(crate) struct WgpuBackend {
     pub(super) binding_cap: Option<u64>,
     /// Bound as the f32 copy of y when y is f32 (which has none): 16 bytes never written.
     pub(super) no_wide_copy: wgpu::Buffer,
+    /// The transposed products' partial sums (transposed.rs), grown to the largest product
+    /// queued so far; a queued product keeps the buffer it was recorded with alive.
+    pub(super) transposed_partials: Mutex<Option<Partials>>,
     pub(super) pending: Mutex<Pending>,
+}
+
+/// A partial sums buffer of the transposed products and its bind group (group 3).
+pub(super) struct Partials {
+    pub bytes: u64,
+    pub group: wgpu::BindGroup,
 }
 
 /// The planner's view of an opened device.
@@ -82,6 +91,7 @@ impl WgpuBackend {
             gpu,
             pipelines,
             path_reason,
+            transposed_partials: Mutex::new(None),
             pending: Mutex::new(Pending::default()),
         })
     }

@@ -77,14 +77,17 @@ pub enum Kernel {
     /// The transposed CSR product with a sparse x, y = Aᵀ·x (shaders/README.md, "Transposed
     /// products with a sparse x"): one path, workgroup memory and barriers only.
     CsrTransposed,
-    /// The same kernel with a dense x (`DENSE_X`), its zeros skipped: bound as the other
-    /// products are (the `Sparse` layout).
+    /// The same kernel with a dense x (`DENSE_X`), its zeros skipped (the `DenseXTransposed`
+    /// layout).
     CsrTransposedDense,
     /// The transposed MACKO (binary16) product with a sparse x: CSR's column tiles, each
     /// selected row decoded by the workgroup (shaders/macko_transposed_wg.wgsl).
     MackoTransposed,
-    /// The same kernel with a dense x (`DENSE_X`; the `Sparse` layout).
+    /// The same kernel with a dense x (`DENSE_X`; the `DenseXTransposed` layout).
     MackoTransposedDense,
+    /// The transposed products' second pass: y from the chunks' partial sums
+    /// (shaders/transposed_combine_wg.wgsl).
+    TransposedCombine,
 }
 
 /// What a quantized kernel's code depends on besides the kernel: the width of the codes (the
@@ -126,8 +129,13 @@ pub(super) enum MatrixLayout {
     QuantDenseBatch,
     /// The chunk (uniform and XT, written) as group 0, x as group 1.
     Transpose,
-    /// `Sparse`, then the sparse x (uniform, indices, f32 values at bindings 2..4), then y.
+    /// `Sparse`, then the sparse x (uniform, indices, f32 values at bindings 2..4), then y,
+    /// then the partial sums (group 3, written; shaders/transposed.wgsl).
     SparseTransposed,
+    /// `Sparse`, then x, y and the partial sums: the transposed products with a dense x.
+    DenseXTransposed,
+    /// `Sparse` (for its params), an empty group 1, y, then the partial sums (read).
+    TransposedCombine,
 }
 
 /// Rows computed by one workgroup of the dense kernels (ROWS in dense_*.wgsl).
@@ -309,13 +317,17 @@ impl Kernel {
                 "quant_dense_batch_wg.wgsl"
             ),
             Kernel::CsrTransposed | Kernel::CsrTransposedDense => {
-                kernel_source!("csr.wgsl", "csr_transposed_wg.wgsl")
+                kernel_source!("csr.wgsl", "transposed.wgsl", "csr_transposed_wg.wgsl")
+            }
+            Kernel::TransposedCombine => {
+                kernel_source!("transposed.wgsl", "transposed_combine_wg.wgsl")
             }
             // The MACKO prelude for its bindings and group decoding; x_words because
             // macko.wgsl calls x_at (the kernel never does).
             Kernel::MackoTransposed | Kernel::MackoTransposedDense => kernel_source!(
                 "macko.wgsl",
                 "macko_x_words.wgsl",
+                "transposed.wgsl",
                 "macko_transposed_wg.wgsl"
             ),
         }
@@ -350,6 +362,7 @@ impl Kernel {
             Kernel::CsrTransposedDense => "csr_transposed_wg (dense x)",
             Kernel::MackoTransposed => "macko_transposed_wg",
             Kernel::MackoTransposedDense => "macko_transposed_wg (dense x)",
+            Kernel::TransposedCombine => "transposed_combine_wg",
         }
     }
 
@@ -369,6 +382,7 @@ impl Kernel {
             Kernel::QuantDenseSubgroup | Kernel::QuantDenseWorkgroup => 256,
             Kernel::CsrTransposed | Kernel::CsrTransposedDense => 64,
             Kernel::MackoTransposed | Kernel::MackoTransposedDense => 64,
+            Kernel::TransposedCombine => 64,
         }
     }
 
@@ -395,7 +409,10 @@ impl Kernel {
             Kernel::QuantMackoBatch => MatrixLayout::QuantSparseBatch,
             Kernel::QuantDenseBatch => MatrixLayout::QuantDenseBatch,
             Kernel::CsrTransposed | Kernel::MackoTransposed => MatrixLayout::SparseTransposed,
-            Kernel::CsrTransposedDense | Kernel::MackoTransposedDense => MatrixLayout::Sparse,
+            Kernel::CsrTransposedDense | Kernel::MackoTransposedDense => {
+                MatrixLayout::DenseXTransposed
+            }
+            Kernel::TransposedCombine => MatrixLayout::TransposedCombine,
         }
     }
 

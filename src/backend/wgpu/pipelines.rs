@@ -310,7 +310,13 @@ pub(super) struct Pipelines {
     /// A sparse x (kernels of transposed products): uniform, indices, f32 values at bindings
     /// 2..4 of group 1, clear of the dense x's bindings in common.wgsl.
     pub sparse_x: wgpu::BindGroupLayout,
+    /// The partial sums of the transposed products (group 3; shaders/transposed.wgsl).
+    pub partials: wgpu::BindGroupLayout,
+    /// Bound as group 1 of the transposed products' combine pass, which reads no x.
+    pub empty_group: wgpu::BindGroup,
     sparse_transposed_layout: wgpu::PipelineLayout,
+    dense_x_transposed_layout: wgpu::PipelineLayout,
+    transposed_combine_layout: wgpu::PipelineLayout,
     sparse_layout: wgpu::PipelineLayout,
     dense_layout: wgpu::PipelineLayout,
     stream_layout: wgpu::PipelineLayout,
@@ -383,6 +389,13 @@ impl Pipelines {
                 "sparse x",
                 &[uniform(2), storage(3, true), storage(4, true)],
             );
+            let partials = bgl("transposed partial sums", &[storage(0, false)]);
+            let empty = bgl("empty", &[]);
+            let empty_group = d.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some("empty"),
+                layout: &empty,
+                entries: &[],
+            });
             let layout = |label: &str, groups: &[Option<&wgpu::BindGroupLayout>]| {
                 d.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
                     label: Some(label),
@@ -393,7 +406,15 @@ impl Pipelines {
             let sparse_layout = layout("sparse product", &[Some(&sparse), Some(&x), Some(&y)]);
             let sparse_transposed_layout = layout(
                 "transposed sparse product",
-                &[Some(&sparse), Some(&sparse_x), Some(&y)],
+                &[Some(&sparse), Some(&sparse_x), Some(&y), Some(&partials)],
+            );
+            let dense_x_transposed_layout = layout(
+                "transposed sparse product, x dense",
+                &[Some(&sparse), Some(&x), Some(&y), Some(&partials)],
+            );
+            let transposed_combine_layout = layout(
+                "transposed products' combine pass",
+                &[Some(&sparse), Some(&empty), Some(&y), Some(&partials)],
             );
             let dense_layout = layout("dense product", &[Some(&dense), Some(&x), Some(&y)]);
             let stream_layout = layout("stream", &[Some(&stream)]);
@@ -436,7 +457,11 @@ impl Pipelines {
                 batch_read,
                 batch_write,
                 sparse_x,
+                partials,
+                empty_group,
                 sparse_transposed_layout,
+                dense_x_transposed_layout,
+                transposed_combine_layout,
                 sparse_layout,
                 dense_layout,
                 stream_layout,
@@ -475,6 +500,8 @@ impl Pipelines {
             MatrixLayout::QuantSparseBatch => &self.quant_sparse_batch_layout,
             MatrixLayout::QuantDenseBatch => &self.quant_dense_batch_layout,
             MatrixLayout::SparseTransposed => &self.sparse_transposed_layout,
+            MatrixLayout::DenseXTransposed => &self.dense_x_transposed_layout,
+            MatrixLayout::TransposedCombine => &self.transposed_combine_layout,
         };
         let int4 = key.quant.is_some_and(|q| q.int4);
         let source = kernel.source(key.x_form.is_f16(), int4);

@@ -398,7 +398,8 @@ fn single_plan(stats: &MatrixStats, caps: &WgpuCaps, tuning: &WgpuTuning) -> Wgp
         | Kernel::CsrTransposed
         | Kernel::CsrTransposedDense
         | Kernel::MackoTransposed
-        | Kernel::MackoTransposedDense => return plain(spread(1)),
+        | Kernel::MackoTransposedDense
+        | Kernel::TransposedCombine => return plain(spread(1)),
     }
     let (cols, fill) = (stats.cols, stats.fill);
     // The quantized kernel stages x whole or not at all (its binding 4 holds the scales, not

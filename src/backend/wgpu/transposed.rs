@@ -11,7 +11,7 @@ use macko_format::SparseVector;
 use crate::backend::{BackendKind, Precision, SparseInput, UNSUPPORTED_TRANSPOSED};
 use crate::error::{Error, Result};
 
-use super::backend::WgpuBackend;
+use super::backend::{Partials, WgpuBackend};
 use super::gpu::{backend_error, lock};
 use super::kernel::Kernel;
 use super::memory::{to_u32, Block, GpuMatrix, GpuVector};
@@ -20,6 +20,40 @@ use super::pipelines::PipelineKey;
 /// Columns of y one workgroup of the transposed kernels owns (TILE in csr_transposed_wg.wgsl and
 /// macko_transposed_wg.wgsl).
 const TILE: u32 = 256;
+
+/// Workgroups a transposed product's grid aims at (tiles of y × chunks of x): enough to fill a
+/// large GPU many times over (an H100 runs 132 × 32 workgroups of 64 at once). With y's 40
+/// tiles of the CSR report's 10 000 columns and one chunk, the products ran at 0.2–3 % of the
+/// streaming-read ceiling on an H100 (2026-11-28), each workgroup walking every row of x in
+/// turn with a barrier after each.
+const TARGET_WORKGROUPS: u32 = 4096;
+
+/// Fewest entries of x a chunk takes: a chunk's partial sums cost a write and a
+/// read of its tile, more than a few rows of work.
+const MIN_CHUNK: u32 = 8;
+
+/// Words before the partial sums in their buffer (PARTIALS_AT in transposed.wgsl).
+const PARTIALS_AT: u64 = 4;
+
+/// Invocations of the combine pass (WORKGROUP in transposed_combine_wg.wgsl).
+const COMBINE_WORKGROUP: u32 = 64;
+
+/// Chunks x's `count` entries (stored entries, or a dense x's rows) are cut into for a product
+/// with `tiles` column tiles of y and `cols` columns: as many as fill the grid, each of at least
+/// MIN_CHUNK entries, no more than a grid dimension takes and than fit in `max_bytes` of
+/// partial sums (at least one).
+fn chunks(count: u32, tiles: u32, cols: u32, max_dim: u32, max_bytes: u64) -> u32 {
+    let by_work = count / MIN_CHUNK;
+    let by_grid = TARGET_WORKGROUPS.div_ceil(tiles.max(1));
+    let by_memory = (max_bytes / 4).saturating_sub(PARTIALS_AT) / u64::from(cols.max(1));
+    let by_memory = u32::try_from(by_memory).unwrap_or(u32::MAX);
+    by_work.min(by_grid).min(max_dim).min(by_memory).max(1)
+}
+
+/// Bytes of the partial sums of `chunks` chunks over `cols` columns, with their header.
+fn partials_bytes(chunks: u32, cols: u32) -> u64 {
+    4 * (PARTIALS_AT + u64::from(chunks) * u64::from(cols))
+}
 
 /// What the transposed kernel reads about a sparse x (SparseXParams in csr_transposed_wg.wgsl).
 #[repr(C)]
@@ -36,6 +70,8 @@ struct SparseXParams {
 /// sparse (sparse_x.rs).
 pub(crate) struct GpuSparseVector {
     group: wgpu::BindGroup,
+    /// Stored entries (the ±0 ones dropped).
+    nnz: u32,
     pub(super) len: usize,
     pub(super) dense: Option<GpuVector>,
 }
@@ -50,8 +86,9 @@ impl WgpuBackend {
             index.push(i as u32);
             value.push(v.to_f32());
         }
+        let nnz = to_u32(index.len(), "entries of a sparse vector")?;
         let params = SparseXParams {
-            nnz: to_u32(index.len(), "entries of a sparse vector")?,
+            nnz,
             unused: [0; 3],
         };
         let params = self.gpu.upload(
@@ -74,6 +111,7 @@ impl WgpuBackend {
         };
         Ok(GpuSparseVector {
             group,
+            nnz,
             len: x.len(),
             dense,
         })
@@ -176,54 +214,105 @@ impl WgpuBackend {
                 limit: u64::from(max_dim) * u64::from(max_dim),
             });
         }
-        let (kernel, x_group) = match x {
-            SparseInput::Sparse(x) => (sparse, &x.group),
+        let (kernel, x_group, count) = match x {
+            SparseInput::Sparse(x) => (sparse, &x.group, x.nnz),
             SparseInput::Dense(x) => (
                 dense,
                 x.as_x
                     .as_ref()
                     .ok_or_else(|| backend_error("internal: x is not an f16 vector"))?,
+                to_u32(x.len, "rows of a transposed product")?,
             ),
         };
+        let cols = to_u32(y.len, "columns of a transposed product")?;
+        let chunks = chunks(count, tiles, cols, max_dim, self.vector_limit);
+        // One word of y per invocation of the combine pass (two columns of an f16 y).
+        let y_f16 = y.precision == Precision::F16;
+        let words = if y_f16 { cols.div_ceil(2) } else { cols };
+        let combine_groups = words.div_ceil(COMBINE_WORKGROUP).max(1);
+        let cx = combine_groups.clamp(1, max_dim);
+        // The matrix kernels read no y, so one pipeline serves both precisions.
         let key = PipelineKey {
             homogeneous: a.plan.homogeneous,
-            ..PipelineKey::plain(kernel, y.precision == Precision::F16)
+            ..PipelineKey::plain(kernel, false)
         };
+        let combine = PipelineKey::plain(Kernel::TransposedCombine, y_f16);
         Ok(Some(TransposedDispatch {
             pipeline: self.pipelines.get(&self.gpu, key)?,
+            combine: self.pipelines.get(&self.gpu, combine)?,
             x_group,
             y_group: &y.as_y,
+            partials: self.partials_group(partials_bytes(chunks, cols))?,
+            empty_group: self.pipelines.empty_group.clone(),
             blocks: &a.blocks,
-            grid: (gx, gy),
+            grid: (gx, gy, chunks),
+            combine_grid: (cx, combine_groups.div_ceil(cx)),
         }))
+    }
+
+    /// The bind group of a partial sums buffer of at least `bytes`, grown (to a power of two)
+    /// where the current one is smaller.
+    fn partials_group(&self, bytes: u64) -> Result<wgpu::BindGroup> {
+        let mut current = lock(&self.transposed_partials);
+        if let Some(p) = current.as_ref().filter(|p| p.bytes >= bytes) {
+            return Ok(p.group.clone());
+        }
+        let bytes = bytes.next_power_of_two().min(self.vector_limit).max(bytes);
+        let buffer = self.gpu.create_buffer(
+            bytes,
+            wgpu::BufferUsages::STORAGE,
+            "partial sums of transposed products",
+        )?;
+        let group = self.bind_group(
+            &self.pipelines.partials,
+            &[(0, &buffer)],
+            "partial sums of transposed products",
+        )?;
+        *current = Some(Partials {
+            bytes,
+            group: group.clone(),
+        });
+        Ok(group)
     }
 }
 
 /// One transposed product's dispatches ([`WgpuBackend::transposed_dispatch`]).
 struct TransposedDispatch<'a> {
     pipeline: wgpu::ComputePipeline,
+    combine: wgpu::ComputePipeline,
     x_group: &'a wgpu::BindGroup,
     y_group: &'a wgpu::BindGroup,
+    partials: wgpu::BindGroup,
+    empty_group: wgpu::BindGroup,
     blocks: &'a [Block],
-    grid: (u32, u32),
+    /// Column tiles of y (x and y of the grid) and chunks of x (z).
+    grid: (u32, u32, u32),
+    combine_grid: (u32, u32),
 }
 
 impl TransposedDispatch<'_> {
-    /// Records the dispatches into `pass`: one per row block, each over every column tile.
+    /// Records the dispatches into `pass`: one per row block, each over every column tile and
+    /// chunk of x, then the combine pass into y (wgpu orders dispatches that share a writable
+    /// buffer).
     fn record(&self, pass: &mut wgpu::ComputePass<'_>) {
         pass.set_pipeline(&self.pipeline);
         pass.set_bind_group(1, self.x_group, &[]);
         pass.set_bind_group(2, self.y_group, &[]);
+        pass.set_bind_group(3, &self.partials, &[]);
         for block in self.blocks {
             pass.set_bind_group(0, &block.bind_group, &[]);
-            pass.dispatch_workgroups(self.grid.0, self.grid.1, 1);
+            pass.dispatch_workgroups(self.grid.0, self.grid.1, self.grid.2);
         }
+        pass.set_pipeline(&self.combine);
+        pass.set_bind_group(1, &self.empty_group, &[]);
+        pass.dispatch_workgroups(self.combine_grid.0, self.combine_grid.1, 1);
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Kernel, TILE};
+    use super::{chunks, partials_bytes, Kernel, COMBINE_WORKGROUP, MIN_CHUNK, PARTIALS_AT};
+    use super::{TARGET_WORKGROUPS, TILE};
 
     /// The tile and workgroup the dispatch is sized with are the kernels'.
     #[test]
@@ -243,5 +332,34 @@ mod tests {
             assert!(wgsl.contains(&format!("const WORKGROUP: u32 = {wg}u;")));
         }
         assert_eq!(TILE % 2, 0, "an f16 word of y must not straddle two tiles");
+        let combine = include_str!("../../../shaders/transposed_combine_wg.wgsl");
+        assert!(combine.contains(&format!("const WORKGROUP: u32 = {COMBINE_WORKGROUP}u;")));
+        assert_eq!(
+            Kernel::TransposedCombine.workgroup_size(),
+            COMBINE_WORKGROUP
+        );
+        let partials = include_str!("../../../shaders/transposed.wgsl");
+        assert!(partials.contains(&format!("const PARTIALS_AT: u32 = {PARTIALS_AT}u;")));
+    }
+
+    /// The chunks fill the grid without making chunks of fewer than MIN_CHUNK entries, and stay
+    /// within the grid's dimension and the partial sums' memory, at least one.
+    #[test]
+    fn chunks_fill_the_grid_within_their_limits() {
+        // The CSR report's 10 000 columns (40 tiles), x 10 % of 10 000 rows: 103 chunks of 10.
+        assert_eq!(chunks(1000, 40, 10_000, 65_535, 1 << 30), 103);
+        // Few entries: no chunk shorter than MIN_CHUNK.
+        assert_eq!(chunks(20, 40, 10_000, 65_535, 1 << 30), 2);
+        // Empty x, one tile, a grid dimension of 1, memory for one chunk only: one chunk.
+        assert_eq!(chunks(0, 40, 10_000, 65_535, 1 << 30), 1);
+        assert_eq!(chunks(1 << 20, 1, 256, 1, 1 << 30), 1);
+        assert_eq!(chunks(1 << 20, 1, 256, 65_535, partials_bytes(1, 256)), 1);
+        assert_eq!(chunks(1 << 20, 1, 256, 65_535, 0), 1);
+        for (count, tiles, cols) in [(1u32 << 20, 1u32, 256u32), (5000, 8, 2000), (9, 3, 700)] {
+            let k = chunks(count, tiles, cols, 65_535, 1 << 30);
+            assert!(u64::from(k) * u64::from(tiles) < u64::from(TARGET_WORKGROUPS + tiles));
+            assert!(k == 1 || count / k >= MIN_CHUNK, "{count} {tiles} {k}");
+            assert!(partials_bytes(k, cols) <= 1 << 30);
+        }
     }
 }
