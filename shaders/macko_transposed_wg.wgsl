@@ -31,32 +31,13 @@
 // csr_transposed_wg.wgsl: block 0 starts each chunk's sums at zero, later blocks resume from
 // what the previous one left in the partial sums.
 
-override DENSE_X: bool = false;
-
-// The sparse x (group 1 at bindings 2..4, clear of common.wgsl's dense x at 0 and 1).
-struct SparseXParams {
-    // Stored entries (indices increasing, values non-zero).
-    nnz: u32,
-    unused0: u32,
-    unused1: u32,
-    unused2: u32,
-}
-@group(1) @binding(2) var<uniform> sx: SparseXParams;
-@group(1) @binding(3) var<storage, read> sx_index: array<u32>;
-@group(1) @binding(4) var<storage, read> sx_value: array<f32>;
-
-const WORKGROUP: u32 = 64u;
-// Columns of y one workgroup owns (even, so an f16 output word is never shared).
-const TILE: u32 = 256u;
-
-var<workgroup> acc: array<f32, TILE>;
 var<workgroup> steps: array<u32, WORKGROUP>;
-// The column advance of the whole chunk, read back uniformly (workgroupUniformLoad).
-var<workgroup> chunk_total: u32;
+// The column advance of the whole step, read back uniformly (workgroupUniformLoad).
+var<workgroup> scan_total: u32;
 
-// Inclusive scan of `v` over the workgroup (Hillis-Steele); the total goes to chunk_total.
+// Inclusive scan of `v` over the workgroup (Hillis-Steele); the total goes to scan_total.
 fn scan_steps(v: u32, t: u32) -> u32 {
-    workgroupBarrier(); // the previous chunk's readers are done with `steps` and chunk_total
+    workgroupBarrier(); // the previous step's readers are done with `steps` and scan_total
     steps[t] = v;
     workgroupBarrier();
     for (var offset = 1u; offset < WORKGROUP; offset *= 2u) {
@@ -68,7 +49,7 @@ fn scan_steps(v: u32, t: u32) -> u32 {
     }
     let upto = steps[t];
     if t == WORKGROUP - 1u {
-        chunk_total = upto;
+        scan_total = upto;
     }
     return upto;
 }
@@ -119,7 +100,7 @@ fn scatter_part(s: u32, e: u32, column0: u32, xv: f32, c0: u32, c1: u32, t: u32)
         let gi = min(g, gend - 1u);
         let d = decode_group(codes[gi], group_lo(g, s), group_hi(g, e));
         let upto = scan_steps(d.total, t);
-        let total = workgroupUniformLoad(&chunk_total);
+        let total = workgroupUniformLoad(&scan_total);
         scatter_group(values[gi], d, column + upto - d.total, xv, c0, c1);
         column += total;
     }
@@ -131,62 +112,20 @@ fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) nwg: vec3<u32>,
 ) {
-    let c0 = (wid.x + wid.y * nwg.x) * TILE;
+    let c0 = tile_start(wid, nwg);
     if c0 >= params.cols {
         return;
     }
     let c1 = min(c0 + TILE, params.cols);
-    let z = wid.z;
-    let chunks = nwg.z;
-    if all(wid == vec3<u32>(0u)) && t == 0u {
-        partials[0] = chunks;
-    }
-    let first = params.slot == 0u;
-    for (var k = t; k < TILE; k += WORKGROUP) {
-        let c = c0 + k;
-        var v = 0.0;
-        if !first && c < c1 {
-            v = bitcast<f32>(partials[partial_at(z, c)]);
-        }
-        acc[k] = v;
-    }
-    workgroupBarrier();
-    let r0 = params.row_offset;
-    // The chunk's entries of x: of the sparse x's stored entries, or of the whole matrix's rows
-    // (params.stride) those in this block. An `if`, not a select: the branch DENSE_X rules out
-    // is removed before the driver sees the kernel, and with it every use of the x binding the
-    // pipeline does not have.
-    var lo: u32;
-    var hi: u32;
-    if DENSE_X {
-        let range = chunk_range(params.stride, z, chunks);
-        let end = r0 + params.rows;
-        lo = clamp(range.x, r0, end) - r0;
-        hi = clamp(range.y, r0, end) - r0;
-    } else {
-        let range = chunk_range(sx.nnz, z, chunks);
-        lo = range.x;
-        hi = range.y;
-    }
+    begin_tile(t, wid, nwg.z, c0, c1);
     // Parts per row: one (the row), or one per column tile of the upload's tile table.
     let tiled = params.tiles > 0u;
     let parts = select(1u, params.tiles, tiled);
-    for (var n = lo; n < hi; n++) {
-        var i: u32;
-        var xv: f32;
-        if DENSE_X {
-            i = r0 + n;
-            xv = load_x(i);
-        } else {
-            i = sx_index[n];
-            xv = sx_value[n];
-        }
-        // ±0 is skipped, a NaN is not: compared by its bits (WGSL lets a float comparison
-        // assume no NaN). Uniform over the workgroup, so every barrier below is reached by
-        // every invocation or by none.
-        let live = (bitcast<u32>(xv) & 0x7fffffffu) != 0u;
-        if i >= r0 && i < r0 + params.rows && live {
-            let r = i - r0;
+    let entries = chunk_entries(wid.z, nwg.z);
+    for (var n = entries.x; n < entries.y; n++) {
+        let e = x_entry(n);
+        if selects_a_row(e) {
+            let r = e.row - params.row_offset;
             for (var p = 0u; p < parts; p++) {
                 if tiled {
                     // Part p holds only columns of tile p (its zero padding aside).
@@ -197,20 +136,15 @@ fn main(
                     if tile0 + params.tile_cols > c0 {
                         let at = 2u * (p * params.rows + r);
                         let end = row_ptr[2u * ((p + 1u) * params.rows + r)];
-                        scatter_part(row_ptr[at], end, row_ptr[at + 1u] + tile0, xv, c0, c1, t);
+                        let column0 = row_ptr[at + 1u] + tile0;
+                        scatter_part(row_ptr[at], end, column0, e.value, c0, c1, t);
                     }
                 } else {
-                    scatter_part(row_ptr[r], row_ptr[r + 1u], 0u, xv, c0, c1, t);
+                    scatter_part(row_ptr[r], row_ptr[r + 1u], 0u, e.value, c0, c1, t);
                 }
             }
             workgroupBarrier();
         }
     }
-    workgroupBarrier();
-    for (var k = t; k < TILE; k += WORKGROUP) {
-        let c = c0 + k;
-        if c < c1 {
-            partials[partial_at(z, c)] = bitcast<u32>(acc[k]);
-        }
-    }
+    end_tile(t, wid.z, c0, c1);
 }

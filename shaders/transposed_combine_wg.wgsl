@@ -5,8 +5,6 @@
 
 @group(0) @binding(0) var<uniform> params: MatrixParams;
 
-const WORKGROUP: u32 = 64u;
-
 fn column_sum(c: u32, chunks: u32) -> f32 {
     var s = 0.0;
     for (var z = 0u; z < chunks; z++) {

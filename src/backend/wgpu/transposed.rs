@@ -17,8 +17,7 @@ use super::kernel::Kernel;
 use super::memory::{to_u32, Block, GpuMatrix, GpuVector};
 use super::pipelines::PipelineKey;
 
-/// Columns of y one workgroup of the transposed kernels owns (TILE in csr_transposed_wg.wgsl and
-/// macko_transposed_wg.wgsl).
+/// Columns of y one workgroup of the transposed kernels owns (TILE in transposed.wgsl).
 const TILE: u32 = 256;
 
 /// Workgroups a transposed product's grid aims at (tiles of y × chunks of x): enough to fill a
@@ -35,7 +34,8 @@ const MIN_CHUNK: u32 = 8;
 /// Words before the partial sums in their buffer (PARTIALS_AT in transposed.wgsl).
 const PARTIALS_AT: u64 = 4;
 
-/// Invocations of the combine pass (WORKGROUP in transposed_combine_wg.wgsl).
+/// Invocations of the combine pass (WORKGROUP in transposed.wgsl, that of every transposed
+/// kernel).
 const COMBINE_WORKGROUP: u32 = 64;
 
 /// Chunks x's `count` entries (stored entries, or a dense x's rows) are cut into for a product
@@ -314,32 +314,24 @@ mod tests {
     use super::{chunks, partials_bytes, Kernel, COMBINE_WORKGROUP, MIN_CHUNK, PARTIALS_AT};
     use super::{TARGET_WORKGROUPS, TILE};
 
-    /// The tile and workgroup the dispatch is sized with are the kernels'.
+    /// The tile, workgroups and partial sums' header the dispatches are sized with are the
+    /// shaders' (transposed.wgsl, shared by every transposed kernel).
     #[test]
     fn the_tile_and_workgroup_match_the_shaders() {
-        for (wgsl, kernel) in [
-            (
-                include_str!("../../../shaders/csr_transposed_wg.wgsl"),
-                Kernel::CsrTransposed,
-            ),
-            (
-                include_str!("../../../shaders/macko_transposed_wg.wgsl"),
-                Kernel::MackoTransposed,
-            ),
+        let wgsl = include_str!("../../../shaders/transposed.wgsl");
+        assert!(wgsl.contains(&format!("const TILE: u32 = {TILE}u;")));
+        assert!(wgsl.contains(&format!("const PARTIALS_AT: u32 = {PARTIALS_AT}u;")));
+        assert!(wgsl.contains(&format!("const WORKGROUP: u32 = {COMBINE_WORKGROUP}u;")));
+        for kernel in [
+            Kernel::CsrTransposed,
+            Kernel::CsrTransposedDense,
+            Kernel::MackoTransposed,
+            Kernel::MackoTransposedDense,
+            Kernel::TransposedCombine,
         ] {
-            assert!(wgsl.contains(&format!("const TILE: u32 = {TILE}u;")));
-            let wg = kernel.workgroup_size();
-            assert!(wgsl.contains(&format!("const WORKGROUP: u32 = {wg}u;")));
+            assert_eq!(kernel.workgroup_size(), COMBINE_WORKGROUP, "{kernel:?}");
         }
         assert_eq!(TILE % 2, 0, "an f16 word of y must not straddle two tiles");
-        let combine = include_str!("../../../shaders/transposed_combine_wg.wgsl");
-        assert!(combine.contains(&format!("const WORKGROUP: u32 = {COMBINE_WORKGROUP}u;")));
-        assert_eq!(
-            Kernel::TransposedCombine.workgroup_size(),
-            COMBINE_WORKGROUP
-        );
-        let partials = include_str!("../../../shaders/transposed.wgsl");
-        assert!(partials.contains(&format!("const PARTIALS_AT: u32 = {PARTIALS_AT}u;")));
     }
 
     /// The chunks fill the grid without making chunks of fewer than MIN_CHUNK entries, and stay
