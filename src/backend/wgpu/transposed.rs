@@ -38,13 +38,30 @@ const PARTIALS_AT: u64 = 4;
 /// kernel).
 const COMBINE_WORKGROUP: u32 = 64;
 
+/// How a transposed product cuts x into chunks: the workgroups its grid aims at and the fewest
+/// entries of x a chunk takes (TARGET_WORKGROUPS and MIN_CHUNK unless tuned).
+#[derive(Debug, Clone, Copy)]
+struct ChunkRule {
+    target: u32,
+    min_chunk: u32,
+}
+
+impl Default for ChunkRule {
+    fn default() -> Self {
+        Self {
+            target: TARGET_WORKGROUPS,
+            min_chunk: MIN_CHUNK,
+        }
+    }
+}
+
 /// Chunks x's `count` entries (stored entries, or a dense x's rows) are cut into for a product
-/// with `tiles` column tiles of y and `cols` columns: as many as fill the grid, each of at least
-/// MIN_CHUNK entries, no more than a grid dimension takes and than fit in `max_bytes` of
-/// partial sums (at least one).
-fn chunks(count: u32, tiles: u32, cols: u32, max_dim: u32, max_bytes: u64) -> u32 {
-    let by_work = count / MIN_CHUNK;
-    let by_grid = TARGET_WORKGROUPS.div_ceil(tiles.max(1));
+/// with `tiles` column tiles of y and `cols` columns: as many as bring the grid to the rule's
+/// target, each of at least its `min_chunk` entries, no more than a grid dimension takes and
+/// than fit in `max_bytes` of partial sums (at least one).
+fn chunks(rule: ChunkRule, count: u32, tiles: u32, cols: u32, max_dim: u32, max_bytes: u64) -> u32 {
+    let by_work = count / rule.min_chunk.max(1);
+    let by_grid = rule.target.div_ceil(tiles.max(1));
     let by_memory = (max_bytes / 4).saturating_sub(PARTIALS_AT) / u64::from(cols.max(1));
     let by_memory = u32::try_from(by_memory).unwrap_or(u32::MAX);
     by_work.min(by_grid).min(max_dim).min(by_memory).max(1)
@@ -225,7 +242,14 @@ impl WgpuBackend {
             ),
         };
         let cols = to_u32(y.len, "columns of a transposed product")?;
-        let chunks = chunks(count, tiles, cols, max_dim, self.vector_limit);
+        let rule = ChunkRule {
+            target: self
+                .tuning
+                .transposed_workgroups
+                .unwrap_or(TARGET_WORKGROUPS),
+            min_chunk: self.tuning.transposed_min_chunk.unwrap_or(MIN_CHUNK),
+        };
+        let chunks = chunks(rule, count, tiles, cols, max_dim, self.vector_limit);
         // One word of y per invocation of the combine pass (two columns of an f16 y).
         let y_f16 = y.precision == Precision::F16;
         let words = if y_f16 { cols.div_ceil(2) } else { cols };
@@ -311,7 +335,8 @@ impl TransposedDispatch<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{chunks, partials_bytes, Kernel, COMBINE_WORKGROUP, MIN_CHUNK, PARTIALS_AT};
+    use super::PARTIALS_AT;
+    use super::{chunks, partials_bytes, ChunkRule, Kernel, COMBINE_WORKGROUP, MIN_CHUNK};
     use super::{TARGET_WORKGROUPS, TILE};
 
     /// The tile, workgroups and partial sums' header the dispatches are sized with are the
@@ -338,20 +363,33 @@ mod tests {
     /// within the grid's dimension and the partial sums' memory, at least one.
     #[test]
     fn chunks_fill_the_grid_within_their_limits() {
+        let r = ChunkRule::default();
         // The CSR report's 10 000 columns (40 tiles), x 10 % of 10 000 rows: 103 chunks of 10.
-        assert_eq!(chunks(1000, 40, 10_000, 65_535, 1 << 30), 103);
+        assert_eq!(chunks(r, 1000, 40, 10_000, 65_535, 1 << 30), 103);
         // Few entries: no chunk shorter than MIN_CHUNK.
-        assert_eq!(chunks(20, 40, 10_000, 65_535, 1 << 30), 2);
+        assert_eq!(chunks(r, 20, 40, 10_000, 65_535, 1 << 30), 2);
         // Empty x, one tile, a grid dimension of 1, memory for one chunk only: one chunk.
-        assert_eq!(chunks(0, 40, 10_000, 65_535, 1 << 30), 1);
-        assert_eq!(chunks(1 << 20, 1, 256, 1, 1 << 30), 1);
-        assert_eq!(chunks(1 << 20, 1, 256, 65_535, partials_bytes(1, 256)), 1);
-        assert_eq!(chunks(1 << 20, 1, 256, 65_535, 0), 1);
+        assert_eq!(chunks(r, 0, 40, 10_000, 65_535, 1 << 30), 1);
+        assert_eq!(chunks(r, 1 << 20, 1, 256, 1, 1 << 30), 1);
+        assert_eq!(
+            chunks(r, 1 << 20, 1, 256, 65_535, partials_bytes(1, 256)),
+            1
+        );
+        assert_eq!(chunks(r, 1 << 20, 1, 256, 65_535, 0), 1);
         for (count, tiles, cols) in [(1u32 << 20, 1u32, 256u32), (5000, 8, 2000), (9, 3, 700)] {
-            let k = chunks(count, tiles, cols, 65_535, 1 << 30);
+            let k = chunks(r, count, tiles, cols, 65_535, 1 << 30);
             assert!(u64::from(k) * u64::from(tiles) < u64::from(TARGET_WORKGROUPS + tiles));
             assert!(k == 1 || count / k >= MIN_CHUNK, "{count} {tiles} {k}");
             assert!(partials_bytes(k, cols) <= 1 << 30);
         }
+        // A tuned rule: chunks of 2 entries, a grid of 16 384 workgroups.
+        let tuned = ChunkRule {
+            target: 16_384,
+            min_chunk: 2,
+        };
+        assert_eq!(
+            chunks(tuned, 1000, 40, 10_000, 65_535, 1 << 30),
+            410
+        );
     }
 }

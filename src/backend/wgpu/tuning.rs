@@ -71,6 +71,12 @@ pub struct WgpuTuning {
     /// `batch_workgroups`: the most workgroups the subgroup few-token kernels dispatch (rows
     /// by stride, so a capped grid is persistent; `None`: the dispatch limit).
     pub batch_workgroups: Option<u32>,
+    /// `transposed_workgroups`: the workgroups (tiles of y × chunks of x) a transposed
+    /// product's grid aims at (`None`: `transposed::TARGET_WORKGROUPS`).
+    pub transposed_workgroups: Option<u32>,
+    /// `transposed_min_chunk`: the fewest entries of x a chunk of a transposed product takes
+    /// (`None`: `transposed::MIN_CHUNK`).
+    pub transposed_min_chunk: Option<u32>,
 }
 
 impl WgpuTuning {
@@ -93,6 +99,8 @@ impl WgpuTuning {
         "gather_probe",
         "batch_workgroup",
         "batch_workgroups",
+        "transposed_workgroups",
+        "transposed_min_chunk",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `wgpu.` already removed), e.g.
@@ -123,6 +131,12 @@ impl WgpuTuning {
             }
             "macko_rows_per_workgroup" => {
                 self.macko_rows_per_workgroup = Some(number(value, 1..=u32::MAX)?)
+            }
+            "transposed_workgroups" => {
+                self.transposed_workgroups = Some(number(value, 1..=u32::MAX)?)
+            }
+            "transposed_min_chunk" => {
+                self.transposed_min_chunk = Some(number(value, 1..=u32::MAX)?)
             }
             "mask_table" => self.mask_table = switch(value)?,
             "aligned_rows" => self.aligned_rows = switch(value)?,
@@ -167,6 +181,8 @@ impl WgpuTuning {
             ("macko_rows_per_workgroup", self.macko_rows_per_workgroup),
             ("batch_workgroup", self.batch_workgroup),
             ("batch_workgroups", self.batch_workgroups),
+            ("transposed_workgroups", self.transposed_workgroups),
+            ("transposed_min_chunk", self.transposed_min_chunk),
         ];
         for (key, v) in numbers {
             if let Some(n) = v {
@@ -197,7 +213,12 @@ mod tests {
             let value = match key {
                 "x_tile_cols" | "macko_workgroup" | "batch_workgroup" => "128",
                 "x_words_granule" => "8",
-                k if k.starts_with("macko_") || k == "batch_workgroups" => "3",
+                k if k.starts_with("macko_")
+                    || k.starts_with("transposed_")
+                    || k == "batch_workgroups" =>
+                {
+                    "3"
+                }
                 _ => "on",
             };
             t.set(key, value).unwrap_or_else(|e| panic!("{key}: {e}"));
