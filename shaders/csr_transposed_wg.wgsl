@@ -24,6 +24,16 @@
 @group(0) @binding(2) var<storage, read> values: array<u32>;
 @group(0) @binding(3) var<storage, read> col_idx: array<u32>;
 
+// With PARALLEL_SEARCH, a row's part in the tile is found by the whole workgroup at once
+// (parallel_bounds) rather than by every invocation on its own (lower_bound): about
+// log_WORKGROUP(row length) rounds of one probe each, against log₂(row length) dependent loads
+// per bound. A tuning choice (`wgpu.transposed_search`), to be measured.
+override PARALLEL_SEARCH: bool = false;
+
+// The probes of a round below c0 and below c1 (parallel_bounds), and their counts read back.
+var<workgroup> below: array<atomic<u32>, 2>;
+var<workgroup> below_counts: vec2<u32>;
+
 // The first entry in [lo, hi) of the block's arrays whose column is at least c (hi if none).
 fn lower_bound(lo0: u32, hi0: u32, c: u32) -> u32 {
     var lo = lo0;
@@ -38,6 +48,43 @@ fn lower_bound(lo0: u32, hi0: u32, c: u32) -> u32 {
         } else {
             hi = mid;
         }
+    }
+    return lo;
+}
+
+// lower_bound of c0 and of c1 in [lo0, hi0), by the workgroup together. Each round cuts each
+// interval [lo, hi) into WORKGROUP blocks of s = ⌈(hi − lo) / WORKGROUP⌉ entries; invocation t
+// probes the last entry of block t, and the blocks whose last column is below the bound's are
+// counted: with k of them, the bound lies in block k, before its last entry or at it (or at hi
+// for a partial block), so the interval becomes [lo + k·s, min(lo + k·s + s − 1, hi)), at most
+// s − 1 long; the search ends when both are empty. The counts come back through
+// workgroupUniformLoad, so the loop is uniform and its barriers are met by every invocation.
+// Called in uniform control flow.
+fn parallel_bounds(lo0: u32, hi0: u32, c0: u32, c1: u32, t: u32) -> vec2<u32> {
+    var lo = vec2<u32>(lo0, lo0);
+    var hi = vec2<u32>(hi0, hi0);
+    let bound = vec2<u32>(c0, c1);
+    loop {
+        let len = hi - lo;
+        if max(len.x, len.y) == 0u {
+            break;
+        }
+        // At least 1: an empty interval stays empty (no probe counts for it).
+        let s = max((len + vec2<u32>(WORKGROUP - 1u)) / WORKGROUP, vec2<u32>(1u));
+        for (var i = 0u; i < 2u; i++) {
+            let p = lo[i] + t * s[i] + s[i] - 1u;
+            if len[i] > 0u && p < hi[i] && col_idx[p] < bound[i] {
+                atomicAdd(&below[i], 1u);
+            }
+        }
+        workgroupBarrier();
+        if t == 0u {
+            below_counts = vec2<u32>(atomicExchange(&below[0], 0u), atomicExchange(&below[1], 0u));
+        }
+        let k = workgroupUniformLoad(&below_counts);
+        let start = lo + k * s;
+        hi = min(start + s - vec2<u32>(1u), hi);
+        lo = min(start, hi);
     }
     return lo;
 }
@@ -59,8 +106,16 @@ fn main(
         let e = x_entry(n);
         if selects_a_row(e) {
             let r = e.row - params.row_offset;
-            let j0 = lower_bound(row_ptr[r], row_ptr[r + 1u], c0);
-            let j1 = lower_bound(j0, row_ptr[r + 1u], c1);
+            var j0: u32;
+            var j1: u32;
+            if PARALLEL_SEARCH {
+                let bounds = parallel_bounds(row_ptr[r], row_ptr[r + 1u], c0, c1, t);
+                j0 = bounds.x;
+                j1 = bounds.y;
+            } else {
+                j0 = lower_bound(row_ptr[r], row_ptr[r + 1u], c0);
+                j1 = lower_bound(j0, row_ptr[r + 1u], c1);
+            }
             for (var j = j0 + t; j < j1; j += WORKGROUP) {
                 let bits = csr_value_bits(j);
                 // A stored zero adds nothing, even where x is NaN or ±∞.

@@ -237,6 +237,7 @@ impl WgpuPlan {
             quant: self.quant,
             homogeneous: self.homogeneous,
             sparse_x: false,
+            parallel_search: false,
         }
     }
 }

@@ -258,6 +258,7 @@ impl WgpuBackend {
         // The matrix kernels read no y, so one pipeline serves both precisions.
         let key = PipelineKey {
             homogeneous: a.plan.homogeneous,
+            parallel_search: self.tuning.transposed_parallel_search.unwrap_or(false),
             ..PipelineKey::plain(kernel, false)
         };
         let combine = PipelineKey::plain(Kernel::TransposedCombine, y_f16);
@@ -387,9 +388,6 @@ mod tests {
             target: 16_384,
             min_chunk: 2,
         };
-        assert_eq!(
-            chunks(tuned, 1000, 40, 10_000, 65_535, 1 << 30),
-            410
-        );
+        assert_eq!(chunks(tuned, 1000, 40, 10_000, 65_535, 1 << 30), 410);
     }
 }
