@@ -165,6 +165,7 @@ fn open_backend(
         BackendKind::Cuda => backend::cuda::open(&backend::cuda::CudaConfig {
             ordinal: opts.cuda_ordinal,
             tuning: tuning.cuda.clone(),
+            kernel_cache: crate::options::resolve_kernel_cache(),
         })
         .map(AnyBackend::Cuda),
         #[allow(unreachable_patterns)]

@@ -67,5 +67,6 @@ pub use macko_format::{
 #[doc(hidden)]
 pub use options::Tuning;
 pub use options::{
-    DeviceOptions, PlanCache, ENV_BACKEND, ENV_PLAN_CACHE, ENV_TUNING, ENV_WGPU_SUBGROUPS,
+    default_kernel_cache_dir, DeviceOptions, PlanCache, ENV_BACKEND, ENV_KERNEL_CACHE,
+    ENV_PLAN_CACHE, ENV_TUNING, ENV_WGPU_SUBGROUPS,
 };

@@ -4,7 +4,9 @@
 //! - `MACKO_BACKEND=cpu|wgpu|cuda` forces a backend ([`crate::Device::from_env`]);
 //! - `MACKO_WGPU_SUBGROUPS=0` turns off wgpu's subgroup kernels (the workgroup-memory path);
 //! - `MACKO_PLAN_CACHE=off|PATH` turns off the tuned plans of `macko tune`, or reads them from
-//!   PATH instead of the user's cache directory ([`crate::tune`]).
+//!   PATH instead of the user's cache directory ([`crate::tune`]);
+//! - `MACKO_KERNEL_CACHE=off|DIR` turns off the CUDA kernels compiled in earlier processes, or
+//!   keeps them in DIR instead of the user's cache directory ([`default_kernel_cache_dir`]).
 //!
 //! For maintainers, `MACKO_TUNING` forces plan choices the rules otherwise make, for the sweep
 //! scripts of kernels/ and shaders/: whitespace-separated `backend.key=value` items, e.g.
@@ -27,6 +29,10 @@ pub const ENV_WGPU_SUBGROUPS: &str = "MACKO_WGPU_SUBGROUPS";
 pub const ENV_TUNING: &str = "MACKO_TUNING";
 /// Environment variable that turns off the plan cache (`off`) or names its file.
 pub const ENV_PLAN_CACHE: &str = "MACKO_PLAN_CACHE";
+
+/// Environment variable that turns off the on-disk cache of compiled CUDA kernels (`off`) or
+/// names its directory.
+pub const ENV_KERNEL_CACHE: &str = "MACKO_KERNEL_CACHE";
 
 /// Where a device finds tuned plans ([`crate::tune`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -227,6 +233,37 @@ pub fn default_cache_path() -> Option<std::path::PathBuf> {
     dirs::cache_dir().map(|d| d.join("macko").join("plans.json"))
 }
 
+/// The folder of CUDA kernels compiled by earlier processes: `kernels` in macko's folder of the
+/// platform's cache directory (beside [`default_cache_path`]); `None` where the platform has
+/// none.
+pub fn default_kernel_cache_dir() -> Option<std::path::PathBuf> {
+    dirs::cache_dir().map(|d| d.join("macko").join("kernels"))
+}
+
+/// The folder the CUDA backend keeps compiled kernels in, `MACKO_KERNEL_CACHE`'s choice (`off`,
+/// `0`, `false` or `no`: none; a path: that folder; unset or empty: the default), or `None`.
+#[cfg(feature = "cuda")]
+pub(crate) fn resolve_kernel_cache() -> Option<std::path::PathBuf> {
+    kernel_cache_from(std::env::var(ENV_KERNEL_CACHE).ok().as_deref())
+}
+
+/// `resolve_kernel_cache` for a value of the variable (`None`: unset).
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+fn kernel_cache_from(value: Option<&str>) -> Option<std::path::PathBuf> {
+    match value.map(str::trim) {
+        None | Some("") => default_kernel_cache_dir(),
+        Some(v)
+            if matches!(
+                v.to_ascii_lowercase().as_str(),
+                "off" | "0" | "false" | "no"
+            ) =>
+        {
+            None
+        }
+        Some(v) => Some(v.into()),
+    }
+}
+
 /// The plan cache file a device opened with `opts` reads, or why it reads none: `Err` when
 /// plan choices are forced (by `opts` or `MACKO_TUNING`) or the cache is off.
 pub(crate) fn resolve_plan_cache(
@@ -251,6 +288,22 @@ pub(crate) fn resolve_plan_cache(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_kernel_cache_is_on_by_default_and_follows_the_variable() {
+        assert_eq!(kernel_cache_from(None), default_kernel_cache_dir());
+        assert_eq!(kernel_cache_from(Some(" ")), default_kernel_cache_dir());
+        for off in ["off", "OFF", "0", "false", "no"] {
+            assert_eq!(kernel_cache_from(Some(off)), None, "{off}");
+        }
+        assert_eq!(
+            kernel_cache_from(Some("/tmp/k")),
+            Some(std::path::PathBuf::from("/tmp/k"))
+        );
+        if let Some(d) = default_kernel_cache_dir() {
+            assert!(d.ends_with("macko/kernels"));
+        }
+    }
 
     fn table<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
         move |name| {

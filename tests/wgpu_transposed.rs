@@ -6,6 +6,7 @@
 //! homogeneous CSR and MACKO, x dense and sparse, f16 and f32 y, against the f64 reference.
 //! The matrix has rows longer than a workgroup's probes can cover in one round (4 096 entries),
 //! empty rows under NaN and ∞ of x, and 20 column tiles.
+#![cfg(feature = "wgpu")]
 
 mod common;
 
@@ -76,7 +77,11 @@ fn devices() -> Vec<(String, Device)> {
                 let label = format!(
                     "wgpu, {rule}, {} search{}",
                     if parallel { "parallel" } else { "binary" },
-                    if cap.is_some() { ", 64 KiB bindings" } else { "" }
+                    if cap.is_some() {
+                        ", 64 KiB bindings"
+                    } else {
+                        ""
+                    }
                 );
                 if let Some(dev) = open_or_skip(&label, &opts) {
                     out.push((label, dev));

@@ -36,6 +36,7 @@ mod cursors;
 mod errors;
 mod external;
 mod flat;
+mod kernel_cache;
 mod kernels;
 mod launch;
 mod memory;
@@ -92,6 +93,8 @@ pub(crate) struct CudaConfig {
     pub ordinal: usize,
     /// Plan choices forced for experiments and tests (`Default`: the plan rules decide).
     pub tuning: CudaTuning,
+    /// The folder of kernels compiled by earlier processes (`None`: compile every kernel).
+    pub kernel_cache: Option<std::path::PathBuf>,
 }
 
 /// Opens the CUDA GPU `config.ordinal`: probes the driver, the GPU and NVRTC, creates the
@@ -186,6 +189,7 @@ pub(crate) struct CudaBackend {
 
 impl CudaBackend {
     fn open(config: &CudaConfig) -> Result<Self> {
+        nvrtc::use_kernel_cache(config.kernel_cache.clone());
         let gpu = probe::open_gpu(config.ordinal)?;
         let p = &gpu.props;
         let loaded = Kernels::load(&gpu.ctx, &p.arch(), p.smem_per_block_optin)?;

@@ -12,11 +12,13 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, CString};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
 
 use super::errors::{cuda_error, internal, unavailable};
+use super::kernel_cache;
 use crate::backend::BackendKind;
 use crate::error::{Error, Result};
 
@@ -441,13 +443,8 @@ fn program_text(kernel: &KernelSource) -> String {
     text
 }
 
-/// Compiles one kernel file for `arch` (`"sm_90"`) with `defines` (`-DNAME=VALUE` options).
-/// Succeeds with warnings in [`Compiled::log`]; a compile error is an [`Error::Backend`] whose
-/// message carries NVRTC's log.
-pub fn compile(kernel: &KernelSource, arch: &str, defines: &[String]) -> Result<Compiled> {
-    if !nvrtc_present() {
-        return Err(unavailable(NVRTC_MISSING));
-    }
+/// The options NVRTC compiles `kernel` for `arch` with, `defines` last.
+fn options(kernel: &KernelSource, arch: &str, defines: &[String]) -> Vec<String> {
     let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".to_string(),
@@ -456,6 +453,17 @@ pub fn compile(kernel: &KernelSource, arch: &str, defines: &[String]) -> Result<
     ];
     options.extend(kernel.defines.iter().map(|d| d.to_string()));
     options.extend(defines.iter().cloned());
+    options
+}
+
+/// Compiles one kernel file for `arch` (`"sm_90"`) with `defines` (`-DNAME=VALUE` options).
+/// Succeeds with warnings in [`Compiled::log`]; a compile error is an [`Error::Backend`] whose
+/// message carries NVRTC's log.
+pub fn compile(kernel: &KernelSource, arch: &str, defines: &[String]) -> Result<Compiled> {
+    if !nvrtc_present() {
+        return Err(unavailable(NVRTC_MISSING));
+    }
+    let options = options(kernel, arch, defines);
     let text = CString::new(program_text(kernel)).map_err(|e| Error::Backend {
         backend: BackendKind::Cuda,
         message: format!("kernels/{}: source holds a NUL byte: {e}", kernel.label()),
@@ -557,21 +565,91 @@ type CacheKey = (&'static str, &'static str, String);
 static CACHE: LazyLock<Mutex<HashMap<CacheKey, Arc<Vec<u8>>>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// The CUBIN of `kernel` for `arch`, compiled at most once per process. Two threads asking at
-/// once may both compile; one result is kept.
+/// The CUBIN of `kernel` for `arch`, compiled at most once per process, and loaded from the
+/// on-disk cache of earlier processes where it holds it (`MACKO_KERNEL_CACHE`;
+/// `kernel_cache.rs`). Two threads asking at once may both compile; one result is kept.
 pub(crate) fn cubin_cached(kernel: &KernelSource, arch: &str) -> Result<Arc<Vec<u8>>> {
     let key: CacheKey = (kernel.file, kernel.variant, arch.to_string());
     let poisoned = |_| internal("the NVRTC cache lock is poisoned");
     if let Some(cubin) = CACHE.lock().map_err(poisoned)?.get(&key) {
         return Ok(cubin.clone());
     }
-    let cubin = Arc::new(compile(kernel, arch, &[])?.cubin);
+    let dir = lock_kernel_cache()?.clone();
+    let cubin = Arc::new(cubin_on_disk(kernel, arch, dir.as_deref())?);
     Ok(CACHE
         .lock()
         .map_err(poisoned)?
         .entry(key)
         .or_insert(cubin)
         .clone())
+}
+
+/// The folder of compiled kernels [`cubin_cached`] reads and fills: the one the last CUDA
+/// device opened was given (`MACKO_KERNEL_CACHE`, resolved by the device layer; the same for
+/// every device of a process unless a program changes the variable between two opens).
+static KERNEL_CACHE: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+fn lock_kernel_cache() -> Result<std::sync::MutexGuard<'static, Option<PathBuf>>> {
+    KERNEL_CACHE
+        .lock()
+        .map_err(|_| internal("the kernel cache folder's lock is poisoned"))
+}
+
+/// Sets the folder [`cubin_cached`] keeps compiled kernels in (`None`: none).
+pub(crate) fn use_kernel_cache(dir: Option<PathBuf>) {
+    if let Ok(mut current) = lock_kernel_cache() {
+        *current = dir;
+    }
+}
+
+/// The CUBIN of `kernel` for `arch` from the cache folder `dir` where it holds this exact
+/// program's, else compiled (and left there for the next process). A file that is not this
+/// program's is ignored with a warning; one that cannot be written costs only the next
+/// process a compilation (warned once).
+fn cubin_on_disk(kernel: &KernelSource, arch: &str, dir: Option<&Path>) -> Result<Vec<u8>> {
+    let Some(dir) = dir else {
+        return Ok(compile(kernel, arch, &[])?.cubin);
+    };
+    let key = kernel_cache::Key::new(
+        kernel.file,
+        kernel.variant,
+        arch,
+        version()?,
+        &options(kernel, arch, &[]),
+        &program_text(kernel),
+    );
+    match kernel_cache::load(dir, &key) {
+        Ok(cubin) => return Ok(cubin),
+        Err(kernel_cache::Miss::Absent) => {}
+        Err(kernel_cache::Miss::Rejected(why)) => warn_once(&format!(
+            "ignoring a cached kernel ({why}); compiling it again"
+        )),
+    }
+    let cubin = compile(kernel, arch, &[])?.cubin;
+    if let Err(e) = kernel_cache::store(dir, &key, &cubin) {
+        warn_once(&format!(
+            "cannot keep compiled kernels in {} ({e}); set MACKO_KERNEL_CACHE to another \
+             folder, or to off",
+            dir.display()
+        ));
+    }
+    Ok(cubin)
+}
+
+/// Prints `message` on stderr as a warning unless this process printed it already.
+fn warn_once(message: &str) {
+    static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let first = SEEN.lock().map_or(true, |mut seen| {
+        if seen.iter().any(|m| m == message) {
+            false
+        } else {
+            seen.push(message.to_string());
+            true
+        }
+    });
+    if first {
+        eprintln!("warning: macko: {message}");
+    }
 }
 
 #[cfg(test)]
@@ -611,6 +689,63 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Through the cache folder: the first call compiles and leaves the file, the second loads
+    /// it (the same image, no compilation), a damaged file is compiled over. Needs NVRTC
+    /// (skipped without it; `tests/cuda_kernels.rs` is the test that insists on NVRTC).
+    #[test]
+    fn compiled_kernels_are_kept_on_disk_and_damaged_ones_replaced() {
+        if !nvrtc_present() {
+            println!("skipping: {NVRTC_MISSING}");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("macko-nvrtc-disk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let compiled = compile(&STREAM, "sm_90", &[]).unwrap().cubin;
+        let first = cubin_on_disk(&STREAM, "sm_90", Some(&dir)).unwrap();
+        assert_eq!(first, compiled, "NVRTC is deterministic for one program");
+        let files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().collect();
+        assert_eq!(files.len(), 1, "one file, no temporary left behind");
+        let path = files[0].path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        assert!(
+            name.starts_with("stream_cu-sm_90-") && name.ends_with(".cubin"),
+            "{name}"
+        );
+        // A file that is a valid cache entry of another image: loaded as stored, which shows
+        // the second call reads the file rather than compiling.
+        let key = kernel_cache::Key::new(
+            STREAM.file,
+            STREAM.variant,
+            "sm_90",
+            version().unwrap(),
+            &options(&STREAM, "sm_90", &[]),
+            &program_text(&STREAM),
+        );
+        kernel_cache::store(&dir, &key, b"stored image").unwrap();
+        assert_eq!(
+            cubin_on_disk(&STREAM, "sm_90", Some(&dir)).unwrap(),
+            b"stored image".to_vec()
+        );
+        // Damaged: compiled again and written over.
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(
+            cubin_on_disk(&STREAM, "sm_90", Some(&dir)).unwrap(),
+            compiled
+        );
+        assert_eq!(kernel_cache::load(&dir, &key), Ok(compiled));
+        // Another architecture: its own file.
+        cubin_on_disk(&STREAM, "sm_80", Some(&dir)).unwrap();
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
