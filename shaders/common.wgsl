@@ -20,11 +20,12 @@ struct MatrixParams {
     cols: u32,
     // Row of y where this block's row 0 goes (blocks of a split matrix share one y).
     row_offset: u32,
-    // Index of this block in its matrix (read by no kernel since rows are dealt by stride; the
-    // field keeps the uniform's layout).
+    // Index of this block in its matrix (the transposed kernels start their sums at zero in
+    // block 0, transposed.wgsl; the products deal rows by stride and do not read it).
     slot: u32,
     // Dense only: vec4<u32> words per stored row (cols rounded up to 8 elements). CSR and
-    // MACKO: the rows of the whole matrix (the transposed kernels find the last row block by it).
+    // MACKO: the rows of the whole matrix (the transposed kernels cut a dense x's rows into
+    // chunks by it, transposed.wgsl).
     stride: u32,
     // MACKO subgroup kernel with x staged in column tiles only (X_TILED in macko.wgsl; 0
     // otherwise): the tiles, the columns of each (a multiple of 64; the last may hold fewer),

@@ -42,12 +42,13 @@ const TILE: u32 = 256u;
 
 var<workgroup> acc: array<f32, TILE>;
 
-// Chunk z of `chunks` over `count` entries: [lo, hi), each ceil(count / chunks) entries long
-// but the last ones, which may be shorter or empty.
+// Chunk z of `chunks` over `count` entries: [lo, hi), the first count % chunks chunks one entry
+// longer than the others, so that no chunk is empty where chunks <= count.
 fn chunk_range(count: u32, z: u32, chunks: u32) -> vec2<u32> {
-    let size = count / chunks + select(0u, 1u, count % chunks != 0u);
-    let lo = min(z * size, count);
-    return vec2<u32>(lo, lo + min(size, count - lo));
+    let size = count / chunks;
+    let extra = count % chunks;
+    let lo = z * size + min(z, extra);
+    return vec2<u32>(lo, lo + size + select(0u, 1u, z < extra));
 }
 
 // Word of chunk z's sum for column c.

@@ -13,6 +13,11 @@
 //! program's file under a colliding name) is ignored with a warning on stderr and compiled
 //! again, so a bad file costs a compilation, never a wrong or crashing kernel. Files are written
 //! to a temporary name and renamed into place, so a reader never sees half a file.
+//!
+//! Not covered by the key: NVRTC's patch version (`nvrtcVersion` gives major.minor), so after
+//! a patch update of CUDA the kernels of the older NVRTC stay in use until the folder is
+//! cleared. Nothing is evicted: a new library version or source leaves the old files (a few
+//! hundred KB each) until the folder is cleared.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -129,14 +134,15 @@ fn take_u64(bytes: &[u8]) -> Option<(u64, &[u8])> {
     Some((u64::from_le_bytes(*head), rest))
 }
 
-/// Writes `cubin` as `key`'s file in `dir` (created if needed): to a temporary name first,
-/// then renamed, so that a concurrent reader sees the old file, none, or the whole new one.
+/// Writes `cubin` as `key`'s file in `dir` (created if needed): to a temporary file of its own
+/// first (created new, so two writers, threads of one process or processes of two containers
+/// sharing the folder, never share one), then renamed, so that a concurrent reader sees the old
+/// file, none, or the whole new one.
 pub(crate) fn store(dir: &Path, key: &Key, cubin: &[u8]) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let path = key.path(dir);
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let (tmp, mut f) = temporary(&path)?;
     let written = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
         f.write_all(MAGIC)?;
         f.write_all(key.text.as_bytes())?;
         f.write_all(b"\0")?;
@@ -144,12 +150,38 @@ pub(crate) fn store(dir: &Path, key: &Key, cubin: &[u8]) -> std::io::Result<()> 
         f.write_all(cubin)?;
         f.write_all(&fnv64(cubin).to_le_bytes())?;
         f.sync_all()?;
+        drop(f);
         std::fs::rename(&tmp, &path)
     })();
     if written.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     written
+}
+
+/// A new temporary file beside `path`, named by the process, a counter and the time, created
+/// only if no such file exists (never truncating or following another writer's).
+fn temporary(path: &Path) -> std::io::Result<(PathBuf, std::fs::File)> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    let mut last = None;
+    for _ in 0..8 {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let tmp = path.with_extension(format!("tmp.{}.{n}.{nanos}", std::process::id()));
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)
+        {
+            Ok(f) => return Ok((tmp, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => return Err(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temporary name was free")))
 }
 
 #[cfg(test)]

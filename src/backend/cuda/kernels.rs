@@ -52,7 +52,8 @@ fn source_of(kernel: Kernel) -> &'static KernelSource {
     }
 }
 
-/// Loads one kernel file's CUBIN (compiled once per process) into `ctx`.
+/// Loads one kernel file's CUBIN (compiled once per process, or loaded from the on-disk kernel
+/// cache) into `ctx`.
 pub(super) fn load_module(
     ctx: &Arc<CudaContext>,
     kernel: &KernelSource,
@@ -115,7 +116,7 @@ pub(crate) struct Loaded {
 }
 
 impl Kernels {
-    /// Compiles (once per process) and loads every kernel for `arch` (`sm_90`) into `ctx`, and
+    /// Compiles (once per process, or loaded from the on-disk kernel cache) and loads every kernel for `arch` (`sm_90`) into `ctx`, and
     /// lets those that stage x use up to `smem_optin` bytes of dynamic shared memory.
     pub fn load(ctx: &Arc<CudaContext>, arch: &str, smem_optin: u32) -> Result<Loaded> {
         let mut modules: HashMap<&'static str, Arc<CudaModule>> = HashMap::new();
@@ -210,7 +211,7 @@ pub(crate) struct QuantKernels {
 }
 
 impl QuantKernels {
-    /// Compiles (once per process) and loads the kernels of `bits` into `ctx`, letting those that
+    /// Compiles (once per process, or loaded from the on-disk kernel cache) and loads the kernels of `bits` into `ctx`, letting those that
     /// stage x use up to `smem_optin` bytes of dynamic shared memory (as [`Kernels::load`]).
     pub fn load(
         ctx: &Arc<CudaContext>,

@@ -98,7 +98,7 @@ pub(crate) struct CudaConfig {
 }
 
 /// Opens the CUDA GPU `config.ordinal`: probes the driver, the GPU and NVRTC, creates the
-/// context and stream, and compiles (once per process) and loads every kernel.
+/// context and stream, and compiles (once per process, or loaded from the on-disk kernel cache) and loads every kernel.
 pub(crate) fn open(config: &CudaConfig) -> Result<CudaBackend> {
     CudaBackend::open(config)
 }

@@ -34,7 +34,7 @@ pub(crate) struct Sparse24Kernels {
 }
 
 impl Sparse24Kernels {
-    /// Compiles (once per process) and loads kernels/sparse24.cu for `arch` into `ctx`.
+    /// Compiles (once per process, or loaded from the on-disk kernel cache) and loads kernels/sparse24.cu for `arch` into `ctx`.
     pub fn load(ctx: &Arc<CudaContext>, arch: &str) -> Result<Self> {
         let module = load_module(ctx, &nvrtc::SPARSE24, arch)?;
         let function = |name: String| -> Result<CudaFunction> {

@@ -77,7 +77,7 @@ pub(crate) struct SparseInputKernels {
 }
 
 impl SparseInputKernels {
-    /// Compiles (once per process) and loads kernels/transposed.cu for `arch` into `ctx`.
+    /// Compiles (once per process, or loaded from the on-disk kernel cache) and loads kernels/transposed.cu for `arch` into `ctx`.
     pub fn load(ctx: &Arc<CudaContext>, arch: &str) -> Result<Self> {
         let module = load_module(ctx, &nvrtc::TRANSPOSED, arch)?;
         let function = |name: &str| -> Result<CudaFunction> {

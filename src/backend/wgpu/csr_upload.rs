@@ -85,7 +85,8 @@ impl WgpuBackend {
                 to_u32(rows.start, "first row of a block")?,
             );
             params.slot = to_u32(slot, "block index")?;
-            // The transposed kernel's mark of the last block (csr_transposed_wg.wgsl).
+            // The whole matrix's rows, which the transposed kernels cut a dense x's rows by
+            // (transposed.wgsl).
             params.stride = m.rows as u32;
             let values = match m.values {
                 CsrValues::PerEntry(v) => &v[2 * base..2 * end],

@@ -38,12 +38,13 @@ pub(super) struct MatrixParams {
     pub rows: u32,
     cols: u32,
     row_offset: u32,
-    /// The block's index in its matrix (read by no kernel; kept so the uniform's layout, and
-    /// the kernels, stay as they were).
+    /// The block's index in its matrix (the transposed kernels start their sums at zero in
+    /// block 0; the products do not read it).
     pub slot: u32,
     /// Dense: 16-byte words (binary16) or chunks of 8 codes (quantized) per stored row. 2:4:
     /// words of 8 groups per stored row (`sparse24_rows`). CSR, homogeneous CSR and MACKO: the
-    /// rows of the whole matrix (the transposed kernels find their last row block by it).
+    /// rows of the whole matrix (the transposed kernels cut a dense x's rows into chunks by
+    /// it).
     pub stride: u32,
     /// MACKO with x in column tiles only (0 otherwise): tiles, columns per tile, and the word of
     /// the partial sums buffer where the block's partial row sums start.
@@ -483,8 +484,8 @@ impl WgpuBackend {
                 to_u32(rows.start, "first row of a block")?,
             );
             params.slot = to_u32(slot, "block index")?;
-            // The transposed kernel's mark of the last block (macko_transposed_wg.wgsl); no
-            // MACKO product kernel reads the field.
+            // The whole matrix's rows, which the transposed kernels cut a dense x's rows by
+            // (transposed.wgsl); no MACKO product kernel reads the field.
             params.stride = to_u32(m.rows(), "rows")?;
             if let Some(t) = tiles {
                 params.tiles = t.tiles;

@@ -258,7 +258,9 @@ impl WgpuBackend {
         // The matrix kernels read no y, so one pipeline serves both precisions.
         let key = PipelineKey {
             homogeneous: a.plan.homogeneous,
-            parallel_search: self.tuning.transposed_parallel_search.unwrap_or(false),
+            // CSR only (PARALLEL_SEARCH is csr_transposed_wg.wgsl's): no duplicate MACKO pipelines.
+            parallel_search: matches!(kernel, Kernel::CsrTransposed | Kernel::CsrTransposedDense)
+                && self.tuning.transposed_parallel_search.unwrap_or(false),
             ..PipelineKey::plain(kernel, false)
         };
         let combine = PipelineKey::plain(Kernel::TransposedCombine, y_f16);
@@ -278,6 +280,16 @@ impl WgpuBackend {
     /// The bind group of a partial sums buffer of at least `bytes`, grown (to a power of two)
     /// where the current one is smaller.
     fn partials_group(&self, bytes: u64) -> Result<wgpu::BindGroup> {
+        if bytes > self.vector_limit {
+            return Err(Error::TooLarge {
+                backend: BackendKind::Wgpu,
+                what: "the partial sums of a transposed product (one row of y in f32, and a \
+                       header)"
+                    .into(),
+                needed: bytes,
+                limit: self.vector_limit,
+            });
+        }
         let mut current = lock(&self.transposed_partials);
         if let Some(p) = current.as_ref().filter(|p| p.bytes >= bytes) {
             return Ok(p.group.clone());
@@ -365,7 +377,8 @@ mod tests {
     #[test]
     fn chunks_fill_the_grid_within_their_limits() {
         let r = ChunkRule::default();
-        // The CSR report's 10 000 columns (40 tiles), x 10 % of 10 000 rows: 103 chunks of 10.
+        // The CSR report's 10 000 columns (40 tiles), x 10 % of 10 000 rows: 103 chunks of 9
+        // or 10 entries.
         assert_eq!(chunks(r, 1000, 40, 10_000, 65_535, 1 << 30), 103);
         // Few entries: no chunk shorter than MIN_CHUNK.
         assert_eq!(chunks(r, 20, 40, 10_000, 65_535, 1 << 30), 2);
