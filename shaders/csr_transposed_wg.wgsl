@@ -5,8 +5,10 @@
 // x's non-zeros select rows of A; only those rows are read. Each workgroup owns a tile of TILE
 // consecutive columns of y and one chunk of x's entries (transposed.wgsl), and keeps
 // the tile's sums in workgroup memory: it walks its chunk's entries in order and, for each
-// selected row, finds the row's entries inside its tile by binary search (CSR columns increase
-// within a row) and adds x_i·A[i, c] into its tile, its invocations striding over those
+// selected row, finds the row's entries inside its tile (CSR columns increase within a row) by
+// a search of the whole workgroup (parallel_bounds: about log_WORKGROUP(row length) rounds of
+// one probe per invocation, where each invocation's own binary search took 2·log₂(row length)
+// dependent loads; measured on an H100 2026-11-28, shaders/README.md) and adds x_i·A[i, c] into its tile, its invocations striding over those
 // entries. A row's columns are distinct, so within one row no two invocations add into one
 // slot, and a barrier after each row orders the rows: the tile's sums over the chunk are in x's
 // order, with no atomics. They go to the partial sums, which transposed_combine_wg.wgsl adds
@@ -24,35 +26,12 @@
 @group(0) @binding(2) var<storage, read> values: array<u32>;
 @group(0) @binding(3) var<storage, read> col_idx: array<u32>;
 
-// With PARALLEL_SEARCH, a row's part in the tile is found by the whole workgroup at once
-// (parallel_bounds) rather than by every invocation on its own (lower_bound): about
-// log_WORKGROUP(row length) rounds of one probe each, against log₂(row length) dependent loads
-// per bound. A tuning choice (`wgpu.transposed_search`), to be measured.
-override PARALLEL_SEARCH: bool = false;
-
 // The probes of a round below c0 and below c1 (parallel_bounds), and their counts read back.
 var<workgroup> below: array<atomic<u32>, 2>;
 var<workgroup> below_counts: vec2<u32>;
 
-// The first entry in [lo, hi) of the block's arrays whose column is at least c (hi if none).
-fn lower_bound(lo0: u32, hi0: u32, c: u32) -> u32 {
-    var lo = lo0;
-    var hi = hi0;
-    loop {
-        if lo >= hi {
-            break;
-        }
-        let mid = lo + (hi - lo) / 2u;
-        if col_idx[mid] < c {
-            lo = mid + 1u;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
-// lower_bound of c0 and of c1 in [lo0, hi0), by the workgroup together. Each round cuts each
+// The first entries in [lo0, hi0) of the block's arrays whose columns are at least c0 and at
+// least c1 (hi0 if none), found by the workgroup together. Each round cuts each
 // interval [lo, hi) into WORKGROUP blocks of s = ⌈(hi − lo) / WORKGROUP⌉ entries; invocation t
 // probes the last entry of block t, and the blocks whose last column is below the bound's are
 // counted: with k of them, the bound lies in block k, before its last entry or at it (or at hi
@@ -106,16 +85,9 @@ fn main(
         let e = x_entry(n);
         if selects_a_row(e) {
             let r = e.row - params.row_offset;
-            var j0: u32;
-            var j1: u32;
-            if PARALLEL_SEARCH {
-                let bounds = parallel_bounds(row_ptr[r], row_ptr[r + 1u], c0, c1, t);
-                j0 = bounds.x;
-                j1 = bounds.y;
-            } else {
-                j0 = lower_bound(row_ptr[r], row_ptr[r + 1u], c0);
-                j1 = lower_bound(j0, row_ptr[r + 1u], c1);
-            }
+            let bounds = parallel_bounds(row_ptr[r], row_ptr[r + 1u], c0, c1, t);
+            let j0 = bounds.x;
+            let j1 = bounds.y;
             for (var j = j0 + t; j < j1; j += WORKGROUP) {
                 let bits = csr_value_bits(j);
                 // A stored zero adds nothing, even where x is NaN or ±∞.

@@ -252,9 +252,9 @@ fn check(name: &str, source: &str, caps: Capabilities) -> Result<(), String> {
         &[&[]]
     };
     // The CSR kernels: HOMOGENEOUS both ways (csr.wgsl), and for the transposed one DENSE_X
-    // and PARALLEL_SEARCH both ways; the CSR and MACKO kernels (every kernel composed after csr.wgsl or macko.wgsl):
+    // both ways; the CSR and MACKO kernels (every kernel composed after csr.wgsl or macko.wgsl):
     // SPARSE_X both ways; nothing for the others.
-    let flags: Vec<&str> = ["HOMOGENEOUS", "DENSE_X", "SPARSE_X", "PARALLEL_SEARCH"]
+    let flags: Vec<&str> = ["HOMOGENEOUS", "DENSE_X", "SPARSE_X"]
         .into_iter()
         .filter(|f| has(f))
         .collect();

@@ -1,8 +1,7 @@
 //! wgpu's transposed products y = Aᵀ·x (shaders/README.md, "Transposed products with a sparse
-//! x") under every way of cutting x into chunks and of finding a row's part in a column tile:
-//! the default rule, one chunk for all of x, chunks of a single entry over a grid of 65 536
-//! workgroups, and the workgroup's parallel search (`wgpu.transposed_parallel_search`) with
-//! each of those, each with row blocks (64 KiB bindings) and without. Every output of CSR,
+//! x") under every way of cutting x into chunks: the default rule, one chunk for all of x,
+//! chunks of a single entry over a grid of 65 536 workgroups, each with row blocks (64 KiB
+//! bindings) and without. Every output of CSR,
 //! homogeneous CSR and MACKO, x dense and sparse, f16 and f32 y, against the f64 reference.
 //! The matrix has rows longer than a workgroup's probes can cover in one round (4 096 entries),
 //! empty rows under NaN and ∞ of x, and 20 column tiles.
@@ -54,7 +53,7 @@ fn x_rows(rows: usize) -> Vec<f16> {
         .collect()
 }
 
-/// The wgpu devices under test: each chunk rule and search, with and without row blocks.
+/// The wgpu devices under test: each chunk rule, with and without row blocks.
 fn devices() -> Vec<(String, Device)> {
     let rules: [(&str, Option<u32>, Option<u32>); 3] = [
         ("default chunks", None, None),
@@ -63,29 +62,25 @@ fn devices() -> Vec<(String, Device)> {
     ];
     let mut out = Vec::new();
     for (rule, workgroups, min_chunk) in rules {
-        for parallel in [false, true] {
-            for cap in [None, Some(64u64 << 10)] {
-                let mut tuning = Tuning::default();
-                tuning.wgpu.transposed_workgroups = workgroups;
-                tuning.wgpu.transposed_min_chunk = min_chunk;
-                tuning.wgpu.transposed_parallel_search = Some(parallel);
-                let opts = DeviceOptions {
-                    tuning: Some(tuning),
-                    max_binding_bytes: cap,
-                    ..DeviceOptions::for_backend(BackendKind::Wgpu)
-                };
-                let label = format!(
-                    "wgpu, {rule}, {} search{}",
-                    if parallel { "parallel" } else { "binary" },
-                    if cap.is_some() {
-                        ", 64 KiB bindings"
-                    } else {
-                        ""
-                    }
-                );
-                if let Some(dev) = open_or_skip(&label, &opts) {
-                    out.push((label, dev));
+        for cap in [None, Some(64u64 << 10)] {
+            let mut tuning = Tuning::default();
+            tuning.wgpu.transposed_workgroups = workgroups;
+            tuning.wgpu.transposed_min_chunk = min_chunk;
+            let opts = DeviceOptions {
+                tuning: Some(tuning),
+                max_binding_bytes: cap,
+                ..DeviceOptions::for_backend(BackendKind::Wgpu)
+            };
+            let label = format!(
+                "wgpu, {rule}{}",
+                if cap.is_some() {
+                    ", 64 KiB bindings"
+                } else {
+                    ""
                 }
+            );
+            if let Some(dev) = open_or_skip(&label, &opts) {
+                out.push((label, dev));
             }
         }
     }
@@ -93,7 +88,7 @@ fn devices() -> Vec<(String, Device)> {
 }
 
 #[test]
-fn transposed_products_agree_under_every_chunk_rule_and_search() {
+fn transposed_products_agree_under_every_chunk_rule() {
     let dense = matrix();
     let csr = CsrMatrix::from_dense(&dense).unwrap();
     let formats: [(&str, AnyMatrix); 3] = [

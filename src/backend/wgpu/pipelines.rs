@@ -125,9 +125,6 @@ pub(super) struct PipelineKey {
     /// CSR and MACKO (binary16) single-vector kernels multiplying a sparse x's dense copy,
     /// x's zeros masked (`SPARSE_X`, shaders/csr.wgsl and shaders/macko.wgsl).
     pub sparse_x: bool,
-    /// Transposed CSR kernels: a row's part in the tile found by the whole workgroup
-    /// (`PARALLEL_SEARCH`, shaders/csr_transposed_wg.wgsl).
-    pub parallel_search: bool,
 }
 
 impl PipelineKey {
@@ -149,7 +146,6 @@ impl PipelineKey {
             quant: None,
             homogeneous: false,
             sparse_x: false,
-            parallel_search: false,
         }
     }
 
@@ -183,12 +179,6 @@ impl PipelineKey {
             Kernel::CsrTransposedDense | Kernel::MackoTransposedDense
         ) {
             c.push(("DENSE_X", 1.0));
-        }
-        if matches!(
-            self.kernel,
-            Kernel::CsrTransposed | Kernel::CsrTransposedDense
-        ) {
-            c.push(("PARALLEL_SEARCH", flag(self.parallel_search)));
         }
         if let Some(q) = self.quant {
             c.push(("PER_GROUP", flag(q.per_group)));

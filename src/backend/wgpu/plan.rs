@@ -237,7 +237,6 @@ impl WgpuPlan {
             quant: self.quant,
             homogeneous: self.homogeneous,
             sparse_x: false,
-            parallel_search: false,
         }
     }
 }

@@ -27,9 +27,13 @@ const TILE: u32 = 256;
 /// turn with a barrier after each.
 const TARGET_WORKGROUPS: u32 = 4096;
 
-/// Fewest entries of x a chunk takes: a chunk's partial sums cost a write and a
-/// read of its tile, more than a few rows of work.
-const MIN_CHUNK: u32 = 8;
+/// Fewest entries of x a chunk takes: a chunk's partial sums cost a write and a read of its
+/// tile. Measured on an H100 (2026-11-28, the report's six cases, x 10 % and 1 %, medians):
+/// 2 against 8 took the transposed products with a sparse x from 10.4–10.9 % to 16.1–18.0 %
+/// of the ceiling (CSR) and from 7.6–8.3 % to 14.2–15.9 % (MACKO), x dense from 5.4 to 7.7 %,
+/// as x's 100 entries at 1 % fill 50 chunks rather than 13; 1 was slower again (13.2 %), and
+/// so were grids aimed at 8 192 or 16 384 workgroups (more chunks, each as slow per row).
+const MIN_CHUNK: u32 = 2;
 
 /// Words before the partial sums in their buffer (PARTIALS_AT in transposed.wgsl).
 const PARTIALS_AT: u64 = 4;
@@ -258,9 +262,6 @@ impl WgpuBackend {
         // The matrix kernels read no y, so one pipeline serves both precisions.
         let key = PipelineKey {
             homogeneous: a.plan.homogeneous,
-            // CSR only (PARALLEL_SEARCH is csr_transposed_wg.wgsl's): no duplicate MACKO pipelines.
-            parallel_search: matches!(kernel, Kernel::CsrTransposed | Kernel::CsrTransposedDense)
-                && self.tuning.transposed_parallel_search.unwrap_or(false),
             ..PipelineKey::plain(kernel, false)
         };
         let combine = PipelineKey::plain(Kernel::TransposedCombine, y_f16);
@@ -380,8 +381,10 @@ mod tests {
         // The CSR report's 10 000 columns (40 tiles), x 10 % of 10 000 rows: 103 chunks of 9
         // or 10 entries.
         assert_eq!(chunks(r, 1000, 40, 10_000, 65_535, 1 << 30), 103);
-        // Few entries: no chunk shorter than MIN_CHUNK.
-        assert_eq!(chunks(r, 20, 40, 10_000, 65_535, 1 << 30), 2);
+        // x 1 % (100 entries): 50 chunks of 2, the shortest. Few entries: no chunk shorter
+        // than MIN_CHUNK.
+        assert_eq!(chunks(r, 100, 40, 10_000, 65_535, 1 << 30), 50);
+        assert_eq!(chunks(r, 21, 40, 10_000, 65_535, 1 << 30), 10);
         // Empty x, one tile, a grid dimension of 1, memory for one chunk only: one chunk.
         assert_eq!(chunks(r, 0, 40, 10_000, 65_535, 1 << 30), 1);
         assert_eq!(chunks(r, 1 << 20, 1, 256, 1, 1 << 30), 1);

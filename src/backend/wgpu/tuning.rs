@@ -77,10 +77,6 @@ pub struct WgpuTuning {
     /// `transposed_min_chunk`: the fewest entries of x a chunk of a transposed product takes
     /// (`None`: `transposed::MIN_CHUNK`).
     pub transposed_min_chunk: Option<u32>,
-    /// `transposed_parallel_search`: the transposed CSR kernels find a row's part in their
-    /// column tile with the whole workgroup's probes (`None`: off, each invocation's own binary
-    /// search).
-    pub transposed_parallel_search: Option<bool>,
 }
 
 impl WgpuTuning {
@@ -105,7 +101,6 @@ impl WgpuTuning {
         "batch_workgroups",
         "transposed_workgroups",
         "transposed_min_chunk",
-        "transposed_parallel_search",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `wgpu.` already removed), e.g.
@@ -143,7 +138,6 @@ impl WgpuTuning {
             "transposed_min_chunk" => {
                 self.transposed_min_chunk = Some(number(value, 1..=u32::MAX)?)
             }
-            "transposed_parallel_search" => self.transposed_parallel_search = switch(value)?,
             "mask_table" => self.mask_table = switch(value)?,
             "aligned_rows" => self.aligned_rows = switch(value)?,
             "half_rows" => self.half_rows = switch(value)?,
@@ -174,10 +168,6 @@ impl WgpuTuning {
         switch("mask_table", self.mask_table);
         switch("aligned_rows", self.aligned_rows);
         switch("half_rows", self.half_rows);
-        switch(
-            "transposed_parallel_search",
-            self.transposed_parallel_search,
-        );
         if self.gather_probe {
             items.push("gather_probe=on".into());
         }
@@ -223,7 +213,6 @@ mod tests {
             let value = match key {
                 "x_tile_cols" | "macko_workgroup" | "batch_workgroup" => "128",
                 "x_words_granule" => "8",
-                "transposed_parallel_search" => "on",
                 k if k.starts_with("macko_")
                     || k.starts_with("transposed_")
                     || k == "batch_workgroups" =>
