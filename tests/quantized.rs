@@ -359,6 +359,49 @@ fn long_quantized_dense_rows_agree_in_every_scale_mode() {
     }
 }
 
+/// Dense quantized rows in many shapes of groups: cols a multiple of 64 with groups of 64, 128 and
+/// 192 (a divisor that is not a power of two) besides per-row scales, from one 64-column row to
+/// rows of 4 160 columns, 3 to 100 rows, finite x and x with NaN and ±∞, one and three vectors.
+/// (Written for a tensor-core dense GEMV that was measured slower and removed, kernels/README.md,
+/// "Quantized values"; it keeps the f32 kernels' grouped scales under test at these shapes.)
+#[test]
+fn dense_quantized_rows_with_wide_groups_agree() {
+    let shapes = [(16, 64), (37, 4160), (100, 1024), (3, 192)];
+    for (label, dev) in devices_under_test() {
+        for (i, &(rows, cols)) in shapes.iter().enumerate() {
+            for bits in [QuantBits::Int8, QuantBits::Int4] {
+                for (k, scales) in [
+                    ScaleLayout::PerRow,
+                    ScaleLayout::PerGroup(64),
+                    ScaleLayout::PerGroup(128),
+                    ScaleLayout::PerGroup(192),
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    if let ScaleLayout::PerGroup(g) = scales {
+                        if cols % g as usize != 0 {
+                            continue;
+                        }
+                    }
+                    let quant = Quantization { bits, scales };
+                    let seed = (20 * i + k) as u64 + 5000;
+                    let qd = random_quant_dense(rows, cols, quant, seed);
+                    for batch in [1, 3] {
+                        for (kind, x) in [
+                            ("finite x", random_batch(cols, batch, seed)),
+                            ("x with NaN and ±∞", x_with_non_finite(cols, batch, seed)),
+                        ] {
+                            let what = format!("dense {rows}×{cols} {quant:?} {kind}");
+                            check_product(&label, &dev, &what, (&qd).into(), &x, batch);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Quantized MACKO on the wgpu subgroup path in each way its kernel reads x, forced through
 /// the typed tuning: staged as f16 scalars (where the adapter has `SHADER_F16`), padded or
 /// not, or as f16 pairs; gathered from memory; with 3 workgroups, so that every subgroup works
