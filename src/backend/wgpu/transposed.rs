@@ -28,12 +28,20 @@ const TILE: u32 = 256;
 const TARGET_WORKGROUPS: u32 = 4096;
 
 /// Fewest entries of x a chunk takes: a chunk's partial sums cost a write and a read of its
-/// tile. Measured on an H100 (2026-11-28, the report's six cases, x 10 % and 1 %, medians):
-/// 2 against 8 took the transposed products with a sparse x from 10.4–10.9 % to 16.1–18.0 %
-/// of the ceiling (CSR) and from 7.6–8.3 % to 14.2–15.9 % (MACKO), x dense from 5.4 to 7.7 %,
-/// as x's 100 entries at 1 % fill 50 chunks rather than 13; 1 was slower again (13.2 %), and
-/// so were grids aimed at 8 192 or 16 384 workgroups (more chunks, each as slow per row).
-const MIN_CHUNK: u32 = 2;
+/// tile, more than a few rows of work.
+const MIN_CHUNK: u32 = 8;
+
+/// Where x has too few entries for chunks of MIN_CHUNK to bring the grid to SHORT_TARGET
+/// workgroups, chunks as short as SHORT_CHUNK entries, as many as reach it. Measured on an H100
+/// (2026-11-28, `macko bench --sparse-inputs`, wgpu): on the CSR report's case with x 1 %
+/// (100 entries, 40 tiles) chunks of 2 (2 000 workgroups) against 8 (480) took MACKO Aᵀ·x with x
+/// sparse from 9.8–12.3 % to 16.1 % of the ceiling (medians over the six cases); on Llama-2-7B's
+/// MLP shapes with x 10 % chunks of 8 (137 and 51 chunks, 2 192 workgroups at most) beat
+/// chunks of ~4 filling 4 096 workgroups: CSR 10.8–13.2 % against 7.3–10.5 %, MACKO 6.7–7.1 %
+/// against 4.6 %. So short chunks only up to about half the default target.
+const SHORT_CHUNK: u32 = 2;
+/// The workgroups short chunks may bring the grid to (see SHORT_CHUNK).
+const SHORT_TARGET: u32 = 2048;
 
 /// Words before the partial sums in their buffer (PARTIALS_AT in transposed.wgsl).
 const PARTIALS_AT: u64 = 4;
@@ -61,11 +69,14 @@ impl Default for ChunkRule {
 
 /// Chunks x's `count` entries (stored entries, or a dense x's rows) are cut into for a product
 /// with `tiles` column tiles of y and `cols` columns: as many as bring the grid to the rule's
-/// target, each of at least its `min_chunk` entries, no more than a grid dimension takes and
-/// than fit in `max_bytes` of partial sums (at least one).
+/// target, each of at least its `min_chunk` entries (or of SHORT_CHUNK, where that brings the
+/// grid no further than SHORT_TARGET), no more than a grid dimension takes and than fit in
+/// `max_bytes` of partial sums (at least one).
 fn chunks(rule: ChunkRule, count: u32, tiles: u32, cols: u32, max_dim: u32, max_bytes: u64) -> u32 {
-    let by_work = count / rule.min_chunk.max(1);
     let by_grid = rule.target.div_ceil(tiles.max(1));
+    // Chunks of min_chunk, or more and shorter (down to SHORT_CHUNK) up to SHORT_TARGET.
+    let short = (count / SHORT_CHUNK).min(SHORT_TARGET.div_ceil(tiles.max(1)));
+    let by_work = (count / rule.min_chunk.max(1)).max(short);
     let by_memory = (max_bytes / 4).saturating_sub(PARTIALS_AT) / u64::from(cols.max(1));
     let by_memory = u32::try_from(by_memory).unwrap_or(u32::MAX);
     by_work.min(by_grid).min(max_dim).min(by_memory).max(1)
@@ -350,7 +361,10 @@ impl TransposedDispatch<'_> {
 #[cfg(test)]
 mod tests {
     use super::PARTIALS_AT;
-    use super::{chunks, partials_bytes, ChunkRule, Kernel, COMBINE_WORKGROUP, MIN_CHUNK};
+    use super::{
+        chunks, partials_bytes, ChunkRule, Kernel, COMBINE_WORKGROUP, MIN_CHUNK, SHORT_CHUNK,
+        SHORT_TARGET,
+    };
     use super::{TARGET_WORKGROUPS, TILE};
 
     /// The tile, workgroups and partial sums' header the dispatches are sized with are the
@@ -373,7 +387,8 @@ mod tests {
         assert_eq!(TILE % 2, 0, "an f16 word of y must not straddle two tiles");
     }
 
-    /// The chunks fill the grid without making chunks of fewer than MIN_CHUNK entries, and stay
+    /// The chunks fill the grid without making chunks of fewer than MIN_CHUNK entries (SHORT_CHUNK
+    /// up to SHORT_TARGET workgroups), and stay
     /// within the grid's dimension and the partial sums' memory, at least one.
     #[test]
     fn chunks_fill_the_grid_within_their_limits() {
@@ -381,9 +396,11 @@ mod tests {
         // The CSR report's 10 000 columns (40 tiles), x 10 % of 10 000 rows: 103 chunks of 9
         // or 10 entries.
         assert_eq!(chunks(r, 1000, 40, 10_000, 65_535, 1 << 30), 103);
-        // x 1 % (100 entries): 50 chunks of 2, the shortest. Few entries: no chunk shorter
-        // than MIN_CHUNK.
+        // x 1 % (100 entries): 50 chunks of 2 (2 000 workgroups, below SHORT_TARGET). Llama's
+        // 11008×4096 at x 10 % (1 100 entries, 16 tiles): 137 chunks of 8, more than
+        // SHORT_TARGET's 128 short ones. Few entries: no chunk shorter than SHORT_CHUNK.
         assert_eq!(chunks(r, 100, 40, 10_000, 65_535, 1 << 30), 50);
+        assert_eq!(chunks(r, 1100, 16, 4096, 65_535, 1 << 30), 137);
         assert_eq!(chunks(r, 21, 40, 10_000, 65_535, 1 << 30), 10);
         // Empty x, one tile, a grid dimension of 1, memory for one chunk only: one chunk.
         assert_eq!(chunks(r, 0, 40, 10_000, 65_535, 1 << 30), 1);
@@ -396,7 +413,11 @@ mod tests {
         for (count, tiles, cols) in [(1u32 << 20, 1u32, 256u32), (5000, 8, 2000), (9, 3, 700)] {
             let k = chunks(r, count, tiles, cols, 65_535, 1 << 30);
             assert!(u64::from(k) * u64::from(tiles) < u64::from(TARGET_WORKGROUPS + tiles));
-            assert!(k == 1 || count / k >= MIN_CHUNK, "{count} {tiles} {k}");
+            assert!(k == 1 || count / k >= SHORT_CHUNK, "{count} {tiles} {k}");
+            assert!(
+                count / k >= MIN_CHUNK || k * tiles <= SHORT_TARGET + tiles,
+                "{count} {tiles} {k}"
+            );
             assert!(partials_bytes(k, cols) <= 1 << 30);
         }
         // A tuned rule: chunks of 2 entries, a grid of 16 384 workgroups.
