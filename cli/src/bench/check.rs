@@ -4,11 +4,13 @@
 use half::f16;
 use macko::{MatrixRef, Precision};
 
-/// Evenly spaced rows to check, first and last included.
+/// Evenly spaced rows to check, first and last included (`n` = 0: every row; `n` = 1: the
+/// first and the last, which an even spacing needs at least).
 pub(super) fn sample_rows(rows: usize, n: usize) -> Vec<usize> {
-    if n == 0 || rows <= n {
+    if n == 0 || rows <= n.max(2) {
         return (0..rows).collect();
     }
+    let n = n.max(2);
     let mut v: Vec<usize> = (0..n).map(|i| i * (rows - 1) / (n - 1)).collect();
     v.dedup();
     v
@@ -115,4 +117,29 @@ pub(super) fn first_wrong(
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sample_rows;
+
+    /// Every count gives sorted rows inside the matrix, the first and last among them; 0 and
+    /// counts at least the rows give every row; 1 (which once divided by zero) gives two.
+    #[test]
+    fn sampled_rows_cover_the_ends_for_every_count() {
+        assert_eq!(sample_rows(10, 0), (0..10).collect::<Vec<_>>());
+        assert_eq!(sample_rows(10, 1), vec![0, 9]);
+        assert_eq!(sample_rows(1, 1), vec![0]);
+        assert_eq!(sample_rows(0, 1), Vec::<usize>::new());
+        assert_eq!(sample_rows(10, 10), (0..10).collect::<Vec<_>>());
+        for rows in 1..40 {
+            for n in 1..45 {
+                let v = sample_rows(rows, n);
+                assert_eq!(v.first(), Some(&0));
+                assert_eq!(v.last(), Some(&(rows - 1)));
+                assert!(v.windows(2).all(|w| w[0] < w[1]), "{rows} {n} {v:?}");
+                assert!(v.len() <= n.max(2));
+            }
+        }
+    }
 }
