@@ -320,31 +320,24 @@ fn quantized_row_blocks_keep_their_scales() {
     }
 }
 
-/// Long dense rows in every scale mode of quant_dense_sg.wgsl: per row; per group with one
-/// scale per 16-byte word (G and cols multiples of its 16 or 32 codes); one per chunk of 8
-/// (cols a multiple of 8); chunks split between two scales (other cols). The rows hold more
-/// than 512 words of codes for both widths, so the kernel's two-step loop, its single step and
-/// its guarded last word (x words past x's end) all run, with finite x and with NaN and ±∞.
-#[test]
-fn long_quantized_dense_rows_agree_in_every_scale_mode() {
-    let shapes = [(5, 19200), (2, 16416), (4, 19208), (3, 19203)];
+/// Every device's dense product of seeded quantized matrices of each shape, width and scale
+/// layout, for each batch size, with
+/// finite x and with NaN and ±∞, against the reference. `seed_base` keeps the callers' seeds
+/// apart.
+fn dense_rows_agree(
+    shapes: &[(usize, usize)],
+    layouts: &[ScaleLayout],
+    batches: &[usize],
+    seed_base: u64,
+) {
     for (label, dev) in devices_under_test() {
         for (i, &(rows, cols)) in shapes.iter().enumerate() {
             for bits in [QuantBits::Int8, QuantBits::Int4] {
-                for (k, scales) in [
-                    ScaleLayout::PerRow,
-                    ScaleLayout::PerGroup(8),
-                    ScaleLayout::PerGroup(24),
-                    ScaleLayout::PerGroup(32),
-                    ScaleLayout::PerGroup(64),
-                ]
-                .into_iter()
-                .enumerate()
-                {
+                for (k, &scales) in layouts.iter().enumerate() {
                     let quant = Quantization { bits, scales };
-                    let seed = (10 * i + k) as u64;
+                    let seed = seed_base + (10 * i + k) as u64;
                     let qd = random_quant_dense(rows, cols, quant, seed);
-                    for batch in [1, 2] {
+                    for &batch in batches {
                         for (kind, x) in [
                             ("finite x", random_batch(cols, batch, seed)),
                             ("x with NaN and ±∞", x_with_non_finite(cols, batch, seed)),
@@ -359,47 +352,46 @@ fn long_quantized_dense_rows_agree_in_every_scale_mode() {
     }
 }
 
+/// Long dense rows in every scale mode of quant_dense_sg.wgsl: per row; per group with one
+/// scale per 16-byte word (G and cols multiples of its 16 or 32 codes); one per chunk of 8
+/// (cols a multiple of 8); chunks split between two scales (other cols). The rows hold more than
+/// 512 words of codes for both widths, so the kernel's two-step loop, its single step and its
+/// guarded last word (x words past x's end) all run, with finite x and with NaN and ±∞.
+#[test]
+fn long_quantized_dense_rows_agree_in_every_scale_mode() {
+    dense_rows_agree(
+        &[(5, 19200), (2, 16416), (4, 19208), (3, 19203)],
+        &[
+            ScaleLayout::PerRow,
+            ScaleLayout::PerGroup(8),
+            ScaleLayout::PerGroup(24),
+            ScaleLayout::PerGroup(32),
+            ScaleLayout::PerGroup(64),
+        ],
+        &[1, 2],
+        0,
+    );
+}
+
 /// Dense quantized rows in many shapes of groups: cols a multiple of 64 with groups of 64, 128 and
-/// 192 (a divisor that is not a power of two) besides per-row scales, from one 64-column row to
+/// 192 (not a power of two; neither divides 4 160, so groups span rows there) besides per-row
+/// scales, from one 64-column row to
 /// rows of 4 160 columns, 3 to 100 rows, finite x and x with NaN and ±∞, one and three vectors.
 /// (Written for a tensor-core dense GEMV that was measured slower and removed, kernels/README.md,
 /// "Quantized values"; it keeps the f32 kernels' grouped scales under test at these shapes.)
 #[test]
 fn dense_quantized_rows_with_wide_groups_agree() {
-    let shapes = [(16, 64), (37, 4160), (100, 1024), (3, 192)];
-    for (label, dev) in devices_under_test() {
-        for (i, &(rows, cols)) in shapes.iter().enumerate() {
-            for bits in [QuantBits::Int8, QuantBits::Int4] {
-                for (k, scales) in [
-                    ScaleLayout::PerRow,
-                    ScaleLayout::PerGroup(64),
-                    ScaleLayout::PerGroup(128),
-                    ScaleLayout::PerGroup(192),
-                ]
-                .into_iter()
-                .enumerate()
-                {
-                    if let ScaleLayout::PerGroup(g) = scales {
-                        if cols % g as usize != 0 {
-                            continue;
-                        }
-                    }
-                    let quant = Quantization { bits, scales };
-                    let seed = (20 * i + k) as u64 + 5000;
-                    let qd = random_quant_dense(rows, cols, quant, seed);
-                    for batch in [1, 3] {
-                        for (kind, x) in [
-                            ("finite x", random_batch(cols, batch, seed)),
-                            ("x with NaN and ±∞", x_with_non_finite(cols, batch, seed)),
-                        ] {
-                            let what = format!("dense {rows}×{cols} {quant:?} {kind}");
-                            check_product(&label, &dev, &what, (&qd).into(), &x, batch);
-                        }
-                    }
-                }
-            }
-        }
-    }
+    dense_rows_agree(
+        &[(16, 64), (37, 4160), (100, 1024), (3, 192)],
+        &[
+            ScaleLayout::PerRow,
+            ScaleLayout::PerGroup(64),
+            ScaleLayout::PerGroup(128),
+            ScaleLayout::PerGroup(192),
+        ],
+        &[1, 3],
+        5000,
+    );
 }
 
 /// Quantized MACKO on the wgpu subgroup path in each way its kernel reads x, forced through
