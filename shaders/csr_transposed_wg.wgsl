@@ -8,8 +8,8 @@
 // selected row, finds the row's entries inside its tile (CSR columns increase within a row) by
 // a search of the whole workgroup (parallel_bounds: about log_WORKGROUP(row length) rounds of
 // one probe per invocation, where each invocation's own binary search took 2·log₂(row length)
-// dependent loads; measured on an H100 2026-11-28, shaders/README.md) and adds x_i·A[i, c] into its tile, its invocations striding over those
-// entries. A row's columns are distinct, so within one row no two invocations add into one
+// dependent loads; measured on an H100 2026-11-28, shaders/README.md) and adds x_i·A[i, c]
+// into its tile, its invocations striding over those entries. A row's columns are distinct, so within one row no two invocations add into one
 // slot, and a barrier after each row orders the rows: the tile's sums over the chunk are in x's
 // order, with no atomics. They go to the partial sums, which transposed_combine_wg.wgsl adds
 // in chunk order into y.

@@ -7,10 +7,10 @@ use macko::{MatrixRef, Precision};
 /// Evenly spaced rows to check, first and last included (`n` = 0: every row; `n` = 1: the
 /// first and the last, which an even spacing needs at least).
 pub(super) fn sample_rows(rows: usize, n: usize) -> Vec<usize> {
-    if n == 0 || rows <= n.max(2) {
+    let n = if n == 0 { rows } else { n.max(2) };
+    if rows <= n {
         return (0..rows).collect();
     }
-    let n = n.max(2);
     let mut v: Vec<usize> = (0..n).map(|i| i * (rows - 1) / (n - 1)).collect();
     v.dedup();
     v

@@ -56,6 +56,9 @@ const COMBINE_WORKGROUP: u32 = 64;
 struct ChunkRule {
     target: u32,
     min_chunk: u32,
+    /// The shortest chunk that may bring the grid up to SHORT_TARGET workgroups (SHORT_CHUNK;
+    /// a tuned `min_chunk` sets it too, so that the tuning is the shortest chunk there is).
+    short_chunk: u32,
 }
 
 impl Default for ChunkRule {
@@ -63,19 +66,20 @@ impl Default for ChunkRule {
         Self {
             target: TARGET_WORKGROUPS,
             min_chunk: MIN_CHUNK,
+            short_chunk: SHORT_CHUNK,
         }
     }
 }
 
 /// Chunks x's `count` entries (stored entries, or a dense x's rows) are cut into for a product
 /// with `tiles` column tiles of y and `cols` columns: as many as bring the grid to the rule's
-/// target, each of at least its `min_chunk` entries (or of SHORT_CHUNK, where that brings the
-/// grid no further than SHORT_TARGET), no more than a grid dimension takes and than fit in
+/// target, each of at least its `min_chunk` entries (or of its `short_chunk`, where that brings
+/// the grid no further than SHORT_TARGET), no more than a grid dimension takes and than fit in
 /// `max_bytes` of partial sums (at least one).
 fn chunks(rule: ChunkRule, count: u32, tiles: u32, cols: u32, max_dim: u32, max_bytes: u64) -> u32 {
     let by_grid = rule.target.div_ceil(tiles.max(1));
-    // Chunks of min_chunk, or more and shorter (down to SHORT_CHUNK) up to SHORT_TARGET.
-    let short = (count / SHORT_CHUNK).min(SHORT_TARGET.div_ceil(tiles.max(1)));
+    // Chunks of min_chunk, or more and shorter (down to short_chunk) up to SHORT_TARGET.
+    let short = (count / rule.short_chunk.max(1)).min(SHORT_TARGET.div_ceil(tiles.max(1)));
     let by_work = (count / rule.min_chunk.max(1)).max(short);
     let by_memory = (max_bytes / 4).saturating_sub(PARTIALS_AT) / u64::from(cols.max(1));
     let by_memory = u32::try_from(by_memory).unwrap_or(u32::MAX);
@@ -263,6 +267,7 @@ impl WgpuBackend {
                 .transposed_workgroups
                 .unwrap_or(TARGET_WORKGROUPS),
             min_chunk: self.tuning.transposed_min_chunk.unwrap_or(MIN_CHUNK),
+            short_chunk: self.tuning.transposed_min_chunk.unwrap_or(SHORT_CHUNK),
         };
         let chunks = chunks(rule, count, tiles, cols, max_dim, self.vector_limit);
         // One word of y per invocation of the combine pass (two columns of an f16 y).
@@ -388,8 +393,8 @@ mod tests {
     }
 
     /// The chunks fill the grid without making chunks of fewer than MIN_CHUNK entries (SHORT_CHUNK
-    /// up to SHORT_TARGET workgroups), and stay
-    /// within the grid's dimension and the partial sums' memory, at least one.
+    /// up to SHORT_TARGET workgroups), and stay within the grid's dimension and the partial sums'
+    /// memory, at least one.
     #[test]
     fn chunks_fill_the_grid_within_their_limits() {
         let r = ChunkRule::default();
@@ -424,7 +429,15 @@ mod tests {
         let tuned = ChunkRule {
             target: 16_384,
             min_chunk: 2,
+            short_chunk: 2,
         };
         assert_eq!(chunks(tuned, 1000, 40, 10_000, 65_535, 1 << 30), 410);
+        // A tuned shortest chunk of 16 holds for few entries too: 100 entries, 6 chunks.
+        let long = ChunkRule {
+            min_chunk: 16,
+            short_chunk: 16,
+            ..ChunkRule::default()
+        };
+        assert_eq!(chunks(long, 100, 40, 10_000, 65_535, 1 << 30), 6);
     }
 }

@@ -74,8 +74,9 @@ pub struct WgpuTuning {
     /// `transposed_workgroups`: the workgroups (tiles of y × chunks of x) a transposed
     /// product's grid aims at (`None`: `transposed::TARGET_WORKGROUPS`).
     pub transposed_workgroups: Option<u32>,
-    /// `transposed_min_chunk`: the fewest entries of x a chunk of a transposed product takes
-    /// (`None`: `transposed::MIN_CHUNK`).
+    /// `transposed_min_chunk`: the fewest entries of x a chunk of a transposed product takes,
+    /// however few entries x has (`None`: `transposed::MIN_CHUNK`, or `SHORT_CHUNK` where x has
+    /// too few entries to fill `SHORT_TARGET` workgroups).
     pub transposed_min_chunk: Option<u32>,
 }
 
