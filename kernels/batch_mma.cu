@@ -24,21 +24,6 @@
 #define MMA_BLOCK 512
 #define MMA_WARPS (MMA_BLOCK / 32)
 
-// D += A·B for one m16n8k16 step (fragments as above). On GPUs before sm_80 the kernels of this
-// file are never planned (CudaCaps::tensor_cores); they still compile there, trapping.
-__device__ __forceinline__ void mma_16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
-                                          unsigned a3, unsigned b0, unsigned b1) {
-#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#else
-    __trap();
-#endif
-}
-
 // The two mma steps of 32 columns: lo/hi are the 16-byte words of rows g and g+8, b the word of
 // vector g of the n-tile (layout in the header).
 __device__ __forceinline__ void mma_32cols(float (&d)[4], const uint4 lo, const uint4 hi,

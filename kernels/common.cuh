@@ -55,6 +55,22 @@ __device__ __forceinline__ float macko_warp_sum(float v) {
     return v;
 }
 
+// D += A·B for one m16n8k16 step (f16 inputs, f32 accumulation; fragments: PTX ISA, "Matrix
+// Fragments for mma.m16n8k16"). On GPUs before sm_80 the kernels that use it are never planned
+// (CudaCaps::tensor_cores); they still compile there, trapping.
+__device__ __forceinline__ void mma_16816(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                                          unsigned a3, unsigned b0, unsigned b1) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#else
+    __trap();
+#endif
+}
+
 // Streaming loads for the matrix, which every product reads exactly once: evict-first in L1 and
 // L2 (ld.global.cs), so the matrix does not push x or row pointers out of the caches.
 __device__ __forceinline__ uint4 macko_load_stream(const uint4* p) { return __ldcs(p); }

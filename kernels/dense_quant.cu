@@ -220,3 +220,208 @@ DQ_GEMV_ENTRY(dense_q_xs_f16, unsigned short, DQ_XS)
 DQ_GEMV_ENTRY(dense_q_xs_f32, float, DQ_XS)
 DQ_GEMV_ENTRY(dense_q_any_f16, unsigned short, DQ_ANY)
 DQ_GEMV_ENTRY(dense_q_any_f32, float, DQ_ANY)
+
+// ---------------------------------------------------------------------------------------------
+// Tensor-core entries (`dense_q_tc_*`, int4 only, sm_80+): codes lifted to binary16 exactly,
+// multiplied by x on `mma.sync.m16n8k16` with f32 accumulation. About 3.8 instructions per code
+// (SASS, a fifth of them address arithmetic ptxas recomputes under the 64-register bound)
+// against ~7 for the f32 entries above, whose issue rate, not DRAM, binds int4; int8 has issue
+// to spare and stays on the f32 entries, faster there (kernels/README.md, "Quantized values").
+//
+// A block of blockDim / 32 warps owns a band of 16 rows; its warps split the row into windows
+// of 64 bytes per row (128 columns) and sum across warps once, at the end. In a window lane
+// (g, t) (g = lane / 4, t = lane % 4) reads 16 bytes of codes of rows g and g + 8 (a "chunk":
+// 32 columns starting at column 32t of the window). The mma's k order is a permutation of
+// columns (any permutation gives the same dot product when A and B follow it): k-slots 2t,
+// 2t + 1 and 2t + 8, 2t + 9 of an mma are two pairs of lane t's own codes, (c, c + 4) within a
+// 32-bit word, the pairs one LOP3 makes, and B's matching x pairs come from one PRMT each.
+//
+// B's 8 columns n carry x only where n is the slot of the lane's chunk and zero elsewhere: a
+// window holding S = WCOLS / G scale groups (S = 1, 2 or 4; S = 1 for per-row scales and G a
+// multiple of the window) gets the sum of each group in its own column of C (window u of a
+// batch of DQT_DEPTH: columns u·S .. u·S + S - 1), so a lane (g, t) holds the sums of columns
+// 2t and 2t + 1 for rows g and g + 8 (C fragment) and scales them once per batch.
+#define DQT_WCOLS (4u * DQ_PER_WORD)  // columns of a window
+#define DQT_DEPTH 2u                  // windows of codes loaded per batch
+static_assert(DQT_DEPTH * 4u <= 8u, "a batch's scale slots must fit C's 8 columns");
+#define DQT_MAX_WARPS 16
+
+#if MACKO_QBITS == 4
+// binary16 pairs of codes with the offset removed, exactly: lop3 keeps the pair's nibbles and
+// flips their sign bits under 1024's exponent (1024 + u, u = q + 8).
+__device__ __forceinline__ unsigned dqt_lop(unsigned w, unsigned keep, unsigned magic) {
+    unsigned r;
+    // keep ? w ^ magic : magic, with a = w, b = keep, c = magic: table 0x6A.
+    asm("lop3.b32 %0, %1, %2, %3, 0x6A;" : "=r"(r) : "r"(w), "r"(keep), "r"(magic));
+    return r;
+}
+
+__device__ __forceinline__ unsigned dqt_hfma2(unsigned a, unsigned b, unsigned c) {
+    unsigned r;
+    asm("fma.rn.f16x2 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(c));
+    return r;
+}
+
+// The four k-slot pairs (c0,c4) (c1,c5) (c2,c6) (c3,c7) of a word of 8 codes, as exact binary16.
+__device__ __forceinline__ void dqt_pairs(unsigned w, unsigned (&p)[4]) {
+    // 1024 + u for nibbles 0/4 (and 2/6 after >> 8); 1024 + 16u for nibbles 1/5 (3/7).
+    const unsigned lo = 0x64086408u, hi = 0x64806480u;  // magic | the nibble's sign bit
+    const unsigned w8 = w >> 8;
+    p[0] = dqt_hfma2(dqt_lop(w, 0x000F000Fu, lo), 0x3C003C00u, 0xE408E408u);   // -1032
+    p[1] = dqt_hfma2(dqt_lop(w, 0x00F000F0u, hi), 0x2C002C00u, 0xD480D480u);   // /16 - 72
+    p[2] = dqt_hfma2(dqt_lop(w8, 0x000F000Fu, lo), 0x3C003C00u, 0xE408E408u);
+    p[3] = dqt_hfma2(dqt_lop(w8, 0x00F000F0u, hi), 0x2C002C00u, 0xD480D480u);
+}
+
+// x's binary16 pairs in the k order of dqt_pairs for the 8 columns in `xw`: (x0,x4) (x1,x5)
+// (x2,x6) (x3,x7).
+__device__ __forceinline__ void dqt_x_pairs(const uint4 xw, unsigned (&b)[4]) {
+    b[0] = __byte_perm(xw.x, xw.z, 0x5410u);
+    b[1] = __byte_perm(xw.x, xw.z, 0x7632u);
+    b[2] = __byte_perm(xw.y, xw.w, 0x5410u);
+    b[3] = __byte_perm(xw.y, xw.w, 0x7632u);
+}
+
+// One window: the chunks `ca` (row g) and `cb` (row g + 8) against x's chunk `xc` (zero where
+// this lane's B column is not its chunk's slot), added to d.
+__device__ __forceinline__ void dqt_window(float (&d)[4], const uint4 ca, const uint4 cb,
+                                           const uint4 (&xc)[DQ_PER_WORD / 8u]) {
+    const unsigned wa[4] = {ca.x, ca.y, ca.z, ca.w};
+    const unsigned wb[4] = {cb.x, cb.y, cb.z, cb.w};
+#pragma unroll
+    for (unsigned k = 0; k < 4u; ++k) {
+        unsigned pa[4], pb[4], bx[4];
+        dqt_pairs(wa[k], pa);
+        dqt_pairs(wb[k], pb);
+        dqt_x_pairs(xc[k], bx);
+        mma_16816(d, pa[0], pb[0], pa[1], pb[1], bx[0], bx[1]);
+        mma_16816(d, pa[2], pb[2], pa[3], pb[3], bx[2], bx[3]);
+    }
+}
+
+// This lane's chunks of rows g and g + 8 in window w (of a warp's windows below w1; zero past
+// them or past the row's `words` 16-byte words).
+__device__ __forceinline__ void dqt_load(uint4& ca, uint4& cb, const uint4* qa, const uint4* qb,
+                                         unsigned w, unsigned w1, unsigned words, unsigned t) {
+    const unsigned j = w * 4u;  // the window's first word; this lane's is j + t
+    const bool in = w < w1 && j + t < words;
+    const unsigned long long jj = j;
+    ca = in ? macko_load_stream(qa + jj) : make_uint4(0u, 0u, 0u, 0u);
+    cb = in ? macko_load_stream(qb + jj) : make_uint4(0u, 0u, 0u, 0u);
+}
+
+template <typename Out>
+__device__ __forceinline__ void dqt_gemv_impl(const unsigned char* __restrict__ q,
+                                              const unsigned short* __restrict__ x,
+                                              Out* __restrict__ y, unsigned rows, unsigned cols,
+                                              const unsigned short* __restrict__ scales,
+                                              unsigned flags, unsigned group, unsigned mul,
+                                              unsigned shift) {
+    __shared__ float red[DQT_MAX_WARPS][16];
+    const bool grouped = (flags & 32u) != 0u;
+    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+    const unsigned warps = blockDim.x >> 5;
+    const unsigned g = lane >> 2, t = lane & 3u;
+    const unsigned row0 = blockIdx.x * 16u;
+    // Rows g and g + 8; a row past the end reads the last row's codes, summed but never stored.
+    const unsigned ra = min(row0 + g, rows - 1u), rb = min(row0 + g + 8u, rows - 1u);
+    // Scale slots per window; a batch's sums are scaled at once (a "flush"), window u of the
+    // batch owning C columns u · slots .. u · slots + slots - 1 (at most 2 · 4 = 8).
+    const unsigned slots = grouped && group < DQT_WCOLS ? DQT_WCOLS / group : 1u;
+    const unsigned slot = t * slots / 4u;  // this lane's chunk's slot in its window
+    // C column n = 2t + s (s = 0, 1) holds slot n % slots of window n / slots of a flush.
+    const unsigned lg = slots == 4u ? 2u : (slots == 2u ? 1u : 0u);
+    const unsigned win0 = (2u * t) >> lg, win1 = (2u * t + 1u) >> lg;
+    const unsigned slot0 = (2u * t) & (slots - 1u), slot1 = (2u * t + 1u) & (slots - 1u);
+    const unsigned words = cols / DQ_PER_WORD;  // 16-byte words of codes per row
+    const unsigned nwin = (words + 3u) / 4u;
+    const unsigned w0 = (unsigned)((unsigned long long)nwin * warp / warps);
+    const unsigned w1 = (unsigned)((unsigned long long)nwin * (warp + 1u) / warps);
+    // This lane's chunk of window 0: codes of rows g and g + 8, and x.
+    const uint4* qa = reinterpret_cast<const uint4*>(q) + (unsigned long long)ra * words + t;
+    const uint4* qb = reinterpret_cast<const uint4*>(q) + (unsigned long long)rb * words + t;
+    const uint4* xp = reinterpret_cast<const uint4*>(x) + t * (DQ_PER_WORD / 8u);
+    const unsigned groups_per_row = grouped ? cols / group : 0u;
+    const unsigned short* sa = scales + (unsigned long long)ra * groups_per_row;
+    const unsigned short* sb = scales + (unsigned long long)rb * groups_per_row;
+    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    float acc_a = 0.0f, acc_b = 0.0f;
+    // Batches of DQT_DEPTH windows loaded, then multiplied, under 64 registers (so 32 warps fit
+    // an SM). Batches of four windows (89 registers) and a ring of four refilled window by window
+    // (116) measured slower on an H100: kernels/README.md, "Quantized values".
+    for (unsigned wi = w0; wi < w1; wi += DQT_DEPTH) {
+        uint4 ca[DQT_DEPTH], cb[DQT_DEPTH];
+#pragma unroll
+        for (unsigned u = 0; u < DQT_DEPTH; ++u) {
+            dqt_load(ca[u], cb[u], qa, qb, wi + u, w1, words, t);
+        }
+#pragma unroll
+        for (unsigned u = 0; u < DQT_DEPTH; ++u) {
+            const unsigned w = wi + u;
+            if (w >= w1) break;
+            const uint4 a = ca[u], b = cb[u];
+            const bool load_x = g == u * slots + slot && w * 4u + t < words;
+            const uint4* xw = xp + (unsigned long long)w * (DQT_WCOLS / 8u);
+            uint4 xc[DQ_PER_WORD / 8u];
+#pragma unroll
+            for (unsigned k = 0; k < DQ_PER_WORD / 8u; ++k) {
+                xc[k] = load_x ? __ldg(xw + k) : make_uint4(0u, 0u, 0u, 0u);
+            }
+            dqt_window(d, a, b, xc);
+            if (grouped && (u == DQT_DEPTH - 1u || w + 1u == w1)) {
+                const unsigned wf = wi;  // the flush's first window
+#pragma unroll
+                for (unsigned s = 0; s < 2u; ++s) {
+                    const unsigned wn = wf + (s == 0u ? win0 : win1);
+                    if (wn <= w) {  // a window of this flush (C's later columns are zero)
+                        const unsigned i =
+                            (unsigned)(((unsigned long long)(wn * (DQT_WCOLS / 8u)) * mul) >>
+                                       shift) + (s == 0u ? slot0 : slot1);
+                        if (i < groups_per_row) {  // a slot past the row's end sums nothing
+                            acc_a = fmaf(macko_h2f(__ldg(sa + i)), d[s], acc_a);
+                            acc_b = fmaf(macko_h2f(__ldg(sb + i)), d[2u + s], acc_b);
+                        }
+                    }
+                }
+                d[0] = d[1] = d[2] = d[3] = 0.0f;
+            }
+        }
+    }
+    if (!grouped) {
+        acc_a = d[0] + d[1];
+        acc_b = d[2] + d[3];
+    }
+    // Every lane holds part of its rows' sums; they meet in lane t = 0.
+    acc_a += __shfl_xor_sync(MACKO_FULL_MASK, acc_a, 1);
+    acc_b += __shfl_xor_sync(MACKO_FULL_MASK, acc_b, 1);
+    acc_a += __shfl_xor_sync(MACKO_FULL_MASK, acc_a, 2);
+    acc_b += __shfl_xor_sync(MACKO_FULL_MASK, acc_b, 2);
+    if (t == 0u) {
+        red[warp][g] = acc_a;
+        red[warp][g + 8u] = acc_b;
+    }
+    __syncthreads();
+    if (threadIdx.x < 16u) {
+        const unsigned row = row0 + threadIdx.x;  // rows past the end were clamped above
+        if (row < rows) {
+            float sum = 0.0f;
+            for (unsigned v = 0; v < warps; ++v) sum += red[v][threadIdx.x];
+            // IEEE: a zero per-row scale times a non-finite sum is NaN, as in the entries above.
+            if (!grouped) sum *= macko_h2f(__ldg(scales + row));
+            macko_store(y, row, sum);
+        }
+    }
+}
+
+#define DQT_GEMV_ENTRY(NAME, OUT)                                                               \
+    extern "C" __global__ void __launch_bounds__(DQT_MAX_WARPS * 32, 2)                         \
+        NAME(const unsigned char* __restrict__ q, const unsigned short* __restrict__ x,         \
+             OUT* __restrict__ y, unsigned rows, unsigned cols,                                 \
+             const unsigned short* __restrict__ scales, unsigned flags, unsigned group,         \
+             unsigned mul, unsigned shift) {                                                    \
+        dqt_gemv_impl<OUT>(q, x, y, rows, cols, scales, flags, group, mul, shift);              \
+    }
+
+DQT_GEMV_ENTRY(dense_q_tc_f16, unsigned short)
+DQT_GEMV_ENTRY(dense_q_tc_f32, float)
+#endif  // MACKO_QBITS == 4

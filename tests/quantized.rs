@@ -394,6 +394,106 @@ fn dense_quantized_rows_with_wide_groups_agree() {
     );
 }
 
+/// The tensor-core dense int4 GEMV (kernels/dense_quant.cu, `dense_q_tc_*`) under forced warps
+/// per band (1: a warp walks every 64-byte window of a row, full and partial batches of four;
+/// 2 and 16: the row split, warps with one window or none) and, as a check of the check, the f32
+/// entries (which int8 always takes). Scale groups of one 16-byte chunk (32 codes), two chunks,
+/// one window and several, and per row, besides groups of 16 (f32 entries); rows not a multiple
+/// of the 16-row band; columns ending inside a window; finite x and x holding NaN and ±∞. The
+/// plan must show the forced block, so a fallback to another entry fails the test.
+#[cfg(feature = "cuda")]
+#[test]
+fn dense_quantized_rows_agree_on_tensor_cores() {
+    use macko::backend::cuda::tuning::CudaTuning;
+    use macko::Plan;
+    let forced: [(&str, Option<u32>, bool); 4] = [
+        ("one warp per band", Some(1), true),
+        ("two warps per band", Some(2), true),
+        ("16 warps per band", Some(16), true),
+        ("f32 entries", None, false),
+    ];
+    // (rows, cols, scale layouts) with cols a multiple of every group listed and of 32.
+    let cases: [(usize, usize, &[ScaleLayout]); 4] = [
+        (
+            17,
+            4352,
+            &[
+                ScaleLayout::PerRow,
+                ScaleLayout::PerGroup(16),
+                ScaleLayout::PerGroup(32),
+                ScaleLayout::PerGroup(64),
+                ScaleLayout::PerGroup(128),
+                ScaleLayout::PerGroup(256),
+            ],
+        ),
+        (
+            33,
+            4160,
+            &[
+                ScaleLayout::PerRow,
+                ScaleLayout::PerGroup(32),
+                ScaleLayout::PerGroup(64),
+            ],
+        ),
+        (5, 4128, &[ScaleLayout::PerRow, ScaleLayout::PerGroup(32)]),
+        (1, 32, &[ScaleLayout::PerRow, ScaleLayout::PerGroup(32)]),
+    ];
+    for (name, warps, on) in forced {
+        let mut opts = DeviceOptions::for_backend(BackendKind::Cuda);
+        opts.tuning.get_or_insert_with(Default::default).cuda = CudaTuning {
+            dense_quant_mma: Some(on),
+            dense_quant_warps: warps,
+            ..CudaTuning::default()
+        };
+        let label = format!("cuda, {name}");
+        let Some(dev) = open_or_skip(&label, &opts) else {
+            return;
+        };
+        let tensor_cores = dev.info().properties.iter().any(|(k, v)| {
+            k == "compute capability"
+                && v.strip_prefix("sm_")
+                    .and_then(|n| n.parse::<u32>().ok())
+                    .is_some_and(|n| n >= 80)
+        });
+        for (i, &(rows, cols, layouts)) in cases.iter().enumerate() {
+            for bits in [QuantBits::Int8, QuantBits::Int4] {
+                for (k, &scales) in layouts.iter().enumerate() {
+                    let quant = Quantization { bits, scales };
+                    let qd = random_quant_dense(rows, cols, quant, 7000 + (10 * i + k) as u64);
+                    let a = upload_quant(&label, &dev, (&qd).into());
+                    let Ok(Plan::Cuda(plan)) = dev.plan(&a) else {
+                        panic!("{label}: no CUDA plan for a dense quantized matrix");
+                    };
+                    let group_fits = match scales {
+                        ScaleLayout::PerRow => true,
+                        ScaleLayout::PerGroup(g) => g == 32 || g == 64 || g % 128 == 0,
+                    };
+                    let int4 = bits == QuantBits::Int4;
+                    if let (Some(w), true, true, true) = (warps, tensor_cores, group_fits, int4) {
+                        assert_eq!(
+                            (plan.grid, plan.block),
+                            (rows.div_ceil(16) as u32, 32 * w),
+                            "{label}: {rows}×{cols} {quant:?} did not run on tensor cores"
+                        );
+                    }
+                    for batch in [1, 2] {
+                        for (kind, x) in [
+                            ("finite x", random_batch(cols, batch, 70 + i as u64)),
+                            (
+                                "x with NaN and ±∞",
+                                x_with_non_finite(cols, batch, 71 + k as u64),
+                            ),
+                        ] {
+                            let what = format!("{name}: dense {rows}×{cols} {quant:?} {kind}");
+                            check_product(&label, &dev, &what, (&qd).into(), &x, batch);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Quantized MACKO on the wgpu subgroup path in each way its kernel reads x, forced through
 /// the typed tuning: staged as f16 scalars (where the adapter has `SHADER_F16`), padded or
 /// not, or as f16 pairs; gathered from memory; with 3 workgroups, so that every subgroup works

@@ -178,6 +178,20 @@ pub(crate) enum DenseQuantLayout {
     Staged,
     /// `dense_q_any_*`: any shape, one code at a time.
     Any,
+    /// `dense_q_tc_*` (int4 only): aligned rows on tensor cores (sm_80+), a block of `warps`
+    /// warps per band of 16 rows; scale groups of one or two 16-byte chunks or of whole 64-byte
+    /// windows ([`tensor_core_groups`]).
+    TensorCore {
+        /// Warps per block, splitting each band's row (1 to 16).
+        warps: u32,
+    },
+}
+
+/// Whether scale groups of `group` codes (`None`: per row) fit the tensor-core dense entries of
+/// a width with `per_word` codes per 16-byte word: a group of one, two or a multiple of four
+/// words (the window of a lane quad), so that no mma sums codes of two groups.
+pub(crate) fn tensor_core_groups(group: Option<u32>, per_word: u32) -> bool {
+    group.is_none_or(|g| g == per_word || g == 2 * per_word || g % (4 * per_word) == 0)
 }
 
 /// The MACKO kernels that have int8 / int4 entries in kernels/macko_quant.cu (every one the
@@ -208,6 +222,8 @@ pub(crate) struct QuantKernels {
     dense_aligned: ByOutput,
     dense_staged: ByOutput,
     dense_any: ByOutput,
+    /// int4 only.
+    dense_tc: Option<ByOutput>,
 }
 
 impl QuantKernels {
@@ -252,6 +268,10 @@ impl QuantKernels {
             dense_staged,
             dense_aligned: pair(&dense_module, "dense_q_a16_f16", "dense_q_a16_f32")?,
             dense_any: pair(&dense_module, "dense_q_any_f16", "dense_q_any_f32")?,
+            dense_tc: match bits {
+                QuantBits::Int4 => Some(pair(&dense_module, "dense_q_tc_f16", "dense_q_tc_f32")?),
+                QuantBits::Int8 => None,
+            },
         })
     }
 
@@ -264,11 +284,15 @@ impl QuantKernels {
     }
 
     /// The dense GEMV of a layout.
-    pub fn dense(&self, layout: DenseQuantLayout) -> &ByOutput {
-        match layout {
+    pub fn dense(&self, layout: DenseQuantLayout) -> Result<&ByOutput> {
+        Ok(match layout {
             DenseQuantLayout::Aligned => &self.dense_aligned,
             DenseQuantLayout::Staged => &self.dense_staged,
             DenseQuantLayout::Any => &self.dense_any,
-        }
+            DenseQuantLayout::TensorCore { .. } => self
+                .dense_tc
+                .as_ref()
+                .ok_or_else(|| internal("int8 has no tensor-core dense entries"))?,
+        })
     }
 }

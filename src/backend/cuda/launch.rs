@@ -82,7 +82,7 @@ impl Launcher<'_> {
                 dense_into(self.stream, self.pick::<T>(plan.kernel), m, plan, x, y)
             }
             Product::DenseQuant(m, plan) if m.rows > 0 => {
-                let f = m.scales.kernels.dense(m.layout).pick(T::PRECISION);
+                let f = m.scales.kernels.dense(m.layout)?.pick(T::PRECISION);
                 dense_quant_into(self.stream, f, m, plan, x, y)
             }
             Product::Csr(_) | Product::Dense(..) | Product::DenseQuant(..) => Ok(()),
@@ -604,9 +604,11 @@ fn dense_quant_into<T: DeviceRepr>(
     // SAFETY: the arguments match `dense_q_*` in kernels/dense_quant.cu in order and type; q
     // holds rows·cols codes packed (padded to a 16-byte word), x cols halves, y rows elements,
     // scales one per row or one per `group` codes (group ≥ 8 whenever flags bit 5 is set); the
-    // `_a16` and `_xs` entries run only when rows start on 16-byte boundaries and group divides
-    // cols (`DenseQuantDev::layout`), so every index they compute stays inside the arrays; the
-    // plan's shared memory holds x staged as f32 with its slack for `_xs` (quant.rs).
+    // `_a16`, `_xs` and `_tc` entries run only when rows start on 16-byte boundaries and group
+    // divides cols (`DenseQuantDev::layout`), so every index they compute stays inside the
+    // arrays (`_tc` also only for groups of 32, 64 or a multiple of 128 int4 codes, per row, and
+    // a grid of one block per 16 rows: its windows never cross a group); the plan's shared
+    // memory holds x staged as f32 with its slack for `_xs` (quant.rs).
     unsafe { args.launch(config(plan)) }
         .map(|_| ())
         .map_err(|e| cuda_error("launching the dense int8/int4 kernel", e))

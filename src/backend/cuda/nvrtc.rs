@@ -323,7 +323,7 @@ const MACKO_QUANT_ENTRIES: &[&str] = &[
     "macko_q_combine_f32",
 ];
 
-/// The entries of dense_quant.cu, compiled once per width.
+/// The entries of dense_quant.cu for int8.
 const DENSE_QUANT_ENTRIES: &[&str] = &[
     "dense_q_a16_f16",
     "dense_q_a16_f32",
@@ -331,6 +331,18 @@ const DENSE_QUANT_ENTRIES: &[&str] = &[
     "dense_q_xs_f32",
     "dense_q_any_f16",
     "dense_q_any_f32",
+];
+
+/// The entries of dense_quant.cu for int4: those of int8 and the tensor-core ones.
+const DENSE_Q4_ENTRIES: &[&str] = &[
+    "dense_q_a16_f16",
+    "dense_q_a16_f32",
+    "dense_q_xs_f16",
+    "dense_q_xs_f32",
+    "dense_q_any_f16",
+    "dense_q_any_f32",
+    "dense_q_tc_f16",
+    "dense_q_tc_f32",
 ];
 
 /// MACKO with int8 values (the row kernel's entries; no flat kernel).
@@ -360,10 +372,11 @@ pub const DENSE_Q8: KernelSource = KernelSource {
     entries: DENSE_QUANT_ENTRIES,
 };
 
-/// Dense int4 GEMV.
+/// Dense int4 GEMV, with its tensor-core entries.
 pub const DENSE_Q4: KernelSource = KernelSource {
     variant: "int4",
     defines: &["-DMACKO_QBITS=4"],
+    entries: DENSE_Q4_ENTRIES,
     ..DENSE_Q8
 };
 

@@ -7,7 +7,9 @@
 //! that the flat kernel is never chosen and the rows stay in the format's layout (per-group
 //! scales index values in storage order, which a row-aligned copy would shift). Dense int8 /
 //! int4 runs kernels/dense_quant.cu with the dense GEMV's launch shape, x staged in shared
-//! memory as f32 where rows are aligned and x fits (a grid of the blocks that fit with it).
+//! memory as f32 where rows are aligned and x fits (a grid of the blocks that fit with it);
+//! dense int4 with aligned rows and fitting scale groups runs on tensor cores instead, one block
+//! per band of 16 rows (`dense_q_tc_*`, [`tensor_core_warps`] warps each).
 //!
 //! Few-token products of quantized matrices are, for now, one single-vector product per vector
 //! (each vector copied to and from a scratch vector on the stream): correct for every B, but
@@ -20,7 +22,7 @@ use macko_format::{QuantBits, QuantDenseMatrix, QuantMackoMatrix, ScaleLayout};
 
 use super::caps::{x_smem_bytes, Kernel, BLOCK};
 use super::errors::{cuda_error, internal};
-use super::kernels::{DenseQuantLayout, QuantKernels};
+use super::kernels::{tensor_core_groups, DenseQuantLayout, QuantKernels};
 use super::memory::{dim, DenseQuantDev, DeviceArray, MackoDev, QuantScales};
 use super::plan;
 use super::upload::{MackoLayout, Uploader};
@@ -66,6 +68,32 @@ pub(crate) fn group_divisor(d: u32) -> (u32, u32) {
     let shift = 29 + log;
     let mul = (1u64 << shift).div_ceil(d);
     (mul as u32, shift)
+}
+
+/// Rows of a band of the tensor-core dense entries (`dense_q_tc_*`, one block each).
+const TC_BAND_ROWS: u32 = 16;
+
+/// Warps of the tensor-core dense entries per SM the grid should hold at least: each keeps
+/// three to four windows of 1 KiB of codes in flight (`DQT_DEPTH`), and an SM needs about
+/// 16–25 KiB in flight to cover DRAM's latency at full bandwidth (H100: 3.35 TB/s × ~1 µs over
+/// 132 SMs). More, with wider blocks, measured slower on an H100 (kernels/README.md).
+const TC_WARPS_PER_SM: u32 = 8;
+
+/// Warps per block of the tensor-core dense entries for `rows` × `words` 16-byte words per row:
+/// 4, doubled (up to 16) while the bands times the warps stay under [`TC_WARPS_PER_SM`] per SM,
+/// halved (down to 1) while warps would outnumber the row's 64-byte windows.
+fn tensor_core_warps(sm_count: u32, rows: u32, words: u32) -> u32 {
+    let bands = u64::from(rows.div_ceil(TC_BAND_ROWS));
+    let target = u64::from(sm_count) * u64::from(TC_WARPS_PER_SM);
+    let windows = words.div_ceil(4);
+    let mut warps = 4u32;
+    while warps < 16 && bands * u64::from(warps) < target {
+        warps *= 2;
+    }
+    while warps > 1 && warps > windows {
+        warps /= 2;
+    }
+    warps
 }
 
 /// The packed codes as 16-bit units, padded with zeros to a whole 16-byte word (the kernels read
@@ -149,7 +177,27 @@ impl Uploader<'_> {
             Some(Some(grid)) if smem <= self.caps.smem_limit => Some(grid),
             _ => None,
         };
+        let group = match v.layout() {
+            ScaleLayout::PerRow => None,
+            ScaleLayout::PerGroup(g) => Some(g),
+        };
+        // int4 only: int8 has issue to spare, and on tensor cores it measured slower (71-85 %
+        // of the ceiling against 80-93 %, H100; kernels/README.md).
+        let tensor_cores = aligned
+            && v.bits() == QuantBits::Int4
+            && self.caps.tensor_cores
+            && tensor_core_groups(group, per_word)
+            && self.tuning.dense_quant_mma.unwrap_or(true);
         let layout = match (aligned, staged) {
+            _ if tensor_cores => {
+                let warps = self.tuning.dense_quant_warps.unwrap_or_else(|| {
+                    tensor_core_warps(self.caps.sm_count, rows, cols / per_word)
+                });
+                plan.grid = rows.div_ceil(TC_BAND_ROWS);
+                plan.block = 32 * warps;
+                plan.smem_bytes = 0;
+                DenseQuantLayout::TensorCore { warps }
+            }
             (true, Some(grid)) => {
                 plan.grid = grid;
                 plan.block = BLOCK;
@@ -210,6 +258,44 @@ mod tests {
                 seed ^= seed << 17;
                 let w = seed % (1 << 29);
                 assert_eq!(q(w), w / u64::from(d), "d = {d}, w = {w}");
+            }
+        }
+    }
+
+    #[test]
+    fn tensor_core_warps_fill_the_sms_without_idle_warps() {
+        // 4096 rows: 256 bands; 4 warps each (1024) are under 132 · 8, 8 are not.
+        assert_eq!(tensor_core_warps(132, 8192, 256), 4);
+        assert_eq!(tensor_core_warps(132, 28672, 256), 4);
+        assert_eq!(tensor_core_warps(132, 4096, 448), 8);
+        assert_eq!(tensor_core_warps(132, 1, 4096), 16);
+        // No more warps than 64-byte windows per row: 5 windows, 4 warps; 1 window, 1 warp.
+        assert_eq!(tensor_core_warps(132, 16, 20), 4);
+        assert_eq!(tensor_core_warps(132, 16, 1), 1);
+        assert_eq!(tensor_core_warps(132, 16, 0), 1);
+    }
+
+    #[test]
+    fn tensor_core_groups_are_chunks_pairs_or_whole_windows() {
+        for per_word in [16, 32] {
+            assert!(tensor_core_groups(None, per_word));
+            for g in [
+                per_word,
+                2 * per_word,
+                4 * per_word,
+                8 * per_word,
+                12 * per_word,
+            ] {
+                assert!(tensor_core_groups(Some(g), per_word), "{g} of {per_word}");
+            }
+            for g in [
+                8,
+                per_word / 2,
+                3 * per_word,
+                6 * per_word,
+                4 * per_word + 8,
+            ] {
+                assert!(!tensor_core_groups(Some(g), per_word), "{g} of {per_word}");
             }
         }
     }

@@ -67,6 +67,12 @@ pub struct CudaTuning {
     /// width (`on`) or none (`off`); by default at widths 8 and 16 where the GPU has them and
     /// the matrix qualifies (`batch_plan.rs`).
     pub batch_mma: Option<bool>,
+    /// `dense_quant_mma`: dense int4 GEMV on tensor cores (`dense_q_tc_*`) where the GPU has
+    /// them and the shape qualifies (`on`, the default) or the f32 entries (`off`).
+    pub dense_quant_mma: Option<bool>,
+    /// `dense_quant_warps`: warps per block (1, 2, 4, 8 or 16) of the tensor-core dense int4
+    /// GEMV, each band of 16 rows split among them.
+    pub dense_quant_warps: Option<u32>,
 }
 
 /// One of `choices` (name, value), `None` for `auto` or empty.
@@ -98,6 +104,8 @@ impl CudaTuning {
         "spread",
         "batch_x",
         "batch_mma",
+        "dense_quant_mma",
+        "dense_quant_warps",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -146,6 +154,14 @@ impl CudaTuning {
             "spread" => self.spread = switch(v)?,
             "batch_x" => self.batch_x = x_place(v)?,
             "batch_mma" => self.batch_mma = switch(v)?,
+            "dense_quant_mma" => self.dense_quant_mma = switch(v)?,
+            "dense_quant_warps" => {
+                self.dense_quant_warps = one_of(
+                    v,
+                    &[("1", 1), ("2", 2), ("4", 4), ("8", 8), ("16", 16)],
+                    "expected 1, 2, 4, 8, 16 or auto",
+                )?
+            }
             other => {
                 return Err(format!(
                     "unknown key {other:?}: expected one of {}",
@@ -215,6 +231,8 @@ mod tests {
             ("spread", "1"),
             ("batch_x", "global"),
             ("batch_mma", "on"),
+            ("dense_quant_mma", "off"),
+            ("dense_quant_warps", "8"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -235,6 +253,8 @@ mod tests {
                 spread: Some(true),
                 batch_x: Some(XPlace::Global),
                 batch_mma: Some(true),
+                dense_quant_mma: Some(false),
+                dense_quant_warps: Some(8),
             }
         );
         t.set("split", "off").expect("off");
