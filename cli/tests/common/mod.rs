@@ -98,3 +98,16 @@ pub fn assert_one_line_error(o: &std::process::Output, needles: &[&str]) {
         assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
     }
 }
+
+/// Asserts a failed run whose stderr contains every one of `needles`.
+pub fn assert_fails(o: &Output, needles: &[&str]) {
+    assert!(
+        !o.status.success(),
+        "expected failure, stdout:\n{}",
+        stdout(o)
+    );
+    let err = stderr(o);
+    for n in needles {
+        assert!(err.contains(n), "stderr lacks {n:?}:\n{err}");
+    }
+}
