@@ -190,6 +190,25 @@ fn edge_quantizations() -> Vec<Quantization> {
     out
 }
 
+/// x of `cols` × `batch` seeded values with +∞ and −∞ (no NaN) at a few columns of each vector:
+/// in a dense row that is ±∞ where the code under it is non-zero and its scale too, NaN where
+/// the code or the scale is 0 (0 · ∞) or the two infinities meet.
+fn x_with_infinities(cols: usize, batch: usize, seed: u64) -> Vec<f16> {
+    let mut x = random_batch(cols, batch, seed);
+    for (b, v) in x.chunks_mut(cols).enumerate() {
+        let c = (11 * b + seed as usize) % cols;
+        v[c] = if b % 2 == 0 {
+            f16::INFINITY
+        } else {
+            f16::NEG_INFINITY
+        };
+        if b % 3 == 2 {
+            v[(c + cols / 2) % cols] = f16::INFINITY;
+        }
+    }
+    x
+}
+
 /// x of `cols` × `batch` seeded values with NaN, +∞ and −∞ at a few columns of each vector.
 fn x_with_non_finite(cols: usize, batch: usize, seed: u64) -> Vec<f16> {
     let mut x = random_batch(cols, batch, seed);
@@ -377,8 +396,9 @@ fn long_quantized_dense_rows_agree_in_every_scale_mode() {
 /// 192 (not a power of two; neither divides 4 160, so groups span rows there) besides per-row
 /// scales, from one 64-column row to
 /// rows of 4 160 columns, 3 to 100 rows, finite x and x with NaN and ±∞, one and three vectors.
-/// (Written for a tensor-core dense GEMV that was measured slower and removed, kernels/README.md,
-/// "Quantized values"; it keeps the f32 kernels' grouped scales under test at these shapes.)
+/// (Written for an earlier tensor-core dense GEMV, measured slower and removed; it keeps the
+/// f32 kernels' grouped scales, and the tensor-core int4 entries' per-row, 64 and 128, under
+/// test at these shapes.)
 #[test]
 fn dense_quantized_rows_with_wide_groups_agree() {
     dense_rows_agree(
@@ -395,12 +415,14 @@ fn dense_quantized_rows_with_wide_groups_agree() {
 }
 
 /// The tensor-core dense int4 GEMV (kernels/dense_quant.cu, `dense_q_tc_*`) under forced warps
-/// per band (1: a warp walks every 64-byte window of a row, full and partial batches of four;
+/// per band (1: a warp walks every 64-byte window of a row, full and partial batches of two;
 /// 2 and 16: the row split, warps with one window or none) and, as a check of the check, the f32
 /// entries (which int8 always takes). Scale groups of one 16-byte chunk (32 codes), two chunks,
-/// one window and several, and per row, besides groups of 16 (f32 entries); rows not a multiple
-/// of the 16-row band; columns ending inside a window; finite x and x holding NaN and ±∞. The
-/// plan must show the forced block, so a fallback to another entry fails the test.
+/// one window, several (a power of two, and 384, whose window index is divided, not shifted),
+/// and per row, besides groups of 16 (f32 entries); rows not a multiple of the 16-row band;
+/// columns ending inside a window; finite x, x holding ±∞ (rows of ±∞ or NaN by the codes and
+/// scales under them) and x holding NaN. The plan must show the forced block, so a fallback to
+/// another entry fails the test.
 #[cfg(feature = "cuda")]
 #[test]
 fn dense_quantized_rows_agree_on_tensor_cores() {
@@ -413,7 +435,7 @@ fn dense_quantized_rows_agree_on_tensor_cores() {
         ("f32 entries", None, false),
     ];
     // (rows, cols, scale layouts) with cols a multiple of every group listed and of 32.
-    let cases: [(usize, usize, &[ScaleLayout]); 4] = [
+    let cases: [(usize, usize, &[ScaleLayout]); 5] = [
         (
             17,
             4352,
@@ -437,6 +459,11 @@ fn dense_quantized_rows_agree_on_tensor_cores() {
         ),
         (5, 4128, &[ScaleLayout::PerRow, ScaleLayout::PerGroup(32)]),
         (1, 32, &[ScaleLayout::PerRow, ScaleLayout::PerGroup(32)]),
+        (
+            9,
+            4608,
+            &[ScaleLayout::PerGroup(384), ScaleLayout::PerGroup(1152)],
+        ),
     ];
     for (name, warps, on) in forced {
         let mut opts = DeviceOptions::for_backend(BackendKind::Cuda);
@@ -479,6 +506,7 @@ fn dense_quantized_rows_agree_on_tensor_cores() {
                     for batch in [1, 2] {
                         for (kind, x) in [
                             ("finite x", random_batch(cols, batch, 70 + i as u64)),
+                            ("x with ±∞", x_with_infinities(cols, batch, 72 + k as u64)),
                             (
                                 "x with NaN and ±∞",
                                 x_with_non_finite(cols, batch, 71 + k as u64),
