@@ -28,20 +28,25 @@ fn check_batch(label: &str, dev: &Device, a: &DeviceMatrix, m: &Sparse24Matrix, 
     }
 }
 
-#[test]
-fn sparse24_products_agree_on_every_device() {
-    // Columns not a multiple of 4 (padding in every row's last group), empty rows, one column.
-    let shapes = [
+/// (rows, columns, density): columns not a multiple of 4 (padding in every row's last group),
+/// empty rows, one column, and rows of 282 and 65 words of 8 groups (lanes holding 8–9 and 2–3
+/// words, so that the CUDA kernels' batches of words end part-way).
+const SHAPES: [(usize, usize, f64); 9] = [
         (1, 1, 1.0),
         (5, 6, 0.8),
         (31, 33, 0.3),
         (65, 1000, 0.5),
         (70, 300, 0.0),
         (9, 130, 1.0),
-        (40, 8, 0.6),
-    ];
+    (40, 8, 0.6),
+    (3, 9000, 0.5),
+    (2, 2056, 0.7),
+];
+
+#[test]
+fn sparse24_products_agree_on_every_device() {
     for (label, dev) in devices_under_test() {
-        for (i, &(rows, cols, d)) in shapes.iter().enumerate() {
+        for (i, &(rows, cols, d)) in SHAPES.iter().enumerate() {
             let dense = random_dense(rows, cols, d, 2400 + i as u64);
             let m = Sparse24Matrix::prune_from_dense(&dense).unwrap();
             let a = upload(&label, &dev, &m);
@@ -83,4 +88,73 @@ fn zeros_never_meet_nan_or_infinity_in_x() {
         x[5] = f16::NAN;
         check_batch(&format!("{label}, NaN under a value"), &dev, &a, &m, &x);
     }
+}
+
+/// Columns a multiple of 8: the GPU kernels read x in 16-byte words and select each entry's
+/// half out of them. Row 0 repeats [1, 0, 0, 0 | 0, 0, 0, 0 | 0, 2, 0, 0 | 3, -4, 0, 0] (group
+/// fill, an all-zero group, fill after a value, two values), row 1 is all zero; x is NaN under
+/// every zero of row 0, so any zero that meets its x poisons y.
+fn check_zeros_under_nan_in_words(devices: &[(String, Device)]) {
+    let pattern = [
+        1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 0.0, 0.0, 3.0, -4.0, 0.0, 0.0,
+    ];
+    for cols in [16, 40, 264] {
+        let mut values = vec![f16::ZERO; 2 * cols];
+        for c in 0..cols {
+            values[c] = f16::from_f32(pattern[c % 16]);
+        }
+        let m = Sparse24Matrix::from_dense(&DenseMatrix::new(2, cols, values.clone()).unwrap())
+            .unwrap();
+        let x: Vec<f16> = (0..cols)
+            .map(|c| {
+                if values[c] == f16::ZERO {
+                    f16::NAN
+                } else {
+                    f16::from_f32(1.0)
+                }
+            })
+            .collect();
+        let r = reference::spmv(MatrixRef::from(&m), &x).unwrap();
+        assert!(
+            r.y[0].is_finite() && r.y[1] == 0.0,
+            "the reference masks zeros"
+        );
+        for (label, dev) in devices {
+            let a = upload(label, dev, &m);
+            for batch in [1, 3, 8] {
+                let xs: Vec<f16> = x.iter().copied().cycle().take(cols * batch).collect();
+                check_batch(&format!("{label}, {cols} columns"), dev, &a, &m, &xs);
+            }
+        }
+    }
+}
+
+#[test]
+fn zeros_never_meet_nan_in_x_read_in_words() {
+    check_zeros_under_nan_in_words(&devices_under_test());
+}
+
+/// CUDA's single-vector kernel reads x from a copy in shared memory where it fits; forced to
+/// read it from global memory (`cuda.s24_x=global`) the products agree as well.
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_products_agree_with_x_read_from_global_memory() {
+    use macko::backend::cuda::tuning::{CudaTuning, XPlace};
+    use macko::{BackendKind, DeviceOptions};
+    let mut opts = DeviceOptions::for_backend(BackendKind::Cuda);
+    opts.tuning.get_or_insert_with(Default::default).cuda = CudaTuning {
+        s24_x: Some(XPlace::Global),
+        ..CudaTuning::default()
+    };
+    let label = "cuda, x in global memory".to_string();
+    let Some(dev) = open_or_skip(&label, &opts) else {
+        return;
+    };
+    for (i, &(rows, cols, d)) in SHAPES.iter().enumerate() {
+        let dense = random_dense(rows, cols, d, 2400 + i as u64);
+        let m = Sparse24Matrix::prune_from_dense(&dense).unwrap();
+        let a = upload(&label, &dev, &m);
+        check_batch(&label, &dev, &a, &m, &random_batch(cols, 1, i as u64));
+    }
+    check_zeros_under_nan_in_words(&[(label, dev)]);
 }

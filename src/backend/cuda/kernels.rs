@@ -71,7 +71,7 @@ const DEFAULT_SMEM: u32 = 48 << 10;
 /// 48 KiB a kernel must ask), minus what it declares statically. Returns the limit in force for
 /// both output variants: the opt-in one, or 48 KiB if the driver refused (x then goes to global
 /// memory for wider matrices instead of the launch failing).
-fn allow_large_smem(k: &ByOutput, optin: u32) -> Result<u32> {
+pub(crate) fn allow_large_smem(k: &ByOutput, optin: u32) -> Result<u32> {
     let mut limit = optin;
     for f in [&k.f16, &k.f32] {
         let fixed = f

@@ -261,7 +261,13 @@ impl CudaBackend {
             }
             MatrixRef::Sparse24(s) => {
                 let kernels = self.sparse24_kernels()?;
-                CudaMatrix::Sparse24(sparse24::upload(self.stream(), s, kernels)?)
+                CudaMatrix::Sparse24(sparse24::upload(
+                    self.stream(),
+                    s,
+                    kernels,
+                    tuning,
+                    self.caps.sm_count,
+                )?)
             }
             MatrixRef::HomogeneousCsr(h) => {
                 // Compiled now, so that a missing kernel fails the upload, not a product.
@@ -417,9 +423,10 @@ impl CudaBackend {
 
     /// The 2:4 kernels, compiled and loaded the first time.
     fn sparse24_kernels(&self) -> Result<Arc<sparse24::Sparse24Kernels>> {
-        let arch = self.gpu.props.arch();
-        self.sparse24
-            .get(|| sparse24::Sparse24Kernels::load(&self.gpu.ctx, &arch))
+        let p = &self.gpu.props;
+        self.sparse24.get(|| {
+            sparse24::Sparse24Kernels::load(&self.gpu.ctx, &p.arch(), p.smem_per_block_optin)
+        })
     }
 
     /// The int8 / int4 kernels of `bits`, compiled and loaded the first time.

@@ -282,6 +282,8 @@ pub const SPARSE24: KernelSource = KernelSource {
         "sparse24_spmv_xv_f32",
         "sparse24_spmv_xh_f16",
         "sparse24_spmv_xh_f32",
+        "sparse24_spmv_xs_f16",
+        "sparse24_spmv_xs_f32",
         "sparse24_batch_xv_w2_f16",
         "sparse24_batch_xv_w2_f32",
         "sparse24_batch_xv_w4_f16",

@@ -14,28 +14,37 @@ use macko_format::Sparse24Matrix;
 
 use super::caps::{Width, BLOCK};
 use super::errors::{cuda_error, internal};
-use super::kernels::{load_module, ByOutput};
+use super::kernels::{allow_large_smem, load_module, ByOutput};
 use super::launch::Output;
 use super::memory::{dim, DeviceArray};
 use super::nvrtc;
+use super::tuning::{CudaTuning, XPlace};
 use crate::backend::sparse24_rows::{sparse24_rows, sparse24_words, WORD_GROUPS};
 use crate::error::Result;
 
-/// How a kernel reads x: 16-byte words (`xv`: every vector starts on a 16-byte boundary) or
-/// one half per live entry (`xh`).
-const X_PLACES: [&str; 2] = ["xv", "xh"];
+/// How a kernel reads x: 16-byte words (`xv`: every vector starts on a 16-byte boundary), one
+/// half per live entry (`xh`), or (single vector) 16-byte words of a copy in shared memory
+/// (`xs`), in the order of [`Sparse24Kernels::spmv`]'s inner arrays.
+const X_PLACES: [&str; 3] = ["xv", "xh", "xs"];
+
+/// Index of `xs` in [`X_PLACES`].
+const X_STAGED: usize = 2;
 
 /// The kernels of kernels/sparse24.cu, both output precisions of each.
 pub(crate) struct Sparse24Kernels {
-    /// `sparse24_spmv_{xv,xh}_*`, by x place.
-    spmv: [ByOutput; 2],
+    /// `sparse24_spmv_{xv,xh,xs}_*`, by [`X_PLACES`].
+    spmv: [ByOutput; 3],
     /// `sparse24_batch_{xv,xh}_w{2,4,8,16}_*`, by x place and [`Width::index`].
     batch: [[ByOutput; 4]; 2],
+    /// Dynamic shared memory the `xs` kernels may use (bytes).
+    smem_limit: u32,
 }
 
 impl Sparse24Kernels {
-    /// Compiles (once per process, or loaded from the on-disk kernel cache) and loads kernels/sparse24.cu for `arch` into `ctx`.
-    pub fn load(ctx: &Arc<CudaContext>, arch: &str) -> Result<Self> {
+    /// Compiles (once per process, or loaded from the on-disk kernel cache) and loads
+    /// kernels/sparse24.cu for `arch` into `ctx`, letting the `xs` kernels use up to
+    /// `smem_optin` bytes of dynamic shared memory.
+    pub fn load(ctx: &Arc<CudaContext>, arch: &str, smem_optin: u32) -> Result<Self> {
         let module = load_module(ctx, &nvrtc::SPARSE24, arch)?;
         let function = |name: String| -> Result<CudaFunction> {
             module
@@ -53,9 +62,16 @@ impl Sparse24Kernels {
             let w = |w: Width| pair(format!("sparse24_batch_{x}_w{}", w.lanes()));
             Ok([w(Width::W2)?, w(Width::W4)?, w(Width::W8)?, w(Width::W16)?])
         };
+        let spmv = [
+            spmv(X_PLACES[0])?,
+            spmv(X_PLACES[1])?,
+            spmv(X_PLACES[X_STAGED])?,
+        ];
+        let smem_limit = allow_large_smem(&spmv[X_STAGED], smem_optin)?;
         Ok(Self {
-            spmv: [spmv(X_PLACES[0])?, spmv(X_PLACES[1])?],
+            spmv,
             batch: [batch(X_PLACES[0])?, batch(X_PLACES[1])?],
+            smem_limit,
         })
     }
 }
@@ -91,8 +107,15 @@ pub(crate) struct Sparse24Dev {
     words: u32,
     /// log2 of the lanes a row takes: the smallest power of two covering its words, at most 32.
     lanes_log2: u32,
-    /// Blocks of `BLOCK` threads: every row of the matrix at once.
+    /// Blocks of `BLOCK` threads of the single-vector kernel: those that fit the GPU at once,
+    /// rows by stride (measured: 69 → 73 % of the ceiling on an H200 against every row at
+    /// once, which left a partial last wave), at most every row at once.
     grid: u32,
+    /// Blocks of the few-token kernels: every row at once.
+    batch_grid: u32,
+    /// Bytes of x the single-vector kernel stages in shared memory (0: it reads x from global
+    /// memory).
+    x_smem: u32,
     /// Every vector of x starts on a 16-byte boundary (cols % 8 == 0: the allocation is
     /// aligned, and `interop::CudaPointers` requires 16-byte aligned pointers), so the `xv`
     /// kernels may read it in 16-byte words.
@@ -109,6 +132,8 @@ pub(crate) fn upload(
     stream: &Arc<CudaStream>,
     m: &Sparse24Matrix,
     kernels: Arc<Sparse24Kernels>,
+    tuning: &CudaTuning,
+    sm_count: u32,
 ) -> Result<Sparse24Dev> {
     let (rows, cols) = (dim(m.rows(), "rows")?, dim(m.cols(), "columns")?);
     let words = sparse24_words(m.cols());
@@ -117,15 +142,38 @@ pub(crate) fn upload(
     let words = u32::try_from(words).map_err(|_| internal("2:4 words per row past 32 bits"))?;
     let lanes = words.clamp(1, 32).next_power_of_two();
     let rows_per_block = (BLOCK / 32) * (32 / lanes);
-    let (values, positions) = sparse24_rows(m, 0..m.rows());
+    let (values, mut positions) = sparse24_rows(m, 0..m.rows());
     debug_assert_eq!(values.len(), m.rows() * words as usize * WORD_GROUPS);
+    for p in &mut positions {
+        *p = selector_word(*p);
+    }
+    let x_words = cols % 8 == 0;
+    let x_bytes = cols.saturating_mul(2);
+    let stage = x_words
+        && x_bytes > 0
+        && x_bytes <= kernels.smem_limit
+        && tuning.s24_x != Some(XPlace::Global);
+    let x_smem = if stage { x_bytes } else { 0 };
+    let place = if stage {
+        X_STAGED
+    } else {
+        usize::from(!x_words)
+    };
+    let per_sm = kernels.spmv[place]
+        .f16
+        .occupancy_max_active_blocks_per_multiprocessor(BLOCK, x_smem as usize, None)
+        .map_err(|e| cuda_error("asking the 2:4 kernel's occupancy", e))?;
+    let batch_grid = rows.div_ceil(rows_per_block).max(1);
+    let grid = batch_grid.min(per_sm.max(1).saturating_mul(sm_count.max(1)));
     Ok(Sparse24Dev {
         rows,
         cols,
         words,
         lanes_log2: lanes.trailing_zeros(),
-        grid: rows.div_ceil(rows_per_block).max(1),
-        x_words: cols % 8 == 0,
+        grid,
+        batch_grid,
+        x_smem,
+        x_words,
         values: DeviceArray::upload(stream, &values, "2:4 values")?,
         positions: DeviceArray::upload(stream, &positions, "2:4 positions")?,
         kernels,
@@ -146,7 +194,9 @@ pub(crate) fn launch<T: Output>(
         return Ok(());
     }
     let place = usize::from(!m.x_words);
-    let f = if count == 1 && first == 0 {
+    let single = count == 1 && first == 0;
+    let f = if single {
+        let place = if m.x_smem > 0 { X_STAGED } else { place };
         m.kernels.spmv[place].pick(T::PRECISION)
     } else {
         let width = Width::for_count(count as usize)
@@ -169,9 +219,9 @@ pub(crate) fn launch<T: Output>(
         .arg(&first)
         .arg(&count);
     let cfg = LaunchConfig {
-        grid_dim: (m.grid, 1, 1),
+        grid_dim: (if single { m.grid } else { m.batch_grid }, 1, 1),
         block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
+        shared_mem_bytes: if single { m.x_smem } else { 0 },
     };
     // SAFETY: the arguments match `sparse24_*` of kernels/sparse24.cu in order and type (vals,
     // pos, x, y, rows, cols, words, lanes_log2, first, count). values holds rows · words · 8
@@ -181,8 +231,63 @@ pub(crate) fn launch<T: Output>(
     // elements of the kernel's output type (checked above); the kernel reads vectors first ..
     // first + count of x at columns < cols only (16-byte words only where they start below
     // cols, with cols % 8 == 0 and 16-byte aligned vectors: `x_words`) and writes rows < rows
-    // of the same vectors of y.
+    // of the same vectors of y. The `xs` kernel (single vector, x_smem > 0 only where
+    // x_words) copies x's cols / 8 16-byte words into x_smem = 2 · cols bytes of dynamic shared
+    // memory, within the limit `allow_large_smem` set for it.
     unsafe { args.launch(cfg) }
         .map(|_| ())
         .map_err(|e| cuda_error("launching a 2:4 kernel", e))
+}
+
+/// A word's positions as the kernels read them: the format's nibble of group g (bits 4g..4g + 3,
+/// the first position in the low two bits) moved so that bits 8q + 2j, 8q + 2j + 1 hold field q
+/// of groups 2j and 2j + 1 (q = 0, 1 the first and second positions of group 2j, 2 and 3 those
+/// of group 2j + 1): one shift and one mask then give two groups' positions one per byte, the
+/// `prmt` selectors' raw material (kernels/sparse24.cu, `s24_selectors`).
+fn selector_word(nibbles: u32) -> u32 {
+    let mut out = 0;
+    for g in 0..WORD_GROUPS as u32 {
+        let (j, half) = (g / 2, g % 2);
+        for p in 0..2 {
+            let field = (nibbles >> (4 * g + 2 * p)) & 3;
+            let q = 2 * half + p;
+            out |= field << (8 * q + 2 * j);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The kernel's selector arithmetic applied to `selector_word`'s output finds every group's
+    /// two positions where the format put them.
+    #[test]
+    fn selector_words_give_each_groups_positions() {
+        let mut seed = 0x9e37_79b9_u32;
+        for _ in 0..1000 {
+            seed = seed.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            let nibbles = seed;
+            let m = selector_word(nibbles);
+            for g in 0..8u32 {
+                let (j, half) = (g / 2, g % 2);
+                // s24_selectors, then the group's 16 bits.
+                let s = ((m >> (2 * j)) & 0x0303_0303).wrapping_mul(0x22) + 0x1010_1010;
+                let sel = (s >> (16 * half)) & 0xffff;
+                let n = (nibbles >> (4 * g)) & 15;
+                let (p0, p1) = (n & 3, n >> 2);
+                assert_eq!(
+                    sel & 0xff,
+                    (2 * p0) | ((2 * p0 + 1) << 4),
+                    "{nibbles:#x} g {g}"
+                );
+                assert_eq!(
+                    sel >> 8,
+                    (2 * p1) | ((2 * p1 + 1) << 4),
+                    "{nibbles:#x} g {g}"
+                );
+            }
+        }
+    }
 }

@@ -73,6 +73,9 @@ pub struct CudaTuning {
     /// `dense_quant_warps`: warps per block (1, 2, 4, 8 or 16) of the tensor-core dense int4
     /// GEMV, each band of 16 rows split among them.
     pub dense_quant_warps: Option<u32>,
+    /// `s24_x`: where the 2:4 single-vector kernel reads x: `smem` (staged where it fits, the
+    /// default) or `global`.
+    pub s24_x: Option<XPlace>,
 }
 
 /// One of `choices` (name, value), `None` for `auto` or empty.
@@ -106,6 +109,7 @@ impl CudaTuning {
         "batch_mma",
         "dense_quant_mma",
         "dense_quant_warps",
+        "s24_x",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -162,6 +166,7 @@ impl CudaTuning {
                     "expected 1, 2, 4, 8, 16 or auto",
                 )?
             }
+            "s24_x" => self.s24_x = x_place(v)?,
             other => {
                 return Err(format!(
                     "unknown key {other:?}: expected one of {}",
@@ -233,6 +238,7 @@ mod tests {
             ("batch_mma", "on"),
             ("dense_quant_mma", "off"),
             ("dense_quant_warps", "8"),
+            ("s24_x", "global"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -255,6 +261,7 @@ mod tests {
                 batch_mma: Some(true),
                 dense_quant_mma: Some(false),
                 dense_quant_warps: Some(8),
+                s24_x: Some(XPlace::Global),
             }
         );
         t.set("split", "off").expect("off");
