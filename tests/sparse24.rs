@@ -32,12 +32,12 @@ fn check_batch(label: &str, dev: &Device, a: &DeviceMatrix, m: &Sparse24Matrix, 
 /// empty rows, one column, and rows of 282 and 65 words of 8 groups (lanes holding 8–9 and 2–3
 /// words, so that the CUDA kernels' batches of words end part-way).
 const SHAPES: [(usize, usize, f64); 9] = [
-        (1, 1, 1.0),
-        (5, 6, 0.8),
-        (31, 33, 0.3),
-        (65, 1000, 0.5),
-        (70, 300, 0.0),
-        (9, 130, 1.0),
+    (1, 1, 1.0),
+    (5, 6, 0.8),
+    (31, 33, 0.3),
+    (65, 1000, 0.5),
+    (70, 300, 0.0),
+    (9, 130, 1.0),
     (40, 8, 0.6),
     (3, 9000, 0.5),
     (2, 2056, 0.7),

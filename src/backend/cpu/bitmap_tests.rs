@@ -14,7 +14,7 @@ use super::{avx2, CpuBackend, CpuLayout};
 use crate::backend::{Backend, HostVector, Precision, SparseInput};
 
 /// Most vectors of a product tested (every count from 1 runs).
-const MAX_BATCH: usize = 17;
+pub(super) const MAX_BATCH: usize = 17;
 
 /// The backends tested: both layouts, AVX2 (where this CPU has it) and portable.
 fn backends() -> Vec<(String, CpuBackend)> {
@@ -51,7 +51,7 @@ fn value(rng: &mut StdRng) -> f16 {
 
 /// A random `rows × cols` matrix of density `density`, every fifth row empty, column 2 and the
 /// last column empty (so x may hold NaN/∞ there).
-fn random_dense(rows: usize, cols: usize, density: f64, seed: u64) -> DenseMatrix {
+pub(super) fn random_dense(rows: usize, cols: usize, density: f64, seed: u64) -> DenseMatrix {
     let mut rng = StdRng::seed_from_u64(seed);
     let values = (0..rows * cols)
         .map(|k| {
@@ -70,7 +70,7 @@ fn random_dense(rows: usize, cols: usize, density: f64, seed: u64) -> DenseMatri
 /// [`MAX_BATCH`] vectors of `cols`, row-major: vector b % 3 == 0 finite, 1 with NaN, +∞ and
 /// −∞ at the empty columns (nothing kept there), 2 also with +∞ at column 0 (kept in some rows:
 /// those rows are ±∞ or NaN in the reference too).
-fn vectors(cols: usize, seed: u64) -> Vec<f16> {
+pub(super) fn vectors(cols: usize, seed: u64) -> Vec<f16> {
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5eed);
     let mut x = Vec::with_capacity(cols * MAX_BATCH);
     for b in 0..MAX_BATCH {
@@ -93,7 +93,7 @@ fn vectors(cols: usize, seed: u64) -> Vec<f16> {
     x
 }
 
-fn assert_agrees(what: &str, want: &Reference, got: &HostVector) {
+pub(super) fn assert_agrees(what: &str, want: &Reference, got: &HostVector) {
     let out: OutputPrecision = got.precision();
     assert_eq!(got.len(), want.y.len(), "{what}: length");
     if let Some((row, g, w, tol)) = want.first_disagreement(&got.to_f64(), out) {

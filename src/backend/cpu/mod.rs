@@ -26,6 +26,8 @@ mod decode;
 mod quant;
 mod quant_avx2;
 mod sparse24;
+#[cfg(target_arch = "x86_64")]
+mod sparse24_avx2;
 mod sparse_inputs;
 mod storage;
 
@@ -226,7 +228,7 @@ impl Backend for CpuBackend {
             CpuStored::Sparse24(m) => {
                 let x = f16_elements(x)?;
                 let mut sums = vec![0.0f32; m.rows() * batch];
-                sparse24::spmm_sparse24(m, x, batch, &mut sums);
+                sparse24::spmm_sparse24(m, x, batch, a.plan.avx2, &mut sums);
                 store_sums(&sums, y);
             }
             CpuStored::HomogeneousCsr(m) => {
