@@ -37,27 +37,16 @@ pub(super) fn spmm_sparse24(
         return;
     }
     #[cfg(target_arch = "x86_64")]
-    if avx2 {
-        return spmm_avx2(a, x, batch, out);
-    }
-    let _ = avx2;
-    let xt = transpose(x, cols, batch);
-    // Whether x is finite is known only now: with NaN/∞ in x, zero values are masked.
-    let finite = xt.iter().all(|v| v.is_finite());
-    // Row-major sums ([rows][batch]), each row's `batch` sums adjacent, transposed after.
-    let mut sums = vec![0.0f32; rows * batch];
-    sums.par_chunks_mut(ROWS_PER_TASK * batch)
-        .enumerate()
-        .for_each(|(t, block)| {
-            for (k, y) in block.chunks_exact_mut(batch).enumerate() {
-                let r = t * ROWS_PER_TASK + k;
-                if finite {
-                    row::<false>(a, r, &xt, y);
-                } else {
-                    row::<true>(a, r, &xt, y);
-                }
-            }
-        });
+    let sums = if avx2 {
+        sums_avx2(a, x, batch)
+    } else {
+        sums_portable(a, x, batch)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let sums = {
+        let _ = avx2;
+        sums_portable(a, x, batch)
+    };
     out.par_chunks_mut(rows).enumerate().for_each(|(b, y)| {
         for (r, o) in y.iter_mut().enumerate() {
             *o = sums[r * batch + b];
@@ -65,43 +54,61 @@ pub(super) fn spmm_sparse24(
     });
 }
 
-/// The AVX2 product: sums `[rows][batch]` row by row, each row's whole steps of 4 groups through
-/// `row_steps`, its last groups through [`tail`].
-#[cfg(target_arch = "x86_64")]
-fn spmm_avx2(a: &Sparse24Matrix, x: &[f16], batch: usize, out: &mut [f32]) {
+/// The portable product's sums, `[rows][batch]` (each row's `batch` sums adjacent).
+fn sums_portable(a: &Sparse24Matrix, x: &[f16], batch: usize) -> Vec<f32> {
     let (rows, cols) = (a.rows(), a.cols());
-    let per_row = groups_per_row(cols);
-    let steps = per_row / STEP_GROUPS;
-    let (xw, stride) = widened_x(x, cols, batch);
+    let xt = transpose(x, cols, batch);
+    // Whether x is finite is known only now: with NaN/∞ in x, zero values are masked.
+    let finite = xt.iter().all(|v| v.is_finite());
+    row_sums(rows, batch, |r, y| {
+        if finite {
+            row::<false>(a, r, &xt, y);
+        } else {
+            row::<true>(a, r, &xt, y);
+        }
+    })
+}
+
+/// Row-major sums (`[rows][batch]`, each row's `batch` sums adjacent, transposed after), each
+/// row's filled by `row(r, sums)` on rayon's pool, [`ROWS_PER_TASK`] rows a task.
+fn row_sums(rows: usize, batch: usize, row: impl Fn(usize, &mut [f32]) + Sync) -> Vec<f32> {
     let mut sums = vec![0.0f32; rows * batch];
     sums.par_chunks_mut(ROWS_PER_TASK * batch)
         .enumerate()
         .for_each(|(t, block)| {
             for (k, y) in block.chunks_exact_mut(batch).enumerate() {
-                let r = t * ROWS_PER_TASK + k;
-                // SAFETY: `spmm_sparse24` is called with `avx2` only where the CPU has AVX2, FMA
-                // and F16C; the validated matrix holds every group of row r (r · per_row ..
-                // (r + 1) · per_row, two values and a nibble each), and each of the batch's
-                // vectors in `xw` has `stride` ≥ 16 · steps elements (`widened_x`).
-                unsafe {
-                    super::sparse24_avx2::row_steps(
-                        a.values(),
-                        a.meta(),
-                        r * per_row,
-                        steps,
-                        &xw,
-                        stride,
-                        y,
-                    )
-                };
-                tail(a, r, steps * STEP_GROUPS, (&xw, stride), y);
+                row(t * ROWS_PER_TASK + k, y);
             }
         });
-    out.par_chunks_mut(rows).enumerate().for_each(|(b, y)| {
-        for (r, o) in y.iter_mut().enumerate() {
-            *o = sums[r * batch + b];
-        }
-    });
+    sums
+}
+
+/// The AVX2 product's sums, `[rows][batch]`: each row's whole steps of 4 groups through
+/// `row_steps`, its last groups through [`tail`].
+#[cfg(target_arch = "x86_64")]
+fn sums_avx2(a: &Sparse24Matrix, x: &[f16], batch: usize) -> Vec<f32> {
+    let (rows, cols) = (a.rows(), a.cols());
+    let per_row = groups_per_row(cols);
+    let steps = per_row / STEP_GROUPS;
+    let (xw, stride) = widened_x(x, cols, batch);
+    row_sums(rows, batch, |r, y| {
+        // SAFETY: `spmm_sparse24` is called with `avx2` only where the CPU has AVX2, FMA and
+        // F16C; the validated matrix holds every group of row r (r · per_row .. (r + 1) ·
+        // per_row, two values and a nibble each), and each of the batch's vectors in `xw` has
+        // `stride` ≥ 16 · steps elements (`widened_x`).
+        unsafe {
+            super::sparse24_avx2::row_steps(
+                a.values(),
+                a.meta(),
+                r * per_row,
+                steps,
+                &xw,
+                stride,
+                y,
+            )
+        };
+        tail(a, r, steps * STEP_GROUPS, (&xw, stride), y);
+    })
 }
 
 /// Adds row `r`'s groups from `first` on to `y` (vector b's x at `xw[b · stride + c]`), zero
