@@ -192,8 +192,18 @@ mod tests {
 
     #[test]
     fn both_loops_agree_with_the_reference() {
-        // (rows, cols): groups per row 9, 18, 33, 50, 1 and 2 (the last with padding).
-        let shapes = [(7, 33), (9, 70), (6, 130), (11, 200), (5, 4), (4, 6)];
+        // (rows, cols): groups per row 9, 18, 33, 50, 1 and 2 (the last with padding), and 4
+        // and 8 with a padded last group inside the last whole step (x's ±∞ column too).
+        let shapes = [
+            (7, 33),
+            (9, 70),
+            (6, 130),
+            (11, 200),
+            (5, 4),
+            (4, 6),
+            (3, 15),
+            (5, 31),
+        ];
         for (i, &(rows, cols)) in shapes.iter().enumerate() {
             let dense = random_dense(rows, cols, 0.6, 90 + i as u64);
             let m = Sparse24Matrix::prune_from_dense(&dense).unwrap();

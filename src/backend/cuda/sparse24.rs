@@ -159,10 +159,13 @@ pub(crate) fn upload(
     } else {
         usize::from(!x_words)
     };
-    let per_sm = kernels.spmv[place]
-        .f16
-        .occupancy_max_active_blocks_per_multiprocessor(BLOCK, x_smem as usize, None)
-        .map_err(|e| cuda_error("asking the 2:4 kernel's occupancy", e))?;
+    let mut per_sm = u32::MAX;
+    for f in [&kernels.spmv[place].f16, &kernels.spmv[place].f32] {
+        let blocks = f
+            .occupancy_max_active_blocks_per_multiprocessor(BLOCK, x_smem as usize, None)
+            .map_err(|e| cuda_error("asking the 2:4 kernel's occupancy", e))?;
+        per_sm = per_sm.min(blocks);
+    }
     let batch_grid = rows.div_ceil(rows_per_block).max(1);
     let grid = batch_grid.min(per_sm.max(1).saturating_mul(sm_count.max(1)));
     Ok(Sparse24Dev {

@@ -11,7 +11,8 @@ use crate::backend::tuning::switch;
 /// Where the sparse kernels read x from, when forced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum XPlace {
-    /// Staged in shared memory (an error where the copy does not fit).
+    /// Staged in shared memory (an error where the copy does not fit; for `s24_x`, the 2:4
+    /// kernel reads x from global memory instead).
     Shared,
     /// Read from global memory through the read-only cache.
     Global,
