@@ -41,44 +41,6 @@ __device__ __forceinline__ uint4 mma_load_x(const unsigned short* __restrict__ x
     return __ldg(reinterpret_cast<const uint4*>(x + (unsigned long long)(first + v) * cols + c));
 }
 
-// Sums the NW warps' C fragments of a band of R = 16·MT rows through shared memory (red: NW × R ×
-// 8·NT floats, vector-major) and stores the chunk's vectors of rows r0 .. r0 + R - 1 in
-// y ([batch][rows]). Every thread of the block calls it; it synchronises the block before and
-// after. Returns, in every thread, whether any stored sum is NaN.
-template <typename Out, int NT, int MT, unsigned NW>
-__device__ __forceinline__ bool mma_reduce_store(float* red, const float (&acc)[MT][NT][4],
-                                                 Out* __restrict__ y, unsigned rows, unsigned r0,
-                                                 unsigned first, unsigned count) {
-    constexpr unsigned R = 16u * MT, N = 8u * NT;
-    const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x / 32u;
-    const unsigned g = lane >> 2, t = lane & 3u;
-    float* mine = red + warp * R * N;
-#pragma unroll
-    for (int m = 0; m < MT; ++m) {
-#pragma unroll
-        for (int j = 0; j < NT; ++j) {
-            const unsigned row = 16u * m + g, vec = 8u * j + 2u * t;
-            mine[vec * R + row] = acc[m][j][0];
-            mine[(vec + 1u) * R + row] = acc[m][j][1];
-            mine[vec * R + row + 8u] = acc[m][j][2];
-            mine[(vec + 1u) * R + row + 8u] = acc[m][j][3];
-        }
-    }
-    __syncthreads();
-    bool nan = false;
-    for (unsigned i = threadIdx.x; i < R * N; i += blockDim.x) {
-        float s = 0.0f;
-#pragma unroll
-        for (unsigned w = 0; w < NW; ++w) s += red[w * R * N + i];
-        const unsigned vec = i / R, row = r0 + i % R;
-        if (vec < count && row < rows) {
-            nan |= s != s;
-            macko_store(y + (unsigned long long)(first + vec) * rows, row, s);
-        }
-    }
-    return __syncthreads_or(nan ? 1 : 0) != 0;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Dense rows (cols % 8 == 0). A block owns a band of 16·MT rows at a time (bands grid-stride over
 // a persistent grid); its 16 warps split the columns: warp w takes the 32-column steps w, w + 16,

@@ -8,7 +8,7 @@ mod common;
 
 use macko::backend::cuda::caps::Kernel;
 use macko::backend::cuda::nvrtc::{
-    self, KernelSource, KERNELS, QUANT_KERNELS, SPARSE24, TRANSPOSED,
+    self, KernelSource, KERNELS, QUANT_KERNELS, SPARSE24, SPARSE24_MMA, TRANSPOSED,
 };
 use macko::Error;
 
@@ -87,7 +87,7 @@ fn every_kernel_compiles_without_warnings_for_ampere_and_hopper() {
     let jobs: Vec<(&KernelSource, &str)> = KERNELS
         .iter()
         .chain(&QUANT_KERNELS)
-        .chain([&SPARSE24, &TRANSPOSED])
+        .chain([&SPARSE24, &SPARSE24_MMA, &TRANSPOSED])
         .flat_map(|k| ARCHS.map(|arch| (k, arch)))
         .collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());

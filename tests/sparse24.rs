@@ -134,8 +134,9 @@ fn zeros_never_meet_nan_in_x_read_in_words() {
     check_zeros_under_nan_in_words(&devices_under_test());
 }
 
-/// CUDA's single-vector kernel reads x from a copy in shared memory where it fits; forced to
-/// read it from global memory (`cuda.s24_x=global`) the products agree as well.
+/// CUDA's single-vector kernel on the CUDA cores reads x from a copy in shared memory where it
+/// fits; forced to read it from global memory (`cuda.s24_x=global`) the products agree as
+/// well.
 #[cfg(feature = "cuda")]
 #[test]
 fn cuda_products_agree_with_x_read_from_global_memory() {
@@ -144,6 +145,7 @@ fn cuda_products_agree_with_x_read_from_global_memory() {
     let mut opts = DeviceOptions::for_backend(BackendKind::Cuda);
     opts.tuning.get_or_insert_with(Default::default).cuda = CudaTuning {
         s24_x: Some(XPlace::Global),
+        s24_mma: Some(false),
         ..CudaTuning::default()
     };
     let label = "cuda, x in global memory".to_string();
@@ -157,4 +159,49 @@ fn cuda_products_agree_with_x_read_from_global_memory() {
         check_batch(&label, &dev, &a, &m, &random_batch(cols, 1, i as u64));
     }
     check_zeros_under_nan_in_words(&[(label, dev)]);
+}
+
+/// CUDA on both of its 2:4 paths: the sparse tensor cores (the default where the GPU has them,
+/// `mma.sp` on tiles of 16 rows) and the CUDA cores (`cuda.s24_mma=off`, the path of GPUs older
+/// than compute capability 8.0): every shape and batch (odd counts, one and two n-tiles of the
+/// tensor cores, a chunk past 16) against the reference, wide rows whose quads a block's warps
+/// split, and zeros (group fill, padding) never meeting NaN or ±∞ of x, which on the tensor
+/// cores sends the quads holding such x to the exact path.
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_products_agree_on_tensor_and_cuda_cores() {
+    use macko::backend::cuda::tuning::CudaTuning;
+    use macko::{BackendKind, DeviceOptions};
+    for (what, s24_mma) in [("sparse tensor cores", None), ("CUDA cores", Some(false))] {
+        let mut opts = DeviceOptions::for_backend(BackendKind::Cuda);
+        opts.tuning.get_or_insert_with(Default::default).cuda = CudaTuning {
+            s24_mma,
+            ..CudaTuning::default()
+        };
+        let label = format!("cuda, {what}");
+        let Some(dev) = open_or_skip(&label, &opts) else {
+            return;
+        };
+        let wide = [(300, 1024, 0.5), (64, 4096, 0.4), (48, 136, 0.9)];
+        for (i, &(rows, cols, d)) in SHAPES.iter().chain(&wide).enumerate() {
+            let dense = random_dense(rows, cols, d, 2500 + i as u64);
+            let m = Sparse24Matrix::prune_from_dense(&dense).unwrap();
+            let a = upload(&label, &dev, &m);
+            for batch in [1, 2, 5, 8, 9, 16, 17] {
+                let x = random_batch(cols, batch, (i * 37 + batch) as u64);
+                check_batch(&label, &dev, &a, &m, &x);
+            }
+        }
+        // A NaN and an ∞ under stored values of one quad each in a wide matrix: those quads
+        // take the exact path, the others the tensor cores; y is NaN or ∞ where the reference
+        // says so, nowhere else.
+        let dense = random_dense(40, 1024, 0.6, 2600);
+        let m = Sparse24Matrix::prune_from_dense(&dense).unwrap();
+        let a = upload(&label, &dev, &m);
+        let mut x = random_batch(1024, 3, 2601);
+        x[1024 + 300] = f16::NAN;
+        x[2 * 1024 + 7] = f16::INFINITY;
+        check_batch(&format!("{label}, NaN and ∞ in x"), &dev, &a, &m, &x);
+        check_zeros_under_nan_in_words(&[(label, dev)]);
+    }
 }

@@ -47,6 +47,7 @@ mod probe;
 mod quant;
 mod rules;
 mod sparse24;
+mod sparse24_tiles;
 mod sparse_inputs;
 mod sparse_views;
 mod split;
@@ -425,7 +426,12 @@ impl CudaBackend {
     fn sparse24_kernels(&self) -> Result<Arc<sparse24::Sparse24Kernels>> {
         let p = &self.gpu.props;
         self.sparse24.get(|| {
-            sparse24::Sparse24Kernels::load(&self.gpu.ctx, &p.arch(), p.smem_per_block_optin)
+            sparse24::Sparse24Kernels::load(
+                &self.gpu.ctx,
+                &p.arch(),
+                p.smem_per_block_optin,
+                self.caps.tensor_cores,
+            )
         })
     }
 

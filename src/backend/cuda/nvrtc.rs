@@ -303,6 +303,26 @@ pub const SPARSE24: KernelSource = KernelSource {
     ],
 };
 
+/// 2:4 products on the sparse tensor cores (sm_80+, `mma.sp`), the matrix in tiles of 16 rows
+/// (`cuda/sparse24_tiles.rs`). Compiled and loaded with [`SPARSE24`].
+pub const SPARSE24_MMA: KernelSource = KernelSource {
+    file: "sparse24_mma.cu",
+    source: include_str!("../../../kernels/sparse24_mma.cu"),
+    variant: "",
+    defines: &[],
+    headers: &[],
+    entries: &[
+        "sparse24_mma_n1_p_f16",
+        "sparse24_mma_n1_p_f32",
+        "sparse24_mma_n2_p_f16",
+        "sparse24_mma_n2_p_f32",
+        "sparse24_mma_n1_h_f16",
+        "sparse24_mma_n1_h_f32",
+        "sparse24_mma_n2_h_f16",
+        "sparse24_mma_n2_h_f32",
+    ],
+};
+
 /// The entries of macko_quant.cu, compiled once per width.
 const MACKO_QUANT_ENTRIES: &[&str] = &[
     "macko_q_spmv_xs_f16",
@@ -676,7 +696,7 @@ mod tests {
         for k in KERNELS
             .iter()
             .chain(&QUANT_KERNELS)
-            .chain([&SPARSE24, &TRANSPOSED])
+            .chain([&SPARSE24, &SPARSE24_MMA, &TRANSPOSED])
         {
             for e in k.entries {
                 assert!(

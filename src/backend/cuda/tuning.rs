@@ -77,6 +77,11 @@ pub struct CudaTuning {
     /// `s24_x`: where the 2:4 single-vector kernel reads x: `smem` (staged where it fits, the
     /// default) or `global`.
     pub s24_x: Option<XPlace>,
+    /// `s24_mma`: 2:4 matrices uploaded as tiles for the sparse tensor cores and multiplied
+    /// with `mma.sp` (kernels/sparse24_mma.cu; `on`, the default where the GPU has them) or as
+    /// rows for the CUDA-core kernels (kernels/sparse24.cu; `off`, the path of GPUs older than
+    /// compute capability 8.0).
+    pub s24_mma: Option<bool>,
 }
 
 /// One of `choices` (name, value), `None` for `auto` or empty.
@@ -111,6 +116,7 @@ impl CudaTuning {
         "dense_quant_mma",
         "dense_quant_warps",
         "s24_x",
+        "s24_mma",
     ];
 
     /// One `key=value` of the `MACKO_TUNING` variable (prefix `cuda.` already removed), e.g.
@@ -168,6 +174,7 @@ impl CudaTuning {
                 )?
             }
             "s24_x" => self.s24_x = x_place(v)?,
+            "s24_mma" => self.s24_mma = switch(v)?,
             other => {
                 return Err(format!(
                     "unknown key {other:?}: expected one of {}",
@@ -240,6 +247,7 @@ mod tests {
             ("dense_quant_mma", "off"),
             ("dense_quant_warps", "8"),
             ("s24_x", "global"),
+            ("s24_mma", "off"),
         ] {
             t.set(k, v).unwrap_or_else(|e| panic!("{k}={v}: {e}"));
         }
@@ -263,6 +271,7 @@ mod tests {
                 dense_quant_mma: Some(false),
                 dense_quant_warps: Some(8),
                 s24_x: Some(XPlace::Global),
+                s24_mma: Some(false),
             }
         );
         t.set("split", "off").expect("off");
