@@ -9,7 +9,7 @@
 use std::sync::{Arc, Mutex};
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig, PushKernelArg,
 };
 use macko_format::Sparse24Matrix;
 
@@ -62,35 +62,14 @@ impl Sparse24Kernels {
         tensor_cores: bool,
     ) -> Result<Self> {
         let module = load_module(ctx, &nvrtc::SPARSE24, arch)?;
-        let function = |name: String| -> Result<CudaFunction> {
-            module
-                .load_function(&name)
-                .map_err(|e| cuda_error(&format!("finding kernel {name}"), e))
-        };
+        let pair = |stem: String| by_output(&module, &stem);
         let mma = if tensor_cores {
             let module = load_module(ctx, &nvrtc::SPARSE24_MMA, arch)?;
-            let f = |name: String| -> Result<CudaFunction> {
-                module
-                    .load_function(&name)
-                    .map_err(|e| cuda_error(&format!("finding kernel {name}"), e))
-            };
-            let pair = |nt: u32, x: &str| -> Result<ByOutput> {
-                let stem = format!("sparse24_mma_n{nt}_{x}");
-                Ok(ByOutput {
-                    f16: f(format!("{stem}_f16"))?,
-                    f32: f(format!("{stem}_f32"))?,
-                })
-            };
+            let pair = |nt: u32, x: &str| by_output(&module, &format!("sparse24_mma_n{nt}_{x}"));
             let by_x = |nt| -> Result<[ByOutput; 2]> { Ok([pair(nt, "p")?, pair(nt, "h")?]) };
             Some([by_x(1)?, by_x(2)?])
         } else {
             None
-        };
-        let pair = |stem: String| -> Result<ByOutput> {
-            Ok(ByOutput {
-                f16: function(format!("{stem}_f16"))?,
-                f32: function(format!("{stem}_f32"))?,
-            })
         };
         let spmv = |x: &str| pair(format!("sparse24_spmv_{x}"));
         let batch = |x: &str| -> Result<[ByOutput; 4]> {
@@ -110,6 +89,19 @@ impl Sparse24Kernels {
             mma,
         })
     }
+}
+
+/// Kernels `{stem}_f16` and `{stem}_f32` of `module`.
+fn by_output(module: &Arc<CudaModule>, stem: &str) -> Result<ByOutput> {
+    let function = |name: String| -> Result<CudaFunction> {
+        module
+            .load_function(&name)
+            .map_err(|e| cuda_error(&format!("finding kernel {name}"), e))
+    };
+    Ok(ByOutput {
+        f16: function(format!("{stem}_f16"))?,
+        f32: function(format!("{stem}_f32"))?,
+    })
 }
 
 /// The kernels once loaded (`CudaBackend::sparse24_kernels`).
