@@ -1,6 +1,8 @@
 // 2:4 structured-sparsity products Y = A·X (README.md, "2:4 structured sparsity"): one vector
 // (W = 1) or a chunk of up to 16 (W = 2, 4, 8, 16, the chunk's count rounded up to a power of
-// two), binary16 values, f32 accumulation, f16 or f32 out.
+// two), binary16 values, f32 accumulation, f16 or f32 out. On the CUDA cores: the path of GPUs
+// without sparse tensor cores (below compute capability 8.0; elsewhere sparse24_mma.cu runs,
+// unless `cuda.s24_mma=off` forces these kernels).
 //
 // The matrix as uploaded (src/backend/sparse24_rows.rs, the layout the wgpu kernels read too):
 // every row is `words` words of 8 groups (32 columns), padded with zero groups to whole words;
